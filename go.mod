@@ -1,0 +1,3 @@
+module github.com/gomogile/gomogile
+
+go 1.26

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Driver opens Stores of one backend. Open must connect, check the schema
+// (creating or upgrading it to SchemaVersion when needed, refusing a newer
+// one with ErrSchemaMismatch) and return a ready Store.
+type Driver interface {
+	Open(ctx context.Context, dsn *DSN) (Store, error)
+}
+
+var (
+	driversMu sync.RWMutex
+	drivers   = map[string]Driver{}
+)
+
+// Register makes a backend available under name (compared case-insensitively)
+// and any aliases. It panics on an empty name, a nil driver or a name taken
+// twice: all three are programming errors found at init.
+func Register(name string, d Driver, aliases ...string) {
+	if d == nil {
+		panic("store: Register driver is nil")
+	}
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	for _, n := range append([]string{name}, aliases...) {
+		n = strings.ToLower(n)
+		if n == "" {
+			panic("store: Register with an empty name")
+		}
+		if _, dup := drivers[n]; dup {
+			panic("store: Register called twice for backend " + n)
+		}
+		drivers[n] = d
+	}
+}
+
+// Drivers returns the sorted names (aliases included) of registered backends.
+func Drivers() []string {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	names := make([]string, 0, len(drivers))
+	for n := range drivers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Open parses dsn, connects, pings and checks the schema, so a wrong DSN or an
+// unreachable database fails here rather than at the first request. Accepted
+// forms are listed at [ParseDSN].
+func Open(ctx context.Context, dsn string) (Store, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return OpenDSN(ctx, d)
+}
+
+// OpenDSN is Open for an already parsed (and possibly amended) DSN, such as
+// one whose User and Password came from a tracker's db_user and db_pass.
+func OpenDSN(ctx context.Context, d *DSN) (Store, error) {
+	driversMu.RLock()
+	drv, ok := drivers[strings.ToLower(d.Driver)]
+	driversMu.RUnlock()
+	if !ok {
+		have := strings.Join(Drivers(), ", ")
+		if have == "" {
+			have = "none"
+		}
+		return nil, fmt.Errorf("%w %q (have: %s); forgot to import github.com/gomogile/gomogile/store/%s?",
+			ErrNoDriver, d.Driver, have, strings.ToLower(d.Driver))
+	}
+	s, err := drv.Open(ctx, d)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", d.Redacted(), err)
+	}
+	return s, nil
+}

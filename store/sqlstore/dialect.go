@@ -1,0 +1,89 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// Dialect is what an SQL backend supplies to the shared operations: how its
+// SQL differs, and how its errors read. It is deliberately small; the ~90
+// metadata operations are written once in this package against it.
+//
+// Statements given to Dialect methods and to the shared layer use '?'
+// placeholders; Rebind turns them into the driver's form.
+type Dialect interface {
+	// Name is the registered backend name ("sqlite", "mysql", "postgres").
+	Name() string
+	// Rebind rewrites '?' placeholders (outside string literals) into the
+	// driver's form, e.g. $1, $2 for PostgreSQL. Identity for MySQL, SQLite.
+	Rebind(query string) string
+	// UnixNow is an SQL expression for the database clock in whole Unix
+	// seconds, as an integer (e.g. UNIX_TIMESTAMP()).
+	UnixNow() string
+	// ByteOrder wraps a text column so comparisons and ORDER BY on it are by
+	// bytes, whatever the column's collation (e.g. BINARY col, col COLLATE "C").
+	ByteOrder(col string) string
+	// Upsert builds an INSERT of cols (one '?' each) into table which, on a
+	// conflict over the key columns, applies the assignments in update
+	// instead ("" = do nothing). In update, a bare column name is the existing
+	// row's value and Excluded(col) the value proposed by the INSERT.
+	Upsert(table string, cols, key []string, update string) string
+	// Excluded names the proposed value of col inside Upsert's update.
+	Excluded(col string) string
+	// Least is the SQL for the smaller of two expressions.
+	Least(a, b string) string
+	// Schema lists idempotent DDL statements (CREATE TABLE/INDEX IF NOT
+	// EXISTS, in dependency order) that give an empty or MogileFS-created
+	// database every table of schema 17 plus the backend's own.
+	Schema() []string
+	// VersionQuery is a single-row, single-column query for the server
+	// version string.
+	VersionQuery() string
+	// Classify sorts a driver error into the kinds the shared layer acts on.
+	Classify(err error) ErrorKind
+}
+
+// ErrorKind is how the shared layer treats a driver error.
+type ErrorKind int
+
+const (
+	// ErrOther: returned to the caller, wrapped.
+	ErrOther ErrorKind = iota
+	// ErrKindDuplicate: a unique or primary key was violated (store.ErrDuplicate).
+	ErrKindDuplicate
+	// ErrKindRetry: deadlock, serialization failure or busy database; the
+	// whole transaction is rolled back and run again.
+	ErrKindRetry
+	// ErrKindConnLost: the connection broke. During COMMIT this makes the
+	// outcome unknown (store.ErrUnknownOutcome).
+	ErrKindConnLost
+)
+
+// LockBackend is what a backend supplies for named locks. The shared layer
+// validates names and timeouts with store.CheckLock, refuses calls after
+// Close, and keeps the per-Store table of held locks behind Unlock, so a
+// backend implements only acquisition and its own release.
+type LockBackend interface {
+	// Acquire takes name for this Store, waiting at most timeout (0 = try
+	// once), honouring ctx. It fails with store.ErrLockTimeout (wrapped) or
+	// ctx's error. It must not be reentrant.
+	Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error)
+	// Close releases every lock this backend still holds and stops its
+	// background work (renewal, watchers).
+	Close() error
+}
+
+// Config is what a backend hands to New.
+type Config struct {
+	DB      *sql.DB
+	Dialect Dialect
+	Locks   LockBackend
+	// Capabilities are reported as they are.
+	Capabilities store.Capabilities
+	// OnClose, if set, runs after the locks and before the DB are closed
+	// (e.g. the SQLite file guard).
+	OnClose func() error
+}

@@ -1,0 +1,476 @@
+// Package store is the metadata contract of a gomogile tracker: what every
+// backend (SQLite, MySQL/MariaDB, PostgreSQL, or one written elsewhere)
+// promises, the row types it speaks in, the sentinel errors callers match with
+// errors.Is, and the registry through which a tracker picks its backend from
+// one DSN.
+//
+// The tables are those of MogileFS schema version 17, so a database made by
+// the original mogdbsetup opens as it is; backends add tables of their own
+// only where they need more (lock rows, counters).
+//
+// # Implementing a backend
+//
+//  1. Implement [Store]. An SQL database usually needs only a dialect, a
+//     connection and named locks: package store/sqlstore holds the shared SQL.
+//  2. Register a [Driver] in an init function with [Register]; users select it
+//     with a blank import and a DSN whose scheme names it.
+//  3. Run conformance.Run from a test named TestConformance with a Harness
+//     that opens independent instances against one database.
+//  4. Declare what legitimately differs in [Capabilities]; nothing else may.
+//
+// Every method taking a context may block on the database; the context bounds
+// that wait. All methods are safe for concurrent use. After Close every method
+// fails with [ErrClosed].
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Backends wrap them (often together with the driver error)
+// so callers test with errors.Is and may still reach the cause with errors.As.
+var (
+	ErrNotFound       = errors.New("store: not found")
+	ErrDuplicate      = errors.New("store: already exists")
+	ErrHasFiles       = errors.New("store: has files")
+	ErrHasClasses     = errors.New("store: has classes")
+	ErrHasDevices     = errors.New("store: has devices")
+	ErrInvalid        = errors.New("store: invalid argument")
+	ErrLockTimeout    = errors.New("store: lock timeout")
+	ErrLockNotHeld    = errors.New("store: lock not held")
+	ErrLockLost       = errors.New("store: lock lost")
+	ErrClosed         = errors.New("store: closed")
+	ErrSchemaMismatch = errors.New("store: schema version mismatch")
+	// ErrUnknownOutcome reports a write whose acknowledgement was lost: the
+	// database may or may not have applied it. It is never a plain retryable
+	// error; callers retry only writes that are idempotent by contract.
+	ErrUnknownOutcome = errors.New("store: outcome of write unknown")
+	ErrNoDriver       = errors.New("store: no such backend")
+	ErrBadDSN         = errors.New("store: malformed DSN")
+)
+
+// SchemaVersion is the MogileFS schema version this contract implements.
+const SchemaVersion = 17
+
+// Never, given as a delay to [Store.Reschedule], parks a queue row until an
+// operator acts (MogileFS's ENDOFTIME); [Store.Expedite] leaves it parked.
+const Never time.Duration = -1
+
+// EndOfTime is the nexttry value MogileFS stores for [Never].
+var EndOfTime = time.Unix(2147483647, 0)
+
+// Store is one tracker's handle on the metadata database. Two Stores opened
+// separately on the same database behave like two trackers: they share rows
+// and the named-lock namespace.
+type Store interface {
+	// Close releases the Store's locks and connections. Further calls fail
+	// with ErrClosed; a second Close returns nil.
+	Close() error
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Info names the backend and the server's version.
+	Info(ctx context.Context) (Info, error)
+	// Capabilities lists the legitimate differences of this backend.
+	Capabilities() Capabilities
+	// Now is the database's clock; leases and queue times use it.
+	Now(ctx context.Context) (time.Time, error)
+
+	Namespace
+	Files
+	Placement
+	Queues
+	Settings
+	Checksums
+	FsckLog
+	Locker
+}
+
+// Namespace: domains, classes, hosts and devices.
+type Namespace interface {
+	// CreateDomain allocates a dmid race-free. ErrDuplicate if the name exists.
+	CreateDomain(ctx context.Context, name string) (Domain, error)
+	// DeleteDomain removes a domain and its implicit default class.
+	// ErrNotFound, ErrHasFiles, or ErrHasClasses (a class other than 0 exists).
+	DeleteDomain(ctx context.Context, dmid int) error
+	Domains(ctx context.Context) ([]Domain, error)
+
+	// CreateClass allocates a classid within its domain race-free; the name
+	// "default" maps to classid 0. ErrNotFound (domain), ErrDuplicate (name).
+	CreateClass(ctx context.Context, c Class) (Class, error)
+	// UpdateClass sets name, mindevcount, replpolicy and hashtype of
+	// (DomainID, ID). ErrNotFound, ErrDuplicate (name taken).
+	UpdateClass(ctx context.Context, c Class) error
+	// DeleteClass: ErrNotFound, ErrHasFiles.
+	DeleteClass(ctx context.Context, dmid, classid int) error
+	Classes(ctx context.Context) ([]Class, error)
+
+	// CreateHost allocates a hostid race-free when h.ID is 0.
+	// ErrDuplicate (name, ip or id taken).
+	CreateHost(ctx context.Context, h Host) (Host, error)
+	// UpdateHost replaces every field of host h.ID. ErrNotFound, ErrDuplicate.
+	UpdateHost(ctx context.Context, h Host) error
+	// DeleteHost: ErrNotFound, ErrHasDevices.
+	DeleteHost(ctx context.Context, hostid int) error
+	Hosts(ctx context.Context) ([]Host, error)
+
+	// CreateDevice adds a device with the caller's id (as mogadm does), or
+	// the next free one when d.ID is 0. ErrDuplicate, ErrNotFound (host).
+	CreateDevice(ctx context.Context, d Device) (Device, error)
+	// SetDeviceState: ErrNotFound, ErrInvalid (unknown state).
+	SetDeviceState(ctx context.Context, devid int, state DeviceState) error
+	// SetDeviceWeight: ErrNotFound, ErrInvalid (negative).
+	SetDeviceWeight(ctx context.Context, devid int, weight int) error
+	// SetDeviceUsage records usage in MiB, stamped with the database clock.
+	SetDeviceUsage(ctx context.Context, devid int, mbTotal, mbUsed int64) error
+	// DeleteDevice: ErrNotFound, ErrHasFiles (file_on rows remain).
+	DeleteDevice(ctx context.Context, devid int) error
+	Devices(ctx context.Context) ([]Device, error)
+}
+
+// Files: tempfiles (reserved fids) and committed files.
+type Files interface {
+	// CreateTempFile reserves a fid: unique across every Store on the
+	// database, never reused, never at or below a committed or reserved fid.
+	// t.Fid may name the fid (ErrDuplicate if taken); CreateTime is set from
+	// the database clock.
+	CreateTempFile(ctx context.Context, t TempFile) (int64, error)
+	// TempFile: ErrNotFound.
+	TempFile(ctx context.Context, fid int64) (TempFile, error)
+	// DeleteTempFile: ErrNotFound.
+	DeleteTempFile(ctx context.Context, fid int64) error
+	// ExpiredTempFiles lists tempfiles created more than age ago (database
+	// clock), oldest first.
+	ExpiredTempFiles(ctx context.Context, age time.Duration, limit int) ([]TempFile, error)
+
+	// CommitFile turns tempfile c.Fid into a file, atomically: the tempfile
+	// row goes, the file row and its file_on rows appear, devcount is set,
+	// the checksum is stored, an older fid owning (DomainID, Key) is removed
+	// and queued for deletion, and with c.Replicate the fid is queued for
+	// replication. Of two racing commits of one tempfile exactly one wins; the
+	// other gets ErrNotFound. A retry of a commit that did apply (same fid,
+	// domain and key already committed) returns the same result, not an error.
+	CommitFile(ctx context.Context, c Commit) (CommitResult, error)
+
+	// File and FileByKey: ErrNotFound.
+	File(ctx context.Context, fid int64) (File, error)
+	FileByKey(ctx context.Context, dmid int, key string) (File, error)
+	// Files lists files with from <= fid <= to in fid order, at most limit.
+	Files(ctx context.Context, from, to int64, limit int) ([]File, error)
+	// MaxFid is the largest committed fid, 0 when there is none.
+	MaxFid(ctx context.Context) (int64, error)
+	// ListKeys returns keys of domain dmid starting with prefix and sorting
+	// after `after` (exclusive; "" = from the start), in byte order whatever
+	// the server collation, at most limit. Prefix characters are literal
+	// (%, _ and \ included).
+	ListKeys(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error)
+	// RenameFile: ErrNotFound (from), ErrDuplicate (to exists).
+	RenameFile(ctx context.Context, dmid int, from, to string) error
+	// SetFileClass: ErrNotFound.
+	SetFileClass(ctx context.Context, fid int64, classid int) error
+	// DeleteFile removes the file row (and any tempfile row of that fid) and
+	// queues the fid for deletion, atomically. file_on and checksum rows stay
+	// for the delete worker. ErrNotFound.
+	DeleteFile(ctx context.Context, fid int64) error
+}
+
+// Placement: which devices hold a fid, and devcount.
+type Placement interface {
+	// AddFileOn records a copy of fid on devid and reports whether the row
+	// is new. If the file row exists its devcount is updated in the same
+	// transaction, so devcount always ends equal to COUNT(file_on).
+	AddFileOn(ctx context.Context, fid int64, devid int) (bool, error)
+	// RemoveFileOn is AddFileOn's inverse; it reports whether a row went.
+	RemoveFileOn(ctx context.Context, fid int64, devid int) (bool, error)
+	// FileOn lists the devices holding fid, ascending.
+	FileOn(ctx context.Context, fid int64) ([]int, error)
+	// FidsOnDevice lists fids on devid greater than after, ascending.
+	FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error)
+	// SyncDevCount sets devcount to COUNT(file_on) and returns it (fsck's
+	// repair of rows edited by hand). ErrNotFound.
+	SyncDevCount(ctx context.Context, fid int64) (int, error)
+}
+
+// Queue names one of MogileFS's work queues.
+type Queue int
+
+const (
+	QueueReplicate Queue = iota + 1 // file_to_replicate
+	QueueDelete                     // file_to_delete2
+	QueueFsck                       // file_to_queue, type 1
+	QueueRebalance                  // file_to_queue, type 2
+)
+
+func (q Queue) String() string {
+	switch q {
+	case QueueReplicate:
+		return "replicate"
+	case QueueDelete:
+		return "delete"
+	case QueueFsck:
+		return "fsck"
+	case QueueRebalance:
+		return "rebalance"
+	}
+	return "unknown"
+}
+
+// Queues: the replicate, delete, fsck and rebalance queues.
+type Queues interface {
+	// Enqueue adds fids to q. It is idempotent: an existing row keeps its
+	// failcount, devid and arg and moves its nexttry earlier if the new one
+	// is earlier. ErrInvalid for an unknown queue.
+	Enqueue(ctx context.Context, q Queue, entries ...QueueEntry) error
+	// Lease takes up to max rows due now (database clock), oldest nexttry
+	// first, and pushes their nexttry to now+lease, so no other Store gets
+	// them until the lease runs out. Rows parked with Never are not due.
+	Lease(ctx context.Context, q Queue, max int, lease time.Duration) ([]QueueItem, error)
+	// Reschedule sets nexttry to now+after (or parks the row with Never),
+	// adding one to failcount if failed. ErrNotFound.
+	Reschedule(ctx context.Context, q Queue, fid int64, after time.Duration, failed bool) error
+	// Finish removes fid from q; removing an absent row is not an error.
+	Finish(ctx context.Context, q Queue, fid int64) error
+	// QueueItem reads one row. ErrNotFound.
+	QueueItem(ctx context.Context, q Queue, fid int64) (QueueItem, error)
+	// QueueLength counts the rows of q, parked ones included.
+	QueueLength(ctx context.Context, q Queue) (int64, error)
+	// Expedite makes every row of q due now except parked ones
+	// (replicate_now) and returns how many it moved.
+	Expedite(ctx context.Context, q Queue) (int64, error)
+	// ClearQueue removes every row of q (fsck_reset, rebalance_reset).
+	ClearQueue(ctx context.Context, q Queue) error
+}
+
+// Settings: the server_settings table.
+type Settings interface {
+	// ServerSetting: ErrNotFound.
+	ServerSetting(ctx context.Context, key string) (string, error)
+	ServerSettings(ctx context.Context) (map[string]string, error)
+	SetServerSetting(ctx context.Context, key, value string) error
+	// DeleteServerSetting is idempotent.
+	DeleteServerSetting(ctx context.Context, key string) error
+	// IncrServerSetting adds delta to an integer setting (absent = 0)
+	// atomically and returns the new value.
+	IncrServerSetting(ctx context.Context, key string, delta int64) (int64, error)
+}
+
+// Checksums: the checksum table.
+type Checksums interface {
+	// SetChecksum inserts or replaces the checksum of c.Fid.
+	SetChecksum(ctx context.Context, c Checksum) error
+	// Checksum: ErrNotFound.
+	Checksum(ctx context.Context, fid int64) (Checksum, error)
+	// DeleteChecksum is idempotent.
+	DeleteChecksum(ctx context.Context, fid int64) error
+}
+
+// FsckLog: the fsck_log table.
+type FsckLog interface {
+	// AppendFsckLog records an event stamped with the database clock.
+	AppendFsckLog(ctx context.Context, e FsckEvent) error
+	// FsckEvents lists events with logid > after, ascending, at most limit.
+	FsckEvents(ctx context.Context, after int64, limit int) ([]FsckEvent, error)
+	// FsckEventCounts counts events per code.
+	FsckEventCounts(ctx context.Context) (map[string]int64, error)
+	ClearFsckLog(ctx context.Context) error
+}
+
+// Locker: named locks in one namespace shared by every Store on the database.
+//
+// Names are valid UTF-8 of 1 to 255 bytes, compared byte for byte. Locks are
+// not reentrant: a second Lock of a name this Store already holds waits like
+// any other caller. A Store may hold many locks at once.
+type Locker interface {
+	// Lock acquires name, waiting at most timeout (0 = try once). It fails
+	// with ErrLockTimeout no earlier than timeout, with ctx's error when ctx
+	// ends first, and with ErrInvalid for a bad name or negative timeout.
+	Lock(ctx context.Context, name string, timeout time.Duration) (Lock, error)
+	// Unlock releases name if this Store holds it; otherwise it fails with
+	// ErrLockNotHeld and changes nothing (another Store's hold survives).
+	Unlock(ctx context.Context, name string) error
+}
+
+// Lock is one held named lock.
+type Lock interface {
+	Name() string
+	// Lost is closed when the backend can no longer guarantee exclusivity
+	// (session killed, lease not renewed), before another holder can get
+	// the lock. It is not closed by Release.
+	Lost() <-chan struct{}
+	// Release frees the lock. Releasing again returns nil; releasing a lock
+	// that was lost returns ErrLockLost and changes nothing.
+	Release(ctx context.Context) error
+}
+
+// Info describes a running backend.
+type Info struct {
+	Driver        string // registered name, e.g. "postgres"
+	ServerVersion string // as the server reports it
+}
+
+// Capabilities are the few legitimate differences between backends. Only
+// the conformance suite reads them; no core behaviour may depend on them.
+type Capabilities struct {
+	// LockMechanism is how locks are held: "in-process", "session" (the
+	// server frees them when the holding connection dies) or "lease" (rows
+	// renewed by the owner and reaped when the owner dies).
+	LockMechanism string
+	// CrossProcess reports whether a second process may open the same
+	// database. Embedded backends refuse it instead of splitting the lock
+	// namespace.
+	CrossProcess bool
+	// DeadOwnerBound is the longest a dead holder's lock stays taken.
+	DeadOwnerBound time.Duration
+}
+
+// Domain is a row of domain.
+type Domain struct {
+	ID   int    // dmid
+	Name string // namespace
+}
+
+// HashType is MogileFS's checksum algorithm code.
+type HashType int
+
+const (
+	HashNone HashType = 0
+	HashMD5  HashType = 1
+)
+
+// Class is a row of class. Class 0 of each domain is "default".
+type Class struct {
+	DomainID    int
+	ID          int
+	Name        string
+	MinDevCount int
+	ReplPolicy  string // "" = MultipleHosts()
+	HashType    HashType
+}
+
+// HostStatus is host.status.
+type HostStatus string
+
+const (
+	HostAlive    HostStatus = "alive"
+	HostDead     HostStatus = "dead"
+	HostDown     HostStatus = "down"
+	HostReadOnly HostStatus = "readonly"
+)
+
+// Host is a row of host.
+type Host struct {
+	ID          int
+	Name        string // hostname
+	Status      HostStatus
+	HTTPPort    int // default 7500
+	HTTPGetPort int // 0 = same as HTTPPort
+	IP          string
+	AltIP       string
+	AltMask     string
+}
+
+// DeviceState is device.status.
+type DeviceState string
+
+const (
+	DeviceAlive    DeviceState = "alive"
+	DeviceDead     DeviceState = "dead"
+	DeviceDown     DeviceState = "down"
+	DeviceReadOnly DeviceState = "readonly"
+	DeviceDrain    DeviceState = "drain"
+)
+
+// Valid reports whether s is one of the states schema 17 allows.
+func (s DeviceState) Valid() bool {
+	switch s {
+	case DeviceAlive, DeviceDead, DeviceDown, DeviceReadOnly, DeviceDrain:
+		return true
+	}
+	return false
+}
+
+// Device is a row of device. Usage fields are zero when never reported.
+type Device struct {
+	ID      int
+	HostID  int
+	Status  DeviceState
+	Weight  int // default 100
+	MBTotal int64
+	MBUsed  int64
+	MBAsOf  time.Time
+}
+
+// TempFile is a row of tempfile: a fid reserved by create_open.
+type TempFile struct {
+	Fid        int64
+	DomainID   int
+	Key        string
+	ClassID    int
+	CreateTime time.Time
+	DevIDs     []int // devices offered to the client
+}
+
+// File is a row of file.
+type File struct {
+	Fid      int64
+	DomainID int
+	Key      string
+	Length   int64
+	ClassID  int
+	DevCount int
+}
+
+// Commit is create_close's request; see [Files.CommitFile].
+type Commit struct {
+	Fid       int64
+	DomainID  int
+	Key       string
+	ClassID   int
+	Length    int64
+	DevIDs    []int     // devices holding the uploaded copy
+	Checksum  *Checksum // optional; Fid is filled in
+	Replicate bool      // queue for replication in the same transaction
+}
+
+// CommitResult reports what CommitFile did.
+type CommitResult struct {
+	File        File
+	ReplacedFid int64 // the fid that owned the key before, now queued for deletion; 0 if none
+}
+
+// QueueEntry is one fid to enqueue.
+type QueueEntry struct {
+	Fid   int64
+	DevID int           // replicate: fromdevid; fsck/rebalance: devid; 0 = none
+	Arg   string        // fsck/rebalance only
+	After time.Duration // due this long from now; Never parks it
+}
+
+// QueueItem is one queue row.
+type QueueItem struct {
+	Queue     Queue
+	Fid       int64
+	DevID     int
+	Arg       string
+	NextTry   time.Time // EndOfTime when parked
+	FailCount int
+	Flags     int
+}
+
+// Checksum is a row of checksum.
+type Checksum struct {
+	Fid      int64
+	HashType HashType
+	Sum      []byte
+}
+
+// FsckEvent is a row of fsck_log. Codes are MogileFS's four-letter ones
+// ("NOPA", "MISS", "BCNT", "REPL", "BSUM", …).
+type FsckEvent struct {
+	LogID int64
+	Time  time.Time
+	Fid   int64
+	Code  string
+	DevID int // 0 = none
+}
