@@ -1,0 +1,34 @@
+// Package testdb finds the database servers that backend tests run against,
+// in the order shared/design.md §6 gives: a DSN from the environment, then a
+// container started with dockertest, then a skip — except under CI=true,
+// where a backend that cannot run fails the build instead of passing
+// silently having touched nothing.
+package testdb
+
+import (
+	"os"
+	"testing"
+)
+
+// Environment variables naming test servers.
+const (
+	EnvMySQL    = "GOMOGILE_TEST_MYSQL_DSN"
+	EnvPostgres = "GOMOGILE_TEST_POSTGRES_DSN"
+)
+
+// InCI reports whether the tests run under CI, where every backend must run.
+func InCI() bool {
+	v := os.Getenv("CI")
+	return v != "" && v != "0" && v != "false"
+}
+
+// Unavailable ends a test whose server could not be found: a skip with the
+// reason on a developer's machine, a failure under CI.
+func Unavailable(t testing.TB, backend, why string) {
+	t.Helper()
+	msg := backend + " test server unavailable: " + why
+	if InCI() {
+		t.Fatal(msg + " (CI=true: every backend must run)")
+	}
+	t.Skip(msg)
+}
