@@ -37,7 +37,9 @@ type Dialect interface {
 	Least(a, b string) string
 	// Schema lists idempotent DDL statements (CREATE TABLE/INDEX IF NOT
 	// EXISTS, in dependency order) that give an empty or MogileFS-created
-	// database every table of schema 17 plus the backend's own.
+	// database every table of schema 17 in this dialect's types, plus the
+	// backend's own tables (a lock table, say). Tables the shared layer itself
+	// adds are created by the shared layer in portable SQL.
 	Schema() []string
 	// VersionQuery is a single-row, single-column query for the server
 	// version string.
