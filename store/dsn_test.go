@@ -1,0 +1,72 @@
+package store_test
+
+import (
+	"errors"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+func TestParseDSN(t *testing.T) {
+	tests := []struct {
+		in   string
+		want store.DSN
+	}{
+		{"sqlite:///var/lib/mogilefs/db.sqlite", store.DSN{Driver: "sqlite", Database: "/var/lib/mogilefs/db.sqlite", Params: url.Values{}}},
+		{"sqlite:rel/db.sqlite?busy_timeout=5s", store.DSN{Driver: "sqlite", Database: "rel/db.sqlite", Params: url.Values{"busy_timeout": {"5s"}}}},
+		{"sqlite3:///x.db", store.DSN{Driver: "sqlite", Database: "/x.db", Params: url.Values{}}},
+		{"DBI:SQLite:dbname=/tmp/m.db", store.DSN{Driver: "sqlite", Database: "/tmp/m.db", Params: url.Values{}}},
+		{"DBI:SQLite:/tmp/m.db", store.DSN{Driver: "sqlite", Database: "/tmp/m.db", Params: url.Values{}}},
+		{"mysql://mog:s%40cret@db.example:3307/mogilefs?tls=false", store.DSN{Driver: "mysql", User: "mog", Password: "s@cret", Host: "db.example", Port: 3307, Database: "mogilefs", Params: url.Values{"tls": {"false"}}}},
+		{"DBI:mysql:database=mogilefs;host=10.0.0.5;port=3306", store.DSN{Driver: "mysql", Host: "10.0.0.5", Port: 3306, Database: "mogilefs", Params: url.Values{}}},
+		{"DBI:mysql:mogilefs", store.DSN{Driver: "mysql", Database: "mogilefs", Params: url.Values{}}},
+		{"dbi:mysql:mogilefs;mysql_connect_timeout=2", store.DSN{Driver: "mysql", Database: "mogilefs", Params: url.Values{"mysql_connect_timeout": {"2"}}}},
+		{"DBI:Pg:dbname=mogilefs;host=/var/run/postgresql", store.DSN{Driver: "postgres", Host: "/var/run/postgresql", Database: "mogilefs", Params: url.Values{}}},
+		{"postgres://root@127.0.0.1:5432/test?sslmode=disable", store.DSN{Driver: "postgres", User: "root", Host: "127.0.0.1", Port: 5432, Database: "test", Params: url.Values{"sslmode": {"disable"}}}},
+		{"postgresql://u:p@h/d", store.DSN{Driver: "postgres", User: "u", Password: "p", Host: "h", Database: "d", Params: url.Values{}}},
+		{"cockroach://h:26257/mog", store.DSN{Driver: "cockroach", Host: "h", Port: 26257, Database: "mog", Params: url.Values{}}},
+	}
+	for _, tt := range tests {
+		got, err := store.ParseDSN(tt.in)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", tt.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(*got, tt.want) {
+			t.Errorf("ParseDSN(%q) = %+v; want %+v", tt.in, *got, tt.want)
+		}
+	}
+}
+
+func TestParseDSN_Errors(t *testing.T) {
+	for _, in := range []string{
+		"",
+		"   ",
+		"nocolon",
+		"DBI:",
+		"DBI::dbname=x",
+		"DBI:mysql:a;b",
+		"DBI:mysql:database=x;port=notaport",
+		"mysql://h:99999/db",
+		"mysql:opaque",
+		"://x",
+	} {
+		_, err := store.ParseDSN(in)
+		if !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+		}
+	}
+}
+
+func TestDSN_RedactedHidesPassword(t *testing.T) {
+	d, err := store.ParseDSN("mysql://mog:topsecret@h:3306/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Redacted(); strings.Contains(r, "topsecret") || !strings.Contains(r, "mog") {
+		t.Errorf("Redacted() = %q; want user shown and password hidden", r)
+	}
+}
