@@ -1,0 +1,435 @@
+// Package jobs runs a tracker's background workers: replicate, delete,
+// reaper, monitor, fsck, and the job master that feeds the fsck and
+// rebalance queues and drains devices, as MogileFS's Worker::* do.
+//
+// Workers reach the metadata database only through the store contract, and
+// they are safe to run in several trackers at once on one database: queue
+// rows are leased (no two trackers hold one row) and per-fid work happens
+// under the original's named locks (mgfs:fid:<fid>:replicate for copying,
+// deleting and fscking a fid, mgfs:fid:<fid> around devcount changes).
+//
+// A [Manager] is built with [New], started with [Manager.Open] and stopped
+// with [Manager.Close], which stops leasing, lets in-flight items finish for
+// a grace period, then hands the rest back due now and releases their locks.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// Job class names, as !jobs and !want know them.
+const (
+	JobReplicate = "replicate"
+	JobDelete    = "delete"
+	JobFsck      = "fsck"
+	JobReaper    = "reaper"
+	JobMonitor   = "monitor"
+	JobMaster    = "job_master"
+)
+
+// Options configures a Manager. Zero fields take DefaultOptions' values,
+// except the worker counts, where 0 means none.
+type Options struct {
+	ReplicateWorkers, DeleteWorkers, FsckWorkers int
+
+	ReaperInterval  time.Duration // dead devices and old tempfiles
+	MonitorInterval time.Duration // device usage and reachability
+	QueuePoll       time.Duration // idle queue workers and the job master look again this often
+	TempFileTTL     time.Duration // tempfiles older than this are reaped
+
+	HTTPClient *http.Client // nil: a client with connect and header timeouts
+	Logger     *slog.Logger // nil: slog.Default()
+
+	// NoJobMaster is like mogilefsd --no-job_master: this tracker injects
+	// nothing into the fsck and rebalance queues (and drains nothing); it
+	// still works the queues.
+	NoJobMaster bool
+
+	// Hostname is how this tracker names itself in fsck_host and
+	// rebal_host (the original's Sys::Hostname); "" = os.Hostname().
+	Hostname string
+	// Lease is how long a leased queue row stays hidden from other
+	// trackers; it bounds how long a crashed tracker delays an item.
+	Lease time.Duration
+	// CloseGrace is how long Close lets in-flight items finish before
+	// cancelling and handing them back.
+	CloseGrace time.Duration
+}
+
+// DefaultOptions are the original's defaults (mogilefsd.conf: replicate_jobs
+// 1, delete_jobs 1, fsck_jobs 1; T_TEMPFILE_TOO_OLD 3600 s; monitor every
+// 2.5 s; reaper every 5 s).
+func DefaultOptions() Options {
+	return Options{
+		ReplicateWorkers: 1,
+		DeleteWorkers:    1,
+		FsckWorkers:      1,
+		ReaperInterval:   5 * time.Second,
+		MonitorInterval:  2500 * time.Millisecond,
+		QueuePoll:        time.Second,
+		TempFileTTL:      time.Hour,
+		Lease:            10 * time.Minute,
+		CloseGrace:       5 * time.Second,
+	}
+}
+
+// JobStat is one job class's line in !jobs / !stats.
+type JobStat struct {
+	Name      string
+	Wanted    int
+	Running   int
+	Processed int64 // items handled (queue rows, passes of a loop)
+	Errors    int64
+}
+
+// Manager owns the workers of one tracker.
+type Manager struct {
+	st     store.Store
+	opts   Options
+	log    *slog.Logger
+	nodes  *nodes
+	obs    *observations
+	host   string
+	closed chan struct{} // closed by Close; nothing new starts after it
+
+	mu        sync.Mutex
+	opened    bool
+	isClosed  bool
+	leaseCtx  context.Context // cancelled first on Close: stop leasing
+	leaseStop context.CancelFunc
+	workCtx   context.Context // cancelled after the grace: abandon items
+	workStop  context.CancelFunc
+	wg        sync.WaitGroup
+	classes   map[string]*jobClass
+}
+
+// jobClass counts one job class; pooled classes also track their workers.
+type jobClass struct {
+	name      string
+	pooled    bool
+	want      int
+	workers   []context.CancelFunc // one per running pooled worker
+	running   atomic.Int64
+	processed atomic.Int64
+	errors    atomic.Int64
+	run       func(stop context.Context) // pooled worker body
+}
+
+// New builds a Manager; it starts nothing until Open.
+func New(st store.Store, opts Options) *Manager {
+	def := DefaultOptions()
+	if opts.ReaperInterval <= 0 {
+		opts.ReaperInterval = def.ReaperInterval
+	}
+	if opts.MonitorInterval <= 0 {
+		opts.MonitorInterval = def.MonitorInterval
+	}
+	if opts.QueuePoll <= 0 {
+		opts.QueuePoll = def.QueuePoll
+	}
+	if opts.TempFileTTL <= 0 {
+		opts.TempFileTTL = def.TempFileTTL
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = def.Lease
+	}
+	if opts.CloseGrace <= 0 {
+		opts.CloseGrace = def.CloseGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := opts.HTTPClient
+	if c == nil {
+		c = newHTTPClient()
+	}
+	host := opts.Hostname
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	m := &Manager{
+		st:     st,
+		opts:   opts,
+		log:    opts.Logger.With("component", "jobs"),
+		nodes:  &nodes{c: c},
+		obs:    newObservations(),
+		host:   host,
+		closed: make(chan struct{}),
+	}
+	m.classes = map[string]*jobClass{
+		JobReplicate: {name: JobReplicate, pooled: true, want: max(opts.ReplicateWorkers, 0)},
+		JobDelete:    {name: JobDelete, pooled: true, want: max(opts.DeleteWorkers, 0)},
+		JobFsck:      {name: JobFsck, pooled: true, want: max(opts.FsckWorkers, 0)},
+		JobReaper:    {name: JobReaper, want: 1},
+		JobMonitor:   {name: JobMonitor, want: 1},
+		JobMaster:    {name: JobMaster, want: 1},
+	}
+	if opts.NoJobMaster {
+		m.classes[JobMaster].want = 0
+	}
+	m.classes[JobReplicate].run = m.replicateWorker
+	m.classes[JobDelete].run = m.deleteWorker
+	m.classes[JobFsck].run = m.fsckWorker
+	return m
+}
+
+// Open starts the workers. The monitor runs first; workers that need to
+// know which devices are reachable wait for its first pass, as the original
+// waits for monitor_has_run. ctx is not retained: Close stops everything.
+func (m *Manager) Open(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.isClosed {
+		return fmt.Errorf("jobs: open: %w", store.ErrClosed)
+	}
+	if m.opened {
+		return errors.New("jobs: open: already open")
+	}
+	if err := m.st.Ping(ctx); err != nil {
+		return fmt.Errorf("jobs: open: %w", err)
+	}
+	m.opened = true
+	m.leaseCtx, m.leaseStop = context.WithCancel(context.WithoutCancel(ctx))
+	m.workCtx, m.workStop = context.WithCancel(context.WithoutCancel(ctx))
+
+	m.startLoop(JobMonitor, m.monitorLoop)
+	m.startLoop(JobReaper, m.reaperLoop)
+	if !m.opts.NoJobMaster {
+		m.startLoop(JobMaster, m.jobMasterLoop)
+	}
+	for _, name := range []string{JobReplicate, JobDelete, JobFsck} {
+		m.resizeLocked(m.classes[name])
+	}
+	return nil
+}
+
+// startLoop runs a single-instance loop until the lease context ends.
+func (m *Manager) startLoop(name string, loop func(ctx context.Context)) {
+	jc := m.classes[name]
+	jc.running.Add(1)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer jc.running.Add(-1)
+		loop(m.leaseCtx)
+	}()
+}
+
+// resizeLocked starts or stops pooled workers to match want. A stopped
+// worker finishes its current item first. m.mu is held.
+func (m *Manager) resizeLocked(jc *jobClass) {
+	for len(jc.workers) < jc.want {
+		stopCtx, stop := context.WithCancel(m.leaseCtx)
+		jc.workers = append(jc.workers, stop)
+		jc.running.Add(1)
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			defer jc.running.Add(-1)
+			jc.run(stopCtx)
+		}()
+	}
+	for len(jc.workers) > jc.want {
+		last := len(jc.workers) - 1
+		jc.workers[last]()
+		jc.workers = jc.workers[:last]
+	}
+}
+
+// SetWant sets how many workers of a pooled class (replicate, delete, fsck)
+// run, at once (!want).
+func (m *Manager) SetWant(jobClass string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("jobs: want %s %d: %w", jobClass, n, store.ErrInvalid)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	jc, ok := m.classes[jobClass]
+	if !ok || !jc.pooled {
+		return fmt.Errorf("jobs: want %q: not an adjustable job class: %w", jobClass, store.ErrInvalid)
+	}
+	if m.isClosed {
+		return fmt.Errorf("jobs: want %s: %w", jobClass, store.ErrClosed)
+	}
+	jc.want = n
+	if m.opened {
+		m.resizeLocked(jc)
+	}
+	return nil
+}
+
+// Stats reports every job class, sorted by name.
+func (m *Manager) Stats() []JobStat {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]JobStat, 0, len(m.classes))
+	for _, jc := range m.classes {
+		out = append(out, JobStat{
+			Name:      jc.name,
+			Wanted:    jc.want,
+			Running:   int(jc.running.Load()),
+			Processed: jc.processed.Load(),
+			Errors:    jc.errors.Load(),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Observed is the monitor's view of a device: "writeable", "readable" or
+// "unreachable" (a device on an unreachable host is unreachable). ok is
+// false before the monitor has looked at it.
+func (m *Manager) Observed(devid int) (state string, ok bool) {
+	return m.obs.state(devid)
+}
+
+// Close stops leasing, gives in-flight items CloseGrace to finish, then
+// cancels them; each worker hands its item back due now and releases its
+// locks before returning. Close waits for every goroutine. A second Close
+// returns nil.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.isClosed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.isClosed = true
+	close(m.closed)
+	if !m.opened {
+		m.mu.Unlock()
+		return nil
+	}
+	m.leaseStop()
+	for _, jc := range m.classes {
+		jc.workers = nil
+	}
+	m.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	t := time.NewTimer(m.opts.CloseGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		m.log.Info("close: grace over, handing back in-flight items")
+	}
+	m.workStop()
+	<-done
+	return nil
+}
+
+// cleanupCtx is for work that must happen even while shutting down:
+// handing a row back, releasing a lock.
+func cleanupCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// isCtxErr reports errors that only mean "we are stopping".
+func isCtxErr(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// release frees a named lock even when ctx is done.
+func (m *Manager) release(l store.Lock) {
+	ctx, cancel := cleanupCtx()
+	defer cancel()
+	if err := l.Release(ctx); err != nil && !errors.Is(err, store.ErrLockLost) {
+		m.log.Warn("release lock", "lock", l.Name(), "err", err)
+	}
+}
+
+// sleep waits d or until ctx ends; false means stop.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// queueWorker is the skeleton of replicate, delete and fsck workers: lease
+// one due row at a time while stop is live, handle it under the work
+// context, and poll every QueuePoll when the queues are empty. handle
+// returns false when it found nothing to do in any of its queues.
+func (m *Manager) queueWorker(stop context.Context, name string, queues []store.Queue,
+	handle func(ctx context.Context, it store.QueueItem) error) {
+	jc := m.classes[name]
+	log := m.log.With("job", name)
+	if !m.waitMonitor(stop) {
+		return
+	}
+	t := time.NewTicker(m.opts.QueuePoll)
+	defer t.Stop()
+	for {
+		worked := false
+		for _, q := range queues {
+			if stop.Err() != nil {
+				return
+			}
+			items, err := m.st.Lease(stop, q, 1, m.opts.Lease)
+			if err != nil {
+				if !isCtxErr(stop, err) {
+					jc.errors.Add(1)
+					log.Error("lease", "queue", q, "err", err)
+				}
+				break
+			}
+			for _, it := range items {
+				worked = true
+				err := handle(m.workCtx, it)
+				jc.processed.Add(1)
+				if err != nil {
+					if isCtxErr(m.workCtx, err) {
+						m.handBack(it)
+						continue
+					}
+					jc.errors.Add(1)
+					log.Warn("item failed", "queue", q, "fid", it.Fid, "err", err)
+				}
+			}
+		}
+		if worked {
+			continue
+		}
+		select {
+		case <-stop.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// handBack makes an abandoned row due now so another tracker (or this one
+// after a restart) takes it at once instead of after the lease.
+func (m *Manager) handBack(it store.QueueItem) {
+	ctx, cancel := cleanupCtx()
+	defer cancel()
+	if err := m.st.Reschedule(ctx, it.Queue, it.Fid, 0, false); err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.log.Warn("hand back", "queue", it.Queue, "fid", it.Fid, "err", err)
+	}
+}
+
+// waitMonitor blocks until the monitor's first pass or ctx's end.
+func (m *Manager) waitMonitor(ctx context.Context) bool {
+	select {
+	case <-m.obs.firstPass:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

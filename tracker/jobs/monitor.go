@@ -1,0 +1,268 @@
+package jobs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// Monitor constants from Worker/Monitor.pm.
+const (
+	updateDBEvery    = 15 * time.Second // write usage rows, test-write devices, at most this often
+	usageTimeout     = 2 * time.Second  // the original's conn_timeout for monitor requests
+	slowFailure      = 500 * time.Millisecond
+	deviceUpdateLock = "mgfs:device_update"
+)
+
+// observations is what this tracker's monitor has seen; the original keeps
+// it in process memory too and never writes it to the database.
+type observations struct {
+	mu        sync.Mutex
+	dev       map[int]devObs
+	hostOK    map[int]bool // hostid -> observed reachable
+	firstPass chan struct{}
+	once      sync.Once
+}
+
+type devObs struct {
+	state           string
+	totalKB, usedKB int64
+	lastTestWrite   time.Time
+	hostID          int
+}
+
+func newObservations() *observations {
+	return &observations{dev: map[int]devObs{}, hostOK: map[int]bool{}, firstPass: make(chan struct{})}
+}
+
+func (o *observations) annotate(d *device) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ob := o.dev[d.ID]
+	d.observed = ob.state
+	d.hostOK = o.hostOK[d.HostID]
+	d.obsTotalKB, d.obsUsedKB = ob.totalKB, ob.usedKB
+}
+
+func (o *observations) state(devid int) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ob, ok := o.dev[devid]
+	if !ok || ob.state == "" {
+		return "", false
+	}
+	if reach, seen := o.hostOK[ob.hostID]; seen && !reach {
+		return "unreachable", true
+	}
+	return ob.state, true
+}
+
+func (o *observations) update(devid int, f func(*devObs)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ob := o.dev[devid]
+	f(&ob)
+	o.dev[devid] = ob
+}
+
+func (o *observations) setHost(hostid int, ok bool) {
+	o.mu.Lock()
+	o.hostOK[hostid] = ok
+	o.mu.Unlock()
+}
+
+// monitorLoop checks every readable device each MonitorInterval.
+func (m *Manager) monitorLoop(ctx context.Context) {
+	jc := m.classes[JobMonitor]
+	log := m.log.With("job", JobMonitor)
+	t := time.NewTicker(m.opts.MonitorInterval)
+	defer t.Stop()
+	for {
+		if err := m.monitorPass(ctx, log); err != nil {
+			if isCtxErr(ctx, err) {
+				return
+			}
+			jc.errors.Add(1)
+			log.Error("pass", "err", err)
+		} else {
+			m.obs.once.Do(func() { close(m.obs.firstPass) })
+		}
+		jc.processed.Add(1)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// monitorPass is one usage_refresh: GET /dev<N>/usage of each readable
+// device, record usage (only the tracker holding mgfs:device_update writes
+// rows, and at most every 15 s per device), and test-write devices to tell
+// writeable from readable.
+func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
+	w, err := m.loadWorld(ctx)
+	if err != nil {
+		return err
+	}
+	var canUpdate bool
+	if l, err := m.st.Lock(ctx, deviceUpdateLock, 0); err == nil {
+		canUpdate = true
+		defer m.release(l)
+	} else if !errors.Is(err, store.ErrLockTimeout) {
+		return fmt.Errorf("jobs: monitor: lock %s: %w", deviceUpdateLock, err)
+	}
+	now, err := m.st.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("jobs: monitor: %w", err)
+	}
+
+	skipHost := map[int]bool{}
+	for _, id := range sortedIDs(w.devs) {
+		d := w.devs[id]
+		if !d.canReadFrom() || skipHost[d.HostID] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		totalKB, usedKB, err := m.checkUsage(ctx, d)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.Warn("usage check failed", "dev", d.ID, "host", d.host.IP, "err", err)
+			if err.(*usageError).slow {
+				// A host that times out is down as a whole: skip its
+				// other devices this pass.
+				m.obs.setHost(d.HostID, false)
+				skipHost[d.HostID] = true
+			}
+			m.obs.update(d.ID, func(o *devObs) { o.state = "unreachable"; o.hostID = d.HostID })
+			continue
+		}
+		m.obs.setHost(d.HostID, true)
+		d.hostOK = true
+		m.obs.update(d.ID, func(o *devObs) { o.totalKB, o.usedKB, o.hostID = totalKB, usedKB, d.HostID })
+		if canUpdate && (d.MBAsOf.IsZero() || d.MBAsOf.Add(updateDBEvery).Before(now)) {
+			if err := m.st.SetDeviceUsage(ctx, d.ID, totalKB/1024, usedKB/1024); err != nil {
+				return fmt.Errorf("jobs: monitor: usage of dev%d: %w", d.ID, err)
+			}
+		}
+		m.checkWrite(ctx, d)
+	}
+	return nil
+}
+
+type usageError struct {
+	slow bool
+	err  error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+var usageLineRE = regexp.MustCompile(`^(\w+)\s*:\s*(.+)$`)
+
+// checkUsage reads /dev<N>/usage ("key: value" lines; used and total in
+// KiB) from the device's GET port.
+func (m *Manager) checkUsage(ctx context.Context, d *device) (totalKB, usedKB int64, err error) {
+	start := time.Now()
+	fail := func(err error) (int64, int64, error) {
+		return 0, 0, &usageError{slow: time.Since(start) >= slowFailure, err: err}
+	}
+	rctx, cancel := context.WithTimeout(ctx, usageTimeout)
+	defer cancel()
+	u := d.baseURL(true) + "/dev" + strconv.Itoa(d.ID) + "/usage"
+	resp, err := m.nodes.do(rctx, http.MethodGet, u, nil, 0, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return fail(fmt.Errorf("jobs: GET %s: %w", u, err))
+	}
+	if resp.StatusCode/100 != 2 {
+		return 0, 0, &usageError{err: fmt.Errorf("jobs: GET %s: HTTP %d", u, resp.StatusCode)}
+	}
+	stats := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		if mm := usageLineRE.FindStringSubmatch(sc.Text()); mm != nil {
+			stats[mm[1]] = mm[2]
+		}
+	}
+	used, err1 := strconv.ParseInt(stats["used"], 10, 64)
+	total, err2 := strconv.ParseInt(stats["total"], 10, 64)
+	if err1 != nil || err2 != nil || total == 0 {
+		return 0, 0, &usageError{err: fmt.Errorf("jobs: GET %s: reports used = %q, total = %q", u, stats["used"], stats["total"])}
+	}
+	return total, used, nil
+}
+
+// checkWrite decides writeable or readable, at most every 15 s per device:
+// devices that may not be deleted from (readonly) are readable without a
+// test; others get a test file PUT and read back.
+func (m *Manager) checkWrite(ctx context.Context, d *device) {
+	var last time.Time
+	m.obs.mu.Lock()
+	last = m.obs.dev[d.ID].lastTestWrite
+	cur := m.obs.dev[d.ID].state
+	m.obs.mu.Unlock()
+	if cur != "" && cur != "unreachable" && time.Since(last) < updateDBEvery {
+		return
+	}
+	state := "readable"
+	if d.canDeleteFrom() && m.testWrite(ctx, d) {
+		state = "writeable"
+	}
+	m.obs.update(d.ID, func(o *devObs) { o.state = state; o.lastTestWrite = time.Now(); o.hostID = d.HostID })
+}
+
+func (m *Manager) testWrite(ctx context.Context, d *device) bool {
+	rctx, cancel := context.WithTimeout(ctx, usageTimeout)
+	defer cancel()
+	dir := "/dev" + strconv.Itoa(d.ID) + "/test-write"
+	m.nodes.mkcols(rctx, d.baseURL(false), []string{dir})
+	n := rand.IntN(100)
+	path := dir + "/test-write-" + strconv.Itoa(n)
+	content := []byte(fmt.Sprintf("time=%d rand=%d", time.Now().Unix(), n))
+	resp, err := m.nodes.do(rctx, http.MethodPut, d.baseURL(false)+path, bytes.NewReader(content), int64(len(content)), nil)
+	if err != nil {
+		return false
+	}
+	drain(resp)
+	if resp.StatusCode/100 != 2 {
+		return false
+	}
+	resp, err = m.nodes.do(rctx, http.MethodGet, d.baseURL(true)+path, nil, 0, nil)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return err == nil && resp.StatusCode/100 == 2 && bytes.Equal(got, content)
+}
+
+func sortedIDs[T any](m map[int]T) []int {
+	ids := make([]int, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}

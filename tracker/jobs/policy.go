@@ -1,0 +1,168 @@
+package jobs
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// replRequest is a replication policy's answer (ReplicationRequest.pm):
+// happy (nothing to do), tooHappy (more copies than wanted), or candidate
+// destinations, ideal ones first, desperate ones (same host again) second.
+type replRequest struct {
+	happy, tooHappy bool
+	ideal, desp     []*device
+}
+
+// policy is a parsed class.replpolicy.
+type policy struct {
+	kind string // "MultipleHosts" or "MultipleDevices"
+	min  int    // 0 = the class's mindevcount
+}
+
+var policyRE = regexp.MustCompile(`^\s*(MultipleHosts|MultipleDevices)\s*\(\s*(\d*)\s*\)\s*$`)
+
+// parsePolicy understands the two single policies the original ships;
+// "" means MultipleHosts().
+func parsePolicy(s string) (policy, error) {
+	if strings.TrimSpace(s) == "" {
+		return policy{kind: "MultipleHosts"}, nil
+	}
+	m := policyRE.FindStringSubmatch(s)
+	if m == nil {
+		return policy{}, fmt.Errorf("jobs: unsupported replication policy %q", s)
+	}
+	p := policy{kind: m[1]}
+	if m[2] != "" {
+		p.min, _ = strconv.Atoi(m[2])
+	}
+	return p, nil
+}
+
+// replicateTo mirrors ReplicationPolicy::*::replicate_to. on are the devices
+// the fid lives on (as told to the policy), all the candidate devices,
+// failed the destinations that failed this round.
+func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bool, classMin int) replRequest {
+	min := classMin
+	if p.min > 0 {
+		min = p.min
+	}
+	alreadyOn := len(on)
+	totalDisks := 0
+	for _, d := range all {
+		if d.shouldHaveFiles() {
+			totalDisks++
+		}
+	}
+	onDev := map[int]bool{}
+	onHost := map[int]bool{}
+	for _, d := range on {
+		onDev[d.ID] = true
+		onHost[d.HostID] = true
+	}
+	dests := make([]*device, 0, len(all))
+	for _, d := range all {
+		if !onDev[d.ID] && !failed[d.ID] && d.shouldGetNewFiles() {
+			dests = append(dests, d)
+		}
+	}
+	sort.Slice(dests, func(i, j int) bool { return dests[i].percentFree() > dests[j].percentFree() })
+
+	if p.kind == "MultipleDevices" {
+		if alreadyOn == min {
+			return replRequest{happy: true}
+		}
+		if alreadyOn > min {
+			return replRequest{happy: true, tooHappy: true}
+		}
+		if alreadyOn >= 2 && alreadyOn == totalDisks {
+			return replRequest{happy: true}
+		}
+		if len(dests) == 0 {
+			return replRequest{}
+		}
+		return replRequest{ideal: weightedTop(dests)}
+	}
+
+	if min == 1 && alreadyOn == 1 {
+		return replRequest{happy: true}
+	}
+	uniqOn := len(onHost)
+	totalHosts := map[int]bool{}
+	for _, d := range all {
+		if d.newFilesState() {
+			totalHosts[d.HostID] = true
+		}
+	}
+	if uniqOn > min || alreadyOn > min {
+		return replRequest{happy: true, tooHappy: true}
+	}
+	if uniqOn == min || (uniqOn >= len(totalHosts) && alreadyOn >= min) {
+		return replRequest{happy: true}
+	}
+	if alreadyOn >= 2 && alreadyOn == totalDisks {
+		return replRequest{happy: true}
+	}
+	skipHost := map[int]bool{}
+	if uniqOn < len(totalHosts) {
+		skipHost = onHost
+	}
+	if len(dests) == 0 {
+		return replRequest{}
+	}
+	var ideal, desp []*device
+	for _, d := range dests {
+		if skipHost[d.HostID] {
+			desp = append(desp, d)
+		} else {
+			ideal = append(ideal, d)
+		}
+	}
+	if alreadyOn >= min && len(ideal) == 0 {
+		return replRequest{}
+	}
+	return replRequest{ideal: weightedTop(ideal), desp: weightedTop(desp)}
+}
+
+// weightedTop shuffles the 20 emptiest devices, each drawn with probability
+// proportional to its free fraction times its weight (Util::weighted_list).
+// Devices whose weight comes out 0 (usage unknown, or weight 0) are left out,
+// as the original leaves out devices of unknown usage.
+func weightedTop(devs []*device) []*device {
+	if len(devs) > 20 {
+		devs = devs[:20]
+	}
+	type item struct {
+		d *device
+		w float64
+	}
+	var list []item
+	sum := 0.0
+	for _, d := range devs {
+		w := 100 * d.percentFree() * float64(d.Weight) / 100
+		if w > 0 {
+			list = append(list, item{d, w})
+			sum += w
+		}
+	}
+	out := make([]*device, 0, len(list))
+	for len(list) > 0 {
+		v := rand.Float64() * sum
+		idx := len(list) - 1
+		cur := 0.0
+		for i, it := range list {
+			cur += it.w
+			if cur >= v {
+				idx = i
+				break
+			}
+		}
+		out = append(out, list[idx].d)
+		sum -= list[idx].w
+		list = append(list[:idx], list[idx+1:]...)
+	}
+	return out
+}

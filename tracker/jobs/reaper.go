@@ -1,0 +1,139 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+const (
+	tempfilesLock    = "mgfs:tempfiles"
+	reaperLock       = "mgfs:reaper"
+	reaperLockWait   = 10 * time.Second
+	tempfileBatch    = 50   // old_tempfiles' LIMIT
+	reaperInjectRate = 1000 // queue_rate_for_reaper's default
+)
+
+// reaperLoop cleans up abandoned uploads and the file_on rows of dead
+// devices every ReaperInterval.
+func (m *Manager) reaperLoop(ctx context.Context) {
+	jc := m.classes[JobReaper]
+	log := m.log.With("job", JobReaper)
+	t := time.NewTicker(m.opts.ReaperInterval)
+	defer t.Stop()
+	for {
+		err := m.reapTempFiles(ctx)
+		if err == nil {
+			err = m.reapDeadDevices(ctx, log)
+		}
+		if err != nil {
+			if isCtxErr(ctx, err) {
+				return
+			}
+			jc.errors.Add(1)
+			log.Error("pass", "err", err)
+		}
+		jc.processed.Add(1)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// reapTempFiles handles tempfiles older than TempFileTTL, whose client
+// never called create_close (Worker::Delete::process_tempfiles): their
+// blobs may exist on the offered devices, so those devices are recorded in
+// file_on and the fid is queued for deletion; the delete worker then
+// removes whatever was uploaded (404 counting as done). One tracker at a
+// time does it (mgfs:tempfiles).
+func (m *Manager) reapTempFiles(ctx context.Context) error {
+	l, err := m.st.Lock(ctx, tempfilesLock, 0)
+	if errors.Is(err, store.ErrLockTimeout) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: lock %s: %w", tempfilesLock, err)
+	}
+	defer m.release(l)
+	tfs, err := m.st.ExpiredTempFiles(ctx, m.opts.TempFileTTL, tempfileBatch)
+	if err != nil {
+		return fmt.Errorf("jobs: expired tempfiles: %w", err)
+	}
+	for _, tf := range tfs {
+		_, ferr := m.st.File(ctx, tf.Fid)
+		if ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+			return fmt.Errorf("jobs: read fid %d: %w", tf.Fid, ferr)
+		}
+		// Delete the row first: from then on create_close cannot commit
+		// this fid, so we never queue a live file's blobs for deletion.
+		if err := m.st.DeleteTempFile(ctx, tf.Fid); errors.Is(err, store.ErrNotFound) {
+			continue // committed or reaped meanwhile
+		} else if err != nil {
+			return fmt.Errorf("jobs: delete tempfile %d: %w", tf.Fid, err)
+		}
+		if ferr == nil {
+			// A file row exists (a leftover of a race): keep its blobs.
+			continue
+		}
+		for _, devid := range tf.DevIDs {
+			if _, err := m.st.AddFileOn(ctx, tf.Fid, devid); err != nil {
+				return fmt.Errorf("jobs: note tempfile %d on dev%d: %w", tf.Fid, devid, err)
+			}
+		}
+		if err := m.st.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: tf.Fid}); err != nil {
+			return fmt.Errorf("jobs: queue tempfile %d for deletion: %w", tf.Fid, err)
+		}
+	}
+	return nil
+}
+
+// reapDeadDevices forgets the copies on devices marked dead, queueing each
+// fid for replication first so that a crash in between never strands a
+// file (Worker::Reaper::reap_fid).
+func (m *Manager) reapDeadDevices(ctx context.Context, log *slog.Logger) error {
+	devs, err := m.st.Devices(ctx)
+	if err != nil {
+		return fmt.Errorf("jobs: read devices: %w", err)
+	}
+	var dead []int
+	for _, d := range devs {
+		if d.Status == store.DeviceDead {
+			dead = append(dead, d.ID)
+		}
+	}
+	if len(dead) == 0 {
+		return nil
+	}
+	l, err := m.st.Lock(ctx, reaperLock, reaperLockWait)
+	if errors.Is(err, store.ErrLockTimeout) {
+		return nil // another tracker is reaping
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: lock %s: %w", reaperLock, err)
+	}
+	defer m.release(l)
+	for _, devid := range dead {
+		fids, err := m.st.FidsOnDevice(ctx, devid, 0, reaperInjectRate)
+		if err != nil {
+			return fmt.Errorf("jobs: fids on dev%d: %w", devid, err)
+		}
+		if len(fids) > 0 {
+			log.Info("reaping dead device", "dev", devid, "fids", len(fids))
+		}
+		for _, fid := range fids {
+			if err := m.st.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: fid, After: time.Second}); err != nil {
+				return fmt.Errorf("jobs: queue fid %d for replication: %w", fid, err)
+			}
+			if err := m.forgetOnDevice(ctx, fid, devid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

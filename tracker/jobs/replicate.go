@@ -1,0 +1,341 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// Lock names of the original (Store.pm, Store/MySQL.pm).
+func replicateLockName(fid int64) string {
+	return "mgfs:fid:" + strconv.FormatInt(fid, 10) + ":replicate"
+}
+func devcountLockName(fid int64) string { return "mgfs:fid:" + strconv.FormatInt(fid, 10) }
+
+const (
+	replicateLockWait = time.Second      // should_begin_replicating_fidid
+	devcountLockWait  = 10 * time.Second // update_devcount_atomic
+	lockBusyRetry     = 5 * time.Second  // a fid another worker holds comes back this soon
+)
+
+// Outcomes of replicate() that are not failures.
+type replResult int
+
+const (
+	replDone      replResult = iota + 1 // copies made, policy met
+	replLostRace                        // policy met before we did anything
+	replNoFid                           // the file is gone
+	replWouldWors                       // rebalance: only non-ideal places left
+)
+
+// replError codes mirror replicate()'s errref values.
+type replError struct {
+	code string // no_source, source_down, too_happy, policy_*, copy_error, failed_getting_lock
+	err  error
+}
+
+func (e *replError) Error() string {
+	if e.err != nil {
+		return e.code + ": " + e.err.Error()
+	}
+	return e.code
+}
+func (e *replError) Unwrap() error { return e.err }
+
+func replErr(code string, format string, args ...any) error {
+	return &replError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+func replCode(err error) string {
+	var re *replError
+	if errors.As(err, &re) {
+		return re.code
+	}
+	return ""
+}
+
+// replOpts are replicate()'s options.
+type replOpts struct {
+	source  int          // preferred source device (fromdevid); 0 = any
+	mask    map[int]bool // devices to pretend the fid is not on (rebalance)
+	targets []int        // restrict destinations (rebalance policy); nil = all
+}
+
+// lockFid takes the per-fid replicate lock; ErrLockTimeout when another
+// worker (in any tracker) holds it.
+func (m *Manager) lockFid(ctx context.Context, fid int64) (store.Lock, error) {
+	l, err := m.st.Lock(ctx, replicateLockName(fid), replicateLockWait)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: lock fid %d: %w", fid, err)
+	}
+	return l, nil
+}
+
+// noteOnDevice records a verified copy under the devcount lock, as
+// DevFID::add_to_db with update_devcount_atomic does.
+func (m *Manager) noteOnDevice(ctx context.Context, fid int64, devid int) error {
+	l, err := m.st.Lock(ctx, devcountLockName(fid), devcountLockWait)
+	if err != nil {
+		return fmt.Errorf("jobs: lock devcount of fid %d: %w", fid, err)
+	}
+	defer m.release(l)
+	if _, err := m.st.AddFileOn(ctx, fid, devid); err != nil {
+		return fmt.Errorf("jobs: add fid %d on dev%d: %w", fid, devid, err)
+	}
+	return nil
+}
+
+// forgetOnDevice is noteOnDevice's inverse (Device::forget_about).
+func (m *Manager) forgetOnDevice(ctx context.Context, fid int64, devid int) error {
+	l, err := m.st.Lock(ctx, devcountLockName(fid), devcountLockWait)
+	if err != nil {
+		return fmt.Errorf("jobs: lock devcount of fid %d: %w", fid, err)
+	}
+	defer m.release(l)
+	if _, err := m.st.RemoveFileOn(ctx, fid, devid); err != nil {
+		return fmt.Errorf("jobs: remove fid %d from dev%d: %w", fid, devid, err)
+	}
+	return nil
+}
+
+// replicate copies fid until its class's policy is met (Replicate.pm's
+// replicate()). The caller holds the fid's replicate lock.
+func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replResult, error) {
+	f, err := m.st.File(ctx, fid)
+	if errors.Is(err, store.ErrNotFound) {
+		return replNoFid, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("jobs: read fid %d: %w", fid, err)
+	}
+	w, err := m.loadWorld(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cls := w.class(f)
+	pol, err := parsePolicy(cls.ReplPolicy)
+	if err != nil {
+		return 0, &replError{code: "policy_error", err: err}
+	}
+	on, err := m.st.FileOn(ctx, fid)
+	if err != nil {
+		return 0, fmt.Errorf("jobs: file_on of fid %d: %w", fid, err)
+	}
+	var sum []byte
+	if c, err := m.st.Checksum(ctx, fid); err == nil && c.HashType == store.HashMD5 {
+		sum = c.Sum
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return 0, fmt.Errorf("jobs: checksum of fid %d: %w", fid, err)
+	}
+
+	var onDevs, tellPol []*device
+	var up []int
+	for _, id := range on {
+		d, ok := w.devs[id]
+		if !ok {
+			continue
+		}
+		onDevs = append(onDevs, d)
+		if d.shouldHaveFiles() && !o.mask[id] {
+			tellPol = append(tellPol, d)
+		}
+		if d.shouldReadFrom() {
+			up = append(up, id)
+		}
+	}
+	if len(onDevs) == 0 {
+		return 0, replErr("no_source", "fid %d is on no device", fid)
+	}
+	if len(up) == 0 {
+		return 0, replErr("source_down", "no readable device holds fid %d", fid)
+	}
+	dests := w.devs
+	if o.targets != nil {
+		dests = map[int]*device{}
+		for _, id := range o.targets {
+			if d, ok := w.devs[id]; ok {
+				dests[id] = d
+			}
+		}
+	}
+
+	destFailed := map[int]bool{}
+	srcFailed := map[int]bool{}
+	gotRequest := false
+	var lastCopyErr error
+	var rr replRequest
+	for {
+		rr = pol.replicateTo(tellPol, dests, destFailed, cls.MinDevCount)
+		if rr.happy {
+			break
+		}
+		var ddev *device
+		if len(rr.ideal) > 0 {
+			for _, d := range rr.ideal {
+				if !o.mask[d.ID] {
+					ddev = d
+					break
+				}
+			}
+			if ddev == nil {
+				// Masking left only non-ideal places: moving there would
+				// worsen the layout, so rebalance must not.
+				return replWouldWors, nil
+			}
+		} else if len(rr.desp) > 0 {
+			ddev = rr.desp[0]
+		} else {
+			break
+		}
+		gotRequest = true
+		if destFailed[ddev.ID] {
+			return 0, replErr("policy_error_doing_failed", "policy chose dev%d again for fid %d", ddev.ID, fid)
+		}
+		for _, d := range onDevs {
+			if d.ID == ddev.ID {
+				return 0, replErr("policy_error_already_there", "policy chose dev%d, which holds fid %d", ddev.ID, fid)
+			}
+		}
+
+		var choices []int
+		for _, id := range up {
+			if !srcFailed[id] {
+				choices = append(choices, id)
+			}
+		}
+		if len(choices) == 0 {
+			return 0, &replError{code: "source_down", err: fmt.Errorf("no source left for fid %d: %w", fid, lastCopyErr)}
+		}
+		sdev := choices[rand.IntN(len(choices))]
+		for _, id := range choices {
+			if id == o.source {
+				sdev = id
+			}
+		}
+
+		wantMD5 := sum == nil && cls.HashType == store.HashMD5
+		got, err := m.nodes.copyBlob(ctx, w.devs[sdev], ddev, fid, f.Length, sum, wantMD5)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			lastCopyErr = err
+			m.log.Warn("copy failed", "job", JobReplicate, "fid", fid, "from", sdev, "to", ddev.ID, "err", err)
+			var ce *copyError
+			if errors.As(err, &ce) && ce.src {
+				srcFailed[sdev] = true
+			} else {
+				destFailed[ddev.ID] = true
+			}
+			continue
+		}
+		if err := m.noteOnDevice(ctx, fid, ddev.ID); err != nil {
+			return 0, err
+		}
+		if wantMD5 && got != nil {
+			if err := m.st.SetChecksum(ctx, store.Checksum{Fid: fid, HashType: store.HashMD5, Sum: got}); err != nil {
+				return 0, fmt.Errorf("jobs: store checksum of fid %d: %w", fid, err)
+			}
+			sum = got
+		}
+		onDevs = append(onDevs, ddev)
+		tellPol = append(tellPol, ddev)
+		up = append(up, ddev.ID)
+	}
+	if rr.tooHappy {
+		return 0, replErr("too_happy", "fid %d is on too many devices", fid)
+	}
+	if rr.happy {
+		if gotRequest {
+			return replDone, nil
+		}
+		return replLostRace, nil
+	}
+	if lastCopyErr != nil {
+		return 0, &replError{code: "copy_error", err: lastCopyErr}
+	}
+	return 0, replErr("policy_no_suggestions", "no destination for fid %d", fid)
+}
+
+// replicateBackoff is Replicate.pm's: 15s, 1m, 5m, 30m, 1h, 2h, 4h, 8h,
+// then daily, each ±20%.
+func replicateBackoff(failcount int) time.Duration {
+	steps := []int{15, 60, 300, 1800, 3600, 7200, 14400, 28800}
+	secs := 86400
+	if failcount >= 0 && failcount < len(steps) {
+		secs = steps[failcount]
+	}
+	return time.Duration(float64(secs)*(0.8+rand.Float64()*0.4)) * time.Second
+}
+
+// replicateWorker works the replicate queue, then the rebalance queue, as
+// Worker::Replicate does.
+func (m *Manager) replicateWorker(stop context.Context) {
+	m.queueWorker(stop, JobReplicate, []store.Queue{store.QueueReplicate, store.QueueRebalance},
+		func(ctx context.Context, it store.QueueItem) error {
+			if it.Queue == store.QueueRebalance {
+				return m.rebalanceItem(ctx, it)
+			}
+			return m.replicateItem(ctx, it)
+		})
+}
+
+// replicateItem handles one file_to_replicate row.
+func (m *Manager) replicateItem(ctx context.Context, it store.QueueItem) error {
+	q := store.QueueReplicate
+	l, err := m.lockFid(ctx, it.Fid)
+	if errors.Is(err, store.ErrLockTimeout) {
+		// Someone else works on this fid now; look again soon.
+		return m.reschedule(ctx, q, it.Fid, lockBusyRetry, false)
+	}
+	if err != nil {
+		return err
+	}
+	defer m.release(l)
+
+	res, err := m.replicate(ctx, it.Fid, replOpts{source: it.DevID})
+	if err == nil {
+		_ = res
+		return m.finish(ctx, q, it.Fid)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch replCode(err) {
+	case "no_source":
+		// It exists nowhere: park it until an operator looks.
+		m.log.Error("no copy left; parked", "job", JobReplicate, "fid", it.Fid)
+		if rerr := m.reschedule(ctx, q, it.Fid, store.Never, true); rerr != nil {
+			return rerr
+		}
+		return err
+	case "too_happy":
+		// More copies than the policy wants. The original tries to shed
+		// one by rebalancing; extra copies harm nothing, so leave them.
+		m.log.Info("over-replicated; leaving the extra copies", "job", JobReplicate, "fid", it.Fid)
+		return m.finish(ctx, q, it.Fid)
+	}
+	if rerr := m.reschedule(ctx, q, it.Fid, replicateBackoff(it.FailCount), true); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+func (m *Manager) reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {
+	if err := m.st.Reschedule(ctx, q, fid, after, failed); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("jobs: reschedule %s fid %d: %w", q, fid, err)
+	}
+	return nil
+}
+
+func (m *Manager) finish(ctx context.Context, q store.Queue, fid int64) error {
+	if err := m.st.Finish(ctx, q, fid); err != nil {
+		return fmt.Errorf("jobs: finish %s fid %d: %w", q, fid, err)
+	}
+	return nil
+}
