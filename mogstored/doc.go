@@ -1,0 +1,51 @@
+// Package mogstored is the gomogile storage node: the HTTP file server and
+// management ("side channel") port that MogileFS trackers talk to, built as a
+// component that a daemon or a test can embed.
+//
+// Use it like this:
+//
+//	cfg := mogstored.DefaultConfig()
+//	cfg.DocRoot = dir                 // holds dev1, dev2, … (one per MogileFS device)
+//	cfg.HTTPListen = "127.0.0.1:0"    // ":0" picks a free port; read it back with HTTPAddr
+//	cfg.MgmtListen = "127.0.0.1:0"
+//	s := mogstored.New(cfg)
+//	if err := s.Open(ctx); err != nil { … }
+//	defer s.Close()
+//
+// What it promises, and where it follows the Perl mogstored:
+//
+//   - HTTP (Mogstored::HTTPServer::Perlbal, Perlbal::ClientHTTP): GET and HEAD
+//     (with Range), PUT, DELETE and MKCOL below an existing docroot/dev<N>
+//     directory. The tracker's layout is /dev<N>/<b>/<mmm>/<ttt>/<fid>.fid
+//     (MogileFS::DevFID), but any path below a device directory works. PUT
+//     creates missing parent directories (the tracker may skip MKCOL) but never
+//     the device directory itself: a missing device answers 404, as Perlbal's
+//     min_put_directory check does. PUT answers 200, DELETE 204 or 404.
+//   - PUT is atomic: the body goes to a hidden temporary file in the target
+//     directory, is synced, and is renamed over the target only when the whole
+//     body arrived (and matched Content-MD5 when one was sent, which the
+//     tracker's monitor probes for). A short body, a disconnect or Close leaves
+//     neither a partial file nor the temporary file.
+//   - Containment: request paths must be plain /dev<N>/name/… made of
+//     [A-Za-z0-9_.-] segments; "..", percent-encoding, empty or dot-leading
+//     segments get 400. Every file operation goes through an os.Root opened on
+//     the device directory, so a symlink leading out of it is refused with 403
+//     and nothing is read or written outside. The device directory itself may be
+//     a mount point or a symlink placed by the operator.
+//   - Usage files (Mogstored::ChildProcess::DiskUsage): docroot/dev<N>/usage is
+//     written for every device directory when Open returns and every
+//     UsageInterval after, with the original's sorted "key: value" lines in
+//     KiB. The monitor reads it with GET /dev<N>/usage.
+//   - Management port (Mogstored::SideChannelClient): "size <uri>",
+//     "MD5 <uri> [fsck]" and "SHA-1 <uri> [fsck]", "watch" (per-device I/O
+//     utilisation, Linux /proc/diskstats), "shutdown [graceful]"; anything
+//     else answers "ERROR: unknown command: <cmd>" as Perlbal's manage
+//     interface does.
+//   - MaxConns bounds concurrent HTTP connections. When all are taken the
+//     server stops accepting, so further clients wait in the kernel's listen
+//     backlog rather than being refused; that is what the original's file
+//     descriptor limit (Perlbal max_connections = RLIMIT_NOFILE) amounted to.
+//   - Close stops accepting, lets uploads in flight finish for up to
+//     ShutdownTimeout, then cuts them (their temporary files are removed) and
+//     returns.
+package mogstored

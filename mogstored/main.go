@@ -1,0 +1,223 @@
+package mogstored
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+)
+
+// DefaultConfigFile is read when it exists and no --config is given, as the
+// original did.
+const DefaultConfigFile = "/etc/mogilefs/mogstored.conf"
+
+// daemonReadyEnv tells a re-executed daemon child which descriptor to report
+// its start-up result on.
+const daemonReadyEnv = "GOMOGILE_MOGSTORED_READY_FD"
+
+// Main is the mogstored command: flags, config file, daemonizing, and
+// running a Server until ctx ends or a "shutdown" arrives. cmd/mogstored
+// wires it to the process; tests call Run directly.
+type Main struct {
+	Stdout, Stderr io.Writer
+	// DefaultConfigFile is read when present and no --config is given.
+	DefaultConfigFile string
+	// Started, when set, is called with the server once it serves.
+	Started func(*Server)
+
+	// Filled by ParseFlags.
+	Config     Config
+	ConfigFile string // the file that was read, "" if none
+	Daemonize  bool
+	PIDFile    string
+}
+
+// NewMain returns a Main writing to the process's stdout and stderr.
+func NewMain() *Main {
+	return &Main{Stdout: os.Stdout, Stderr: os.Stderr, DefaultConfigFile: DefaultConfigFile}
+}
+
+const usageText = `Usage: mogstored [OPTS]
+
+OPTS:
+ --daemonize  -d        Daemonize (re-executes itself detached, in a new session)
+ --config=<file>        Set config file (default is /etc/mogilefs/mogstored.conf)
+ --skipconfig -s        Don't read a config file
+ --httplisten=<ip:port> IP/Port HTTP server listens on (default 0.0.0.0:7500)
+ --mgmtlisten=<ip:port> IP/Port management/sidechannel listens on (default 0.0.0.0:7501)
+ --docroot=<path>       Docroot above device mount points (default /var/mogdata)
+ --maxconns=<number>    Number of simultaneous HTTP clients to serve (default 10000)
+ --iostat=<bool>        Serve "watch" on the management port (default true)
+ --pidfile=<file>       Write the process id here
+ --server=perlbal       Accepted for compatibility; only the built-in server exists
+ --serverbin=<path>     Accepted for compatibility; ignored
+
+Config file lines are "key = value" with the same keys; command-line flags
+override the file.
+`
+
+// ParseFlags reads args and the config file into m. Flags override the file.
+// (The Perl mogstored loaded the file after the flags, so the file silently
+// won; we let the command line win, which is what operators expect when they
+// pass a flag.)
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("mogstored", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() { fmt.Fprint(m.Stderr, usageText) }
+	var (
+		configFile, httpListen, mgmtListen, docroot, pidFile, server, serverBin string
+		maxConns                                                                int
+		skip, daemonize, iostat                                                 bool
+	)
+	fs.StringVar(&configFile, "config", "", "config file")
+	fs.BoolVar(&skip, "skipconfig", false, "don't read a config file")
+	fs.BoolVar(&skip, "s", false, "don't read a config file")
+	fs.BoolVar(&daemonize, "daemonize", false, "daemonize")
+	fs.BoolVar(&daemonize, "d", false, "daemonize")
+	fs.StringVar(&httpListen, "httplisten", "", "HTTP ip:port")
+	fs.StringVar(&mgmtListen, "mgmtlisten", "", "management ip:port")
+	fs.StringVar(&docroot, "docroot", "", "docroot")
+	fs.IntVar(&maxConns, "maxconns", 0, "max HTTP connections")
+	fs.BoolVar(&iostat, "iostat", true, "serve watch")
+	fs.StringVar(&pidFile, "pidfile", "", "pid file")
+	fs.StringVar(&server, "server", "perlbal", "HTTP server type")
+	fs.StringVar(&serverBin, "serverbin", "", "ignored")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("mogstored: unexpected argument %q", fs.Arg(0))
+	}
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	cfg := DefaultConfig()
+	var fo fileOptions
+	m.ConfigFile = ""
+	if !skip {
+		path := configFile
+		if path == "" {
+			if _, err := os.Stat(m.DefaultConfigFile); err == nil {
+				path = m.DefaultConfigFile
+			}
+		}
+		if path != "" {
+			f, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("mogstored: config file: %w", err)
+			}
+			cfg, fo, err = parseConfig(f, cfg)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("%w (in %s)", err, path)
+			}
+			m.ConfigFile = path
+		}
+	}
+
+	if set["httplisten"] {
+		if err := validateListen(httpListen); err != nil || httpListen == "" {
+			return fmt.Errorf("mogstored: --httplisten %q: want ip:port", httpListen)
+		}
+		cfg.HTTPListen = normalizeListen(httpListen)
+	}
+	if set["mgmtlisten"] {
+		if err := validateListen(mgmtListen); err != nil || mgmtListen == "" {
+			return fmt.Errorf("mogstored: --mgmtlisten %q: want ip:port", mgmtListen)
+		}
+		cfg.MgmtListen = normalizeListen(mgmtListen)
+	}
+	if set["docroot"] {
+		cfg.DocRoot = docroot
+	}
+	if set["maxconns"] {
+		if maxConns <= 0 {
+			return fmt.Errorf("mogstored: --maxconns %d: want a positive number", maxConns)
+		}
+		cfg.MaxConns = maxConns
+	}
+	if set["iostat"] {
+		cfg.NoIOStat = !iostat
+	}
+	if set["server"] && server != "perlbal" {
+		return fmt.Errorf("mogstored: --server %q: only the built-in HTTP server (perlbal) is supported", server)
+	}
+	m.Daemonize = fo.daemonize
+	if set["daemonize"] || set["d"] {
+		m.Daemonize = daemonize
+	}
+	m.PIDFile = fo.pidFile
+	if set["pidfile"] {
+		m.PIDFile = pidFile
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	m.Config = cfg
+	return nil
+}
+
+// Run parses args, then serves until ctx is done or a "shutdown" command
+// arrives, and closes gracefully. With --daemonize it starts a detached copy
+// of itself, waits until that copy serves (or reports why it cannot) and
+// returns.
+func (m *Main) Run(ctx context.Context, args []string) (err error) {
+	var ready *os.File
+	if fd := os.Getenv(daemonReadyEnv); fd != "" {
+		n, convErr := strconv.Atoi(fd)
+		if convErr != nil {
+			return fmt.Errorf("mogstored: %s=%q is not a descriptor", daemonReadyEnv, fd)
+		}
+		ready = os.NewFile(uintptr(n), "daemon-ready")
+		os.Unsetenv(daemonReadyEnv)
+		defer func() {
+			if ready != nil { // still unreported: start-up failed
+				fmt.Fprintf(ready, "error: %v\n", err)
+				ready.Close()
+			}
+		}()
+	}
+	if err := m.ParseFlags(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if m.Daemonize && ready == nil {
+		return m.daemonize(ctx, args)
+	}
+	cfg := m.Config
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+	}
+	s := New(cfg)
+	if err := s.Open(ctx); err != nil {
+		return err
+	}
+	if m.PIDFile != "" {
+		if err := os.WriteFile(m.PIDFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			s.Close()
+			return fmt.Errorf("mogstored: pidfile: %w", err)
+		}
+		defer os.Remove(m.PIDFile)
+	}
+	if ready != nil {
+		fmt.Fprintln(ready, "ok")
+		ready.Close()
+		ready = nil
+	} else {
+		fmt.Fprintln(m.Stdout, "Running.")
+	}
+	if m.Started != nil {
+		m.Started(s)
+	}
+	select {
+	case <-ctx.Done():
+	case <-s.Done():
+	}
+	return s.Close()
+}
