@@ -29,7 +29,7 @@ type Class struct {
 
 // Noop checks that a tracker answers (cmd_noop).
 func (c *Client) Noop(ctx context.Context) error {
-	if _, err := c.Do(ctx, "noop", nil); err != nil {
+	if _, err := c.do(ctx, "noop", nil); err != nil {
 		return fmt.Errorf("mogilefs noop: %w", err)
 	}
 	return nil
@@ -38,7 +38,7 @@ func (c *Client) Noop(ctx context.Context) error {
 // CreateDomain creates a domain (cmd_create_domain: domain). An existing
 // name fails with ErrDomainExists.
 func (c *Client) CreateDomain(ctx context.Context, domain string) error {
-	if _, err := c.Do(ctx, "create_domain", url.Values{"domain": {domain}}); err != nil {
+	if _, err := c.do(ctx, "create_domain", url.Values{"domain": {domain}}); err != nil {
 		return fmt.Errorf("mogilefs create_domain %q: %w", domain, err)
 	}
 	return nil
@@ -47,7 +47,7 @@ func (c *Client) CreateDomain(ctx context.Context, domain string) error {
 // DeleteDomain deletes an empty domain (cmd_delete_domain: domain). It
 // fails with ErrDomainNotFound, ErrDomainHasFiles or ErrDomainHasClasses.
 func (c *Client) DeleteDomain(ctx context.Context, domain string) error {
-	if _, err := c.Do(ctx, "delete_domain", url.Values{"domain": {domain}}); err != nil {
+	if _, err := c.do(ctx, "delete_domain", url.Values{"domain": {domain}}); err != nil {
 		return fmt.Errorf("mogilefs delete_domain %q: %w", domain, err)
 	}
 	return nil
@@ -58,7 +58,7 @@ func (c *Client) DeleteDomain(ctx context.Context, domain string) error {
 // ...replpolicy, ...hashtype). Domains and classes come back sorted by
 // name: the tracker's order is its hash order.
 func (c *Client) GetDomains(ctx context.Context) ([]Domain, error) {
-	reply, err := c.Do(ctx, "get_domains", nil)
+	reply, err := c.do(ctx, "get_domains", nil)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs get_domains: %w", err)
 	}
@@ -121,7 +121,7 @@ func (c *Client) CreateClass(ctx context.Context, domain string, cl Class) error
 	if cl.MinDevCount <= 0 {
 		cl.MinDevCount = 1
 	}
-	if _, err := c.Do(ctx, "create_class", classArgs(domain, cl)); err != nil {
+	if _, err := c.do(ctx, "create_class", classArgs(domain, cl)); err != nil {
 		return fmt.Errorf("mogilefs create_class %q/%q: %w", domain, cl.Name, err)
 	}
 	return nil
@@ -146,7 +146,7 @@ func (c *Client) UpdateClass(ctx context.Context, domain string, cl Class) error
 		}
 		cl.MinDevCount = cur.MinDevCount
 	}
-	if _, err := c.Do(ctx, "update_class", classArgs(domain, cl)); err != nil {
+	if _, err := c.do(ctx, "update_class", classArgs(domain, cl)); err != nil {
 		return fmt.Errorf("mogilefs update_class %q/%q: %w", domain, cl.Name, err)
 	}
 	return nil
@@ -170,7 +170,7 @@ func findClass(doms []Domain, domain, class string) (Class, bool) {
 // class). Fails with ErrClassNotFound, ErrClassHasFiles or
 // ErrNodelDefault.
 func (c *Client) DeleteClass(ctx context.Context, domain, class string) error {
-	if _, err := c.Do(ctx, "delete_class", url.Values{"domain": {domain}, "class": {class}}); err != nil {
+	if _, err := c.do(ctx, "delete_class", url.Values{"domain": {domain}, "class": {class}}); err != nil {
 		return fmt.Errorf("mogilefs delete_class %q/%q: %w", domain, class, err)
 	}
 	return nil
@@ -215,7 +215,7 @@ func hostArgs(h Host) url.Values {
 // defaults status to down). Returns the new host id. Fails with
 // ErrHostExists.
 func (c *Client) CreateHost(ctx context.Context, h Host) (int, error) {
-	reply, err := c.Do(ctx, "create_host", hostArgs(h))
+	reply, err := c.do(ctx, "create_host", hostArgs(h))
 	if err != nil {
 		return 0, fmt.Errorf("mogilefs create_host %q: %w", h.Name, err)
 	}
@@ -230,7 +230,7 @@ func (c *Client) CreateHost(ctx context.Context, h Host) (int, error) {
 // UpdateHost changes the non-zero fields of h for the host named h.Name
 // (cmd_update_host). Fails with ErrHostNotFound.
 func (c *Client) UpdateHost(ctx context.Context, h Host) error {
-	if _, err := c.Do(ctx, "update_host", hostArgs(h)); err != nil {
+	if _, err := c.do(ctx, "update_host", hostArgs(h)); err != nil {
 		return fmt.Errorf("mogilefs update_host %q: %w", h.Name, err)
 	}
 	return nil
@@ -239,7 +239,7 @@ func (c *Client) UpdateHost(ctx context.Context, h Host) error {
 // DeleteHost removes a host without devices (cmd_delete_host: host). Fails
 // with ErrUnknownHost or ErrHostNotEmpty.
 func (c *Client) DeleteHost(ctx context.Context, name string) error {
-	if _, err := c.Do(ctx, "delete_host", url.Values{"host": {name}}); err != nil {
+	if _, err := c.do(ctx, "delete_host", url.Values{"host": {name}}); err != nil {
 		return fmt.Errorf("mogilefs delete_host %q: %w", name, err)
 	}
 	return nil
@@ -248,7 +248,7 @@ func (c *Client) DeleteHost(ctx context.Context, name string) error {
 // GetHosts lists the hosts, ordered by id (cmd_get_hosts: hosts,
 // hostN_<field>).
 func (c *Client) GetHosts(ctx context.Context) ([]Host, error) {
-	reply, err := c.Do(ctx, "get_hosts", nil)
+	reply, err := c.do(ctx, "get_hosts", nil)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs get_hosts: %w", err)
 	}
@@ -298,7 +298,7 @@ type Device struct {
 
 // GetDevices lists the devices, ordered by id.
 func (c *Client) GetDevices(ctx context.Context) ([]Device, error) {
-	reply, err := c.Do(ctx, "get_devices", nil)
+	reply, err := c.do(ctx, "get_devices", nil)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs get_devices: %w", err)
 	}
@@ -354,7 +354,7 @@ func (c *Client) CreateDevice(ctx context.Context, d NewDevice) error {
 	if d.State != "" {
 		args.Set("state", d.State)
 	}
-	if _, err := c.Do(ctx, "create_device", args); err != nil {
+	if _, err := c.do(ctx, "create_device", args); err != nil {
 		return fmt.Errorf("mogilefs create_device %d: %w", d.DevID, err)
 	}
 	return nil
@@ -364,7 +364,7 @@ func (c *Client) CreateDevice(ctx context.Context, d NewDevice) error {
 // host must be the device's host name: the tracker checks it.
 func (c *Client) SetState(ctx context.Context, host string, devid int, state string) error {
 	args := url.Values{"host": {host}, "device": {strconv.Itoa(devid)}, "state": {state}}
-	if _, err := c.Do(ctx, "set_state", args); err != nil {
+	if _, err := c.do(ctx, "set_state", args); err != nil {
 		return fmt.Errorf("mogilefs set_state dev%d %s: %w", devid, state, err)
 	}
 	return nil
@@ -374,7 +374,7 @@ func (c *Client) SetState(ctx context.Context, host string, devid int, state str
 // weight).
 func (c *Client) SetWeight(ctx context.Context, host string, devid, weight int) error {
 	args := url.Values{"host": {host}, "device": {strconv.Itoa(devid)}, "weight": {strconv.Itoa(weight)}}
-	if _, err := c.Do(ctx, "set_weight", args); err != nil {
+	if _, err := c.do(ctx, "set_weight", args); err != nil {
 		return fmt.Errorf("mogilefs set_weight dev%d %d: %w", devid, weight, err)
 	}
 	return nil
@@ -383,7 +383,7 @@ func (c *Client) SetWeight(ctx context.Context, host string, devid, weight int) 
 // ServerSetting returns one server setting (cmd_server_setting: key;
 // replies key, value). An unset setting reads as "".
 func (c *Client) ServerSetting(ctx context.Context, key string) (string, error) {
-	reply, err := c.Do(ctx, "server_setting", url.Values{"key": {key}})
+	reply, err := c.do(ctx, "server_setting", url.Values{"key": {key}})
 	if err != nil {
 		return "", fmt.Errorf("mogilefs server_setting %q: %w", key, err)
 	}
@@ -393,7 +393,7 @@ func (c *Client) ServerSetting(ctx context.Context, key string) (string, error) 
 // ServerSettings returns the readable server settings
 // (cmd_server_settings: key_count, key_N, value_N).
 func (c *Client) ServerSettings(ctx context.Context) (map[string]string, error) {
-	reply, err := c.Do(ctx, "server_settings", nil)
+	reply, err := c.do(ctx, "server_settings", nil)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs server_settings: %w", err)
 	}
@@ -419,7 +419,7 @@ func (c *Client) ServerSettings(ctx context.Context) (map[string]string, error) 
 // SetServerSetting sets a writable server setting (cmd_set_server_setting:
 // key, value). Fails with ErrNotWritable or an "invalid_format" *Error.
 func (c *Client) SetServerSetting(ctx context.Context, key, value string) error {
-	if _, err := c.Do(ctx, "set_server_setting", url.Values{"key": {key}, "value": {value}}); err != nil {
+	if _, err := c.do(ctx, "set_server_setting", url.Values{"key": {key}, "value": {value}}); err != nil {
 		return fmt.Errorf("mogilefs set_server_setting %q: %w", key, err)
 	}
 	return nil
@@ -428,7 +428,7 @@ func (c *Client) SetServerSetting(ctx context.Context, key, value string) error 
 // ReplicateNow makes every delayed replication due at once
 // (cmd_replicate_now; replies count).
 func (c *Client) ReplicateNow(ctx context.Context) (int, error) {
-	reply, err := c.Do(ctx, "replicate_now", nil)
+	reply, err := c.do(ctx, "replicate_now", nil)
 	if err != nil {
 		return 0, fmt.Errorf("mogilefs replicate_now: %w", err)
 	}
@@ -443,7 +443,7 @@ func (c *Client) ReplicateNow(ctx context.Context) (int, error) {
 // FsckStart starts (or resumes) fsck (cmd_fsck_start). Fails with
 // ErrFsckRunning.
 func (c *Client) FsckStart(ctx context.Context) error {
-	if _, err := c.Do(ctx, "fsck_start", nil); err != nil {
+	if _, err := c.do(ctx, "fsck_start", nil); err != nil {
 		return fmt.Errorf("mogilefs fsck_start: %w", err)
 	}
 	return nil
@@ -451,7 +451,7 @@ func (c *Client) FsckStart(ctx context.Context) error {
 
 // FsckStop stops fsck (cmd_fsck_stop).
 func (c *Client) FsckStop(ctx context.Context) error {
-	if _, err := c.Do(ctx, "fsck_stop", nil); err != nil {
+	if _, err := c.do(ctx, "fsck_stop", nil); err != nil {
 		return fmt.Errorf("mogilefs fsck_stop: %w", err)
 	}
 	return nil
@@ -468,7 +468,7 @@ func (c *Client) FsckReset(ctx context.Context, policyOnly bool, startPos int64)
 	if startPos > 0 {
 		args.Set("startpos", strconv.FormatInt(startPos, 10))
 	}
-	if _, err := c.Do(ctx, "fsck_reset", args); err != nil {
+	if _, err := c.do(ctx, "fsck_reset", args); err != nil {
 		return fmt.Errorf("mogilefs fsck_reset: %w", err)
 	}
 	return nil
@@ -493,7 +493,7 @@ type FsckStatus struct {
 // max_fid_checked, policy_only, end_fid, start_time, stop_time,
 // current_time, max_logid, num_*).
 func (c *Client) FsckStatus(ctx context.Context) (*FsckStatus, error) {
-	reply, err := c.Do(ctx, "fsck_status", nil)
+	reply, err := c.do(ctx, "fsck_status", nil)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs fsck_status: %w", err)
 	}

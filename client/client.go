@@ -177,6 +177,16 @@ var idempotent = map[string]bool{
 // ctx cancels the whole call, including a wait for a reply; its deadline
 // is applied to the socket.
 func (c *Client) Do(ctx context.Context, cmd string, args url.Values) (url.Values, error) {
+	reply, err := c.do(ctx, cmd, args)
+	if err != nil {
+		return nil, fmt.Errorf("mogilefs %s: %w", cmd, err)
+	}
+	return reply, nil
+}
+
+// do is Do without the command name in its errors, for the methods that
+// name the command and its object themselves.
+func (c *Client) do(ctx context.Context, cmd string, args url.Values) (url.Values, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -190,7 +200,7 @@ func (c *Client) Do(ctx context.Context, cmd string, args url.Values) (url.Value
 	for _, t := range c.order() {
 		for attempt := 0; attempt < 2; attempt++ {
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("mogilefs %s: %w", cmd, err)
+				return nil, err
 			}
 			reply, st, err := c.roundTrip(ctx, t, line)
 			if err == nil {
@@ -200,17 +210,17 @@ func (c *Client) Do(ctx context.Context, cmd string, args url.Values) (url.Value
 			if errors.As(err, &te) {
 				return nil, err
 			}
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, fmt.Errorf("mogilefs %s on %s: %w (%w)", cmd, t.addr, ctxErr, err)
+			if ctxErr := ctxDone(ctx); ctxErr != nil {
+				return nil, fmt.Errorf("%s: %w (%w)", t.addr, ctxErr, err)
 			}
 			if errors.Is(err, ErrProtocol) || errors.Is(err, ErrReplyTooLong) {
 				// The tracker answered, badly; another would
 				// most likely answer the same, and a repeat
 				// of a write could apply twice.
-				return nil, fmt.Errorf("mogilefs %s on %s: %w", cmd, t.addr, err)
+				return nil, fmt.Errorf("%s: %w", t.addr, err)
 			}
 			if st.sent && !idem {
-				return nil, fmt.Errorf("mogilefs %s on %s: %w: %w", cmd, t.addr, ErrUnknownOutcome, err)
+				return nil, fmt.Errorf("%s: %w: %w", t.addr, ErrUnknownOutcome, err)
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", t.addr, err))
 			if !st.connected {
@@ -226,7 +236,19 @@ func (c *Client) Do(ctx context.Context, cmd string, args url.Values) (url.Value
 			c.log.Debug("mogilefs retry on fresh connection", "tracker", t.addr, "cmd", cmd, "err", err)
 		}
 	}
-	return nil, fmt.Errorf("mogilefs %s: %w: %w", cmd, ErrNoTracker, errors.Join(errs...))
+	return nil, fmt.Errorf("%w: %w", ErrNoTracker, errors.Join(errs...))
+}
+
+// ctxDone is ctx.Err, also when the socket deadline (set from ctx's)
+// fired a moment before ctx's own timer did.
+func ctxDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // order returns the trackers starting at the next in round-robin order,

@@ -71,7 +71,7 @@ func (c *Client) StoreFileWith(ctx context.Context, domain, key, class string, r
 		// Lets the tracker skip devices without room (cmd_create_open).
 		args.Set("size", strconv.FormatInt(size, 10))
 	}
-	reply, err := c.Do(ctx, "create_open", args)
+	reply, err := c.do(ctx, "create_open", args)
 	if err != nil {
 		return 0, fmt.Errorf("mogilefs store %q: %w", key, err)
 	}
@@ -115,7 +115,7 @@ func (c *Client) StoreFileWith(ctx context.Context, domain, key, class string, r
 				cargs.Set("checksumverify", "1")
 			}
 		}
-		if _, err := c.Do(ctx, "create_close", cargs); err != nil {
+		if _, err := c.do(ctx, "create_close", cargs); err != nil {
 			return 0, fmt.Errorf("mogilefs store %q: %w", key, err)
 		}
 		return n, nil
@@ -279,7 +279,7 @@ func (c *Client) GetPaths(ctx context.Context, domain, key string, opts *PathOpt
 			args.Set("pathcount", strconv.Itoa(opts.PathCount))
 		}
 	}
-	reply, err := c.Do(ctx, "get_paths", args)
+	reply, err := c.do(ctx, "get_paths", args)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs get_paths %q: %w", key, err)
 	}
@@ -336,7 +336,7 @@ func (c *Client) FetchFile(ctx context.Context, domain, key string) (io.ReadClos
 // Delete removes key (cmd_delete); the tracker queues its blobs for
 // deletion. An unknown key fails with ErrUnknownKey.
 func (c *Client) Delete(ctx context.Context, domain, key string) error {
-	_, err := c.Do(ctx, "delete", url.Values{"domain": {c.domain(domain)}, "key": {key}})
+	_, err := c.do(ctx, "delete", url.Values{"domain": {c.domain(domain)}, "key": {key}})
 	if err != nil {
 		return fmt.Errorf("mogilefs delete %q: %w", key, err)
 	}
@@ -346,7 +346,7 @@ func (c *Client) Delete(ctx context.Context, domain, key string) error {
 // Rename moves fromKey to toKey (cmd_rename: from_key, to_key). It fails
 // with ErrUnknownKey or ErrKeyExists.
 func (c *Client) Rename(ctx context.Context, domain, fromKey, toKey string) error {
-	_, err := c.Do(ctx, "rename", url.Values{"domain": {c.domain(domain)}, "from_key": {fromKey}, "to_key": {toKey}})
+	_, err := c.do(ctx, "rename", url.Values{"domain": {c.domain(domain)}, "from_key": {fromKey}, "to_key": {toKey}})
 	if err != nil {
 		return fmt.Errorf("mogilefs rename %q to %q: %w", fromKey, toKey, err)
 	}
@@ -356,7 +356,7 @@ func (c *Client) Rename(ctx context.Context, domain, fromKey, toKey string) erro
 // UpdateFileClass moves key to another class of its domain
 // (cmd_updateclass), which queues it for replication.
 func (c *Client) UpdateFileClass(ctx context.Context, domain, key, class string) error {
-	_, err := c.Do(ctx, "updateclass", url.Values{"domain": {c.domain(domain)}, "key": {key}, "class": {class}})
+	_, err := c.do(ctx, "updateclass", url.Values{"domain": {c.domain(domain)}, "key": {key}, "class": {class}})
 	if err != nil {
 		return fmt.Errorf("mogilefs updateclass %q: %w", key, err)
 	}
@@ -379,7 +379,7 @@ func (c *Client) ListKeys(ctx context.Context, domain, prefix, after string, lim
 	if limit > 0 {
 		args.Set("limit", strconv.Itoa(limit))
 	}
-	reply, err := c.Do(ctx, "list_keys", args)
+	reply, err := c.do(ctx, "list_keys", args)
 	if errors.Is(err, ErrNoneMatch) {
 		return nil, "", nil
 	}
@@ -418,7 +418,7 @@ type FileInfo struct {
 // FileInfo returns the tracker's record of key, including the devices
 // that hold it (cmd_file_info with devices=1).
 func (c *Client) FileInfo(ctx context.Context, domain, key string) (*FileInfo, error) {
-	reply, err := c.Do(ctx, "file_info", url.Values{"domain": {c.domain(domain)}, "key": {key}, "devices": {"1"}})
+	reply, err := c.do(ctx, "file_info", url.Values{"domain": {c.domain(domain)}, "key": {key}, "devices": {"1"}})
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs file_info %q: %w", key, err)
 	}
@@ -455,7 +455,7 @@ func (c *Client) FileDebug(ctx context.Context, domain, key string, fid int64) (
 		args.Set("domain", c.domain(domain))
 		args.Set("key", key)
 	}
-	reply, err := c.Do(ctx, "file_debug", args)
+	reply, err := c.do(ctx, "file_debug", args)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs file_debug: %w", err)
 	}
@@ -471,7 +471,7 @@ func (c *Client) ListFids(ctx context.Context, from int64, limit int) ([]FileInf
 	if limit > 0 {
 		args.Set("to", strconv.Itoa(limit))
 	}
-	reply, err := c.Do(ctx, "list_fids", args)
+	reply, err := c.do(ctx, "list_fids", args)
 	if err != nil {
 		return nil, fmt.Errorf("mogilefs list_fids: %w", err)
 	}
