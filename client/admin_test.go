@@ -86,7 +86,9 @@ func TestClient_AdminRequestLines(t *testing.T) {
 		{func(ctx context.Context) error { return c.UpdateHost(ctx, client.Host{Name: "hostA", GetPort: 7501}) },
 			"update_host getport=7501&host=hostA\r\n"},
 		{func(ctx context.Context) error { return c.DeleteHost(ctx, "hostA") }, "delete_host host=hostA\r\n"},
-		{func(ctx context.Context) error { return c.CreateDevice(ctx, client.NewDevice{HostName: "hostA", DevID: 4}) },
+		{func(ctx context.Context) error {
+			return c.CreateDevice(ctx, client.NewDevice{HostName: "hostA", DevID: 4})
+		},
 			"create_device devid=4&hostname=hostA\r\n"},
 		{func(ctx context.Context) error {
 			return c.CreateDevice(ctx, client.NewDevice{HostID: 2, DevID: 5, State: "down"})
