@@ -1,0 +1,43 @@
+// Package sqlstore is the SQL implementation of store.Store shared by the
+// SQL backends (store/sqlite, store/mysql, store/postgres). The metadata
+// operations, the schema bootstrap, fid allocation, transaction retries,
+// error wrapping and the bookkeeping around named locks are written once
+// here; a backend supplies a [Dialect], an open *sql.DB and a [LockBackend],
+// and calls [New].
+//
+// # Implementing a dialect
+//
+// A backend may rely on these guarantees from this package:
+//
+//   - Every statement it sees uses '?' placeholders and passes through
+//     Dialect.Rebind exactly once.
+//   - Write statements always run inside a transaction started with
+//     DB.BeginTx and default options, so a backend that needs a particular
+//     transaction mode (SQLite's BEGIN IMMEDIATE) sets it on its connections.
+//     A transaction is short: it never waits on anything but the database.
+//   - A transaction whose statement fails with ErrKindRetry is rolled back
+//     and run again from the start, a few times with a small jittered
+//     backoff; statements are never continued after a failure inside a
+//     transaction (PostgreSQL aborts the transaction on any error).
+//   - ErrKindConnLost at COMMIT is reported as store.ErrUnknownOutcome;
+//     before COMMIT the transaction is retried like ErrKindRetry.
+//   - Time values reach the database as integers computed from
+//     Dialect.UnixNow, never from the Go clock.
+//   - Comparisons and ordering of keys go through Dialect.ByteOrder.
+//   - UPDATE's RowsAffected is only trusted when the statement changes the
+//     value it matches on, so a MySQL connection without CLIENT_FOUND_ROWS
+//     gives the same results.
+//   - Lock names and timeouts have been checked with store.CheckLock, calls
+//     after Close are refused, and Unlock finds the handle itself: a
+//     LockBackend only acquires, and releases through its own handles.
+//
+// And must provide:
+//
+//   - Dialect.Schema: idempotent DDL for every schema 17 table. The tables
+//     this package adds ([OwnSchema]) are created by New in portable SQL.
+//   - Dialect.Classify sorting unique violations, retryable conflicts and
+//     lost connections; anything else is returned to the caller wrapped.
+//   - A connection in autocommit mode whose transactions see rows committed
+//     by others once a lock on them was granted (READ COMMITTED or a
+//     locking read), and whose UPDATE of a row locks it until COMMIT.
+package sqlstore

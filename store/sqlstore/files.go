@@ -1,0 +1,623 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+const fidCounter = "fid"
+
+// allocFid advances the fid counter under its row lock to one past the
+// largest fid it has handed out or that file or tempfile holds, so a fid is
+// never reused whatever happened to AUTO_INCREMENT or to the rows.
+func (s *Store) allocFid(ctx context.Context, tx *sql.Tx) (int64, error) {
+	n, err := s.execN(ctx, tx, "UPDATE gomogile_counter SET value = value + 1 WHERE name = ?", fidCounter)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		// New database, or its rows were emptied: create the counter
+		// without failing when a concurrent Store does the same.
+		if err := s.ensureCounter(ctx, tx, 1); err != nil {
+			return 0, err
+		}
+		if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = value + 1 WHERE name = ?", fidCounter); err != nil {
+			return 0, err
+		}
+	}
+	var next int64
+	if err := s.queryRow(ctx, tx, "SELECT value FROM gomogile_counter WHERE name = ?", fidCounter).Scan(&next); err != nil {
+		return 0, err
+	}
+	top, err := s.topFid(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	if next <= top {
+		next = top + 1
+		if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = ? WHERE name = ?", next, fidCounter); err != nil {
+			return 0, err
+		}
+	}
+	return next, nil
+}
+
+func (s *Store) ensureCounter(ctx context.Context, tx *sql.Tx, value int64) error {
+	_, err := s.exec(ctx, tx, s.d.Upsert("gomogile_counter", []string{"name", "value"}, []string{"name"}, ""), fidCounter, value)
+	return err
+}
+
+// topFid is the largest fid in file or tempfile.
+func (s *Store) topFid(ctx context.Context, q querier) (int64, error) {
+	var a, b sql.NullInt64
+	if err := s.queryRow(ctx, q, "SELECT MAX(fid) FROM file").Scan(&a); err != nil {
+		return 0, err
+	}
+	if err := s.queryRow(ctx, q, "SELECT MAX(fid) FROM tempfile").Scan(&b); err != nil {
+		return 0, err
+	}
+	return max(a.Int64, b.Int64), nil
+}
+
+func checkKey(key string) error { return checkText("key", key, maxKey, true) }
+
+func joinDevIDs(ids []int) (string, error) {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		if id <= 0 || id > maxMediumInt {
+			return "", invalid("devid %d out of range", id)
+		}
+		parts[i] = strconv.Itoa(id)
+	}
+	s := strings.Join(parts, ",")
+	if len(s) > maxDevIDs {
+		return "", invalid("%d devids do not fit tempfile.devids (%d bytes)", len(ids), maxDevIDs)
+	}
+	return s, nil
+}
+
+func splitDevIDs(s string) []int {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// CreateTempFile reserves a fid.
+func (s *Store) CreateTempFile(ctx context.Context, t store.TempFile) (int64, error) {
+	op := fmt.Sprintf("create tempfile for key %q", t.Key)
+	if err := s.check(op); err != nil {
+		return 0, err
+	}
+	devids, err := joinDevIDs(t.DevIDs)
+	if err == nil {
+		err = checkKey(t.Key)
+	}
+	if err == nil {
+		err = checkRange("dmid", t.DomainID, 1, maxDmid)
+	}
+	if err == nil {
+		err = checkRange("classid", t.ClassID, 0, maxClassID)
+	}
+	if err == nil && t.Fid < 0 {
+		err = invalid("negative fid %d", t.Fid)
+	}
+	if err != nil {
+		return 0, s.wrap(op, err)
+	}
+	var fid int64
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if t.Fid != 0 {
+			fid = t.Fid
+			for _, table := range []string{"file", "tempfile"} {
+				if ok, err := s.exists(ctx, tx, "SELECT 1 FROM "+table+" WHERE fid = ?", fid); err != nil || ok {
+					return hasErr(err, store.ErrDuplicate)
+				}
+			}
+			// Keep the counter ahead of a caller-named fid, so it is
+			// never handed out again once its rows are gone.
+			if err := s.ensureCounter(ctx, tx, fid); err != nil {
+				return err
+			}
+			if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = ? WHERE name = ? AND value < ?", fid, fidCounter, fid); err != nil {
+				return err
+			}
+		} else {
+			var err error
+			if fid, err = s.allocFid(ctx, tx); err != nil {
+				return err
+			}
+		}
+		_, err := s.exec(ctx, tx, `INSERT INTO tempfile (fid, createtime, classid, dmid, dkey, devids)
+VALUES (?, `+s.d.UnixNow()+`, ?, ?, ?, ?)`, fid, t.ClassID, t.DomainID, t.Key, nullStr(devids))
+		return err
+	})
+	if err != nil {
+		return 0, s.wrap(op, err)
+	}
+	return fid, nil
+}
+
+const tempfileCols = "fid, dmid, dkey, classid, createtime, devids"
+
+func scanTempFile(sc interface{ Scan(...any) error }) (store.TempFile, error) {
+	var t store.TempFile
+	var key, devids sql.NullString
+	var ct sql.NullInt64
+	if err := sc.Scan(&t.Fid, &t.DomainID, &key, &t.ClassID, &ct, &devids); err != nil {
+		return t, err
+	}
+	t.Key, t.CreateTime, t.DevIDs = key.String, unixTime(ct), splitDevIDs(devids.String)
+	return t, nil
+}
+
+// TempFile reads a tempfile row.
+func (s *Store) TempFile(ctx context.Context, fid int64) (store.TempFile, error) {
+	op := fmt.Sprintf("read tempfile %d", fid)
+	if err := s.check(op); err != nil {
+		return store.TempFile{}, err
+	}
+	var t store.TempFile
+	err := s.read(ctx, func() error {
+		var err error
+		t, err = scanTempFile(s.queryRow(ctx, s.db, "SELECT "+tempfileCols+" FROM tempfile WHERE fid = ?", fid))
+		return err
+	})
+	return t, s.wrap(op, err)
+}
+
+// DeleteTempFile removes a tempfile row.
+func (s *Store) DeleteTempFile(ctx context.Context, fid int64) error {
+	op := fmt.Sprintf("delete tempfile %d", fid)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		n, err := s.execN(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", fid)
+		if err == nil && n == 0 {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// ExpiredTempFiles lists tempfiles older than age, oldest first.
+func (s *Store) ExpiredTempFiles(ctx context.Context, age time.Duration, limit int) ([]store.TempFile, error) {
+	const op = "list expired tempfiles"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if age < 0 {
+		return nil, s.wrap(op, invalid("negative age %v", age))
+	}
+	var out []store.TempFile
+	err := s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, "SELECT "+tempfileCols+" FROM tempfile WHERE createtime < "+s.d.UnixNow()+
+			" - ? ORDER BY createtime, fid"+limitClause(limit), int64(age/time.Second))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanTempFile(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
+const fileCols = "fid, dmid, dkey, length, classid, devcount"
+
+func scanFile(sc interface{ Scan(...any) error }) (store.File, error) {
+	var f store.File
+	var key sql.NullString
+	var length sql.NullInt64
+	if err := sc.Scan(&f.Fid, &f.DomainID, &key, &length, &f.ClassID, &f.DevCount); err != nil {
+		return f, err
+	}
+	f.Key, f.Length = key.String, length.Int64
+	return f, nil
+}
+
+func checkCommit(c store.Commit) error {
+	if c.Fid <= 0 {
+		return invalid("fid %d", c.Fid)
+	}
+	if err := checkKey(c.Key); err != nil {
+		return err
+	}
+	if err := checkRange("dmid", c.DomainID, 1, maxDmid); err != nil {
+		return err
+	}
+	if err := checkRange("classid", c.ClassID, 0, maxClassID); err != nil {
+		return err
+	}
+	if c.Length < 0 {
+		return invalid("negative length %d", c.Length)
+	}
+	for _, id := range c.DevIDs {
+		if id <= 0 || id > maxMediumInt {
+			return invalid("devid %d out of range", id)
+		}
+	}
+	if c.Checksum != nil {
+		return checkChecksum(*c.Checksum)
+	}
+	return nil
+}
+
+// CommitFile turns a tempfile into a file; see store.Files.
+func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	op := fmt.Sprintf("commit fid %d as key %q", c.Fid, c.Key)
+	if err := s.check(op); err != nil {
+		return store.CommitResult{}, err
+	}
+	if err := checkCommit(c); err != nil {
+		return store.CommitResult{}, s.wrap(op, err)
+	}
+	var res store.CommitResult
+	var err error
+	// Two commits of different fids for one new key both find no owner
+	// and one fails on the (dmid, dkey) key; run it again so it replaces
+	// the winner, as if they had come one after the other.
+	for attempt := 0; attempt < 4; attempt++ {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			res, err = s.commitTx(ctx, tx, c)
+			return err
+		})
+		if err == nil || isSentinel(err) || s.d.Classify(err) != ErrKindDuplicate {
+			break
+		}
+	}
+	if err != nil {
+		return store.CommitResult{}, s.wrap(op, err)
+	}
+	return res, nil
+}
+
+func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store.CommitResult, error) {
+	var res store.CommitResult
+	won, err := s.execN(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", c.Fid)
+	if err != nil {
+		return res, err
+	}
+	if won == 0 {
+		// Either another commit won, or this is a retry of one that
+		// applied but whose acknowledgement was lost.
+		f, err := scanFile(s.queryRow(ctx, tx, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && (f.DomainID != c.DomainID || f.Key != c.Key)) {
+			return res, fmt.Errorf("%w: no tempfile %d", store.ErrNotFound, c.Fid)
+		}
+		if err != nil {
+			return res, err
+		}
+		res.File = f
+		err = s.queryRow(ctx, tx, "SELECT replaced_fid FROM gomogile_commit WHERE fid = ?", c.Fid).Scan(&res.ReplacedFid)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+		return res, err
+	}
+	now, err := s.dbNow(ctx, tx)
+	if err != nil {
+		return res, err
+	}
+	var old int64
+	err = s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND dkey = ?", c.DomainID, c.Key).Scan(&old)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return res, err
+	case old != c.Fid:
+		n, err := s.execN(ctx, tx, "DELETE FROM file WHERE fid = ?", old)
+		if err != nil {
+			return res, err
+		}
+		if n == 1 {
+			if err := s.enqueueTx(ctx, tx, now, store.QueueDelete, store.QueueEntry{Fid: old}); err != nil {
+				return res, err
+			}
+			if _, err := s.exec(ctx, tx, "DELETE FROM gomogile_commit WHERE fid = ?", old); err != nil {
+				return res, err
+			}
+			res.ReplacedFid = old
+		}
+	}
+	if _, err := s.exec(ctx, tx, "INSERT INTO file ("+fileCols+") VALUES (?, ?, ?, ?, ?, 0)",
+		c.Fid, c.DomainID, c.Key, c.Length, c.ClassID); err != nil {
+		return res, err
+	}
+	devs := slices.Clone(c.DevIDs)
+	slices.Sort(devs)
+	ins := s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, "")
+	for _, d := range slices.Compact(devs) {
+		if _, err := s.exec(ctx, tx, ins, c.Fid, d); err != nil {
+			return res, err
+		}
+	}
+	if err := s.syncDevCount(ctx, tx, c.Fid); err != nil {
+		return res, err
+	}
+	if c.Checksum != nil {
+		sum := *c.Checksum
+		sum.Fid = c.Fid
+		if err := s.setChecksum(ctx, tx, sum); err != nil {
+			return res, err
+		}
+	}
+	if c.Replicate {
+		if err := s.enqueueTx(ctx, tx, now, store.QueueReplicate, store.QueueEntry{Fid: c.Fid}); err != nil {
+			return res, err
+		}
+	}
+	if res.ReplacedFid != 0 {
+		up := s.d.Upsert("gomogile_commit", []string{"fid", "replaced_fid"}, []string{"fid"},
+			"replaced_fid = "+s.d.Excluded("replaced_fid"))
+		if _, err := s.exec(ctx, tx, up, c.Fid, res.ReplacedFid); err != nil {
+			return res, err
+		}
+	}
+	res.File, err = scanFile(s.queryRow(ctx, tx, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
+	return res, err
+}
+
+// syncDevCount sets devcount from file_on. The subquery is evaluated as a
+// locking read on MySQL and at statement start on PostgreSQL, both after
+// the caller locked the file row, so it sees every committed file_on row.
+func (s *Store) syncDevCount(ctx context.Context, tx *sql.Tx, fid int64) error {
+	_, err := s.exec(ctx, tx, "UPDATE file SET devcount = (SELECT COUNT(*) FROM file_on WHERE file_on.fid = ?) WHERE fid = ?", fid, fid)
+	return err
+}
+
+// File reads a file row.
+func (s *Store) File(ctx context.Context, fid int64) (store.File, error) {
+	op := fmt.Sprintf("read file %d", fid)
+	if err := s.check(op); err != nil {
+		return store.File{}, err
+	}
+	var f store.File
+	err := s.read(ctx, func() error {
+		var err error
+		f, err = scanFile(s.queryRow(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE fid = ?", fid))
+		return err
+	})
+	return f, s.wrap(op, err)
+}
+
+// FileByKey reads the file owning (dmid, key).
+func (s *Store) FileByKey(ctx context.Context, dmid int, key string) (store.File, error) {
+	op := fmt.Sprintf("read key %q of domain %d", key, dmid)
+	if err := s.check(op); err != nil {
+		return store.File{}, err
+	}
+	if err := checkKey(key); err != nil {
+		return store.File{}, s.wrap(op, err)
+	}
+	var f store.File
+	err := s.read(ctx, func() error {
+		var err error
+		f, err = scanFile(s.queryRow(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE dmid = ? AND dkey = ?", dmid, key))
+		return err
+	})
+	return f, s.wrap(op, err)
+}
+
+// Files lists files with from <= fid <= to.
+func (s *Store) Files(ctx context.Context, from, to int64, limit int) ([]store.File, error) {
+	op := fmt.Sprintf("list files %d-%d", from, to)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var out []store.File
+	err := s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE fid >= ? AND fid <= ? ORDER BY fid"+limitClause(limit), from, to)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			f, err := scanFile(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, f)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
+// MaxFid is the largest committed fid.
+func (s *Store) MaxFid(ctx context.Context) (int64, error) {
+	const op = "read max fid"
+	if err := s.check(op); err != nil {
+		return 0, err
+	}
+	var v sql.NullInt64
+	err := s.read(ctx, func() error {
+		return s.queryRow(ctx, s.db, "SELECT MAX(fid) FROM file").Scan(&v)
+	})
+	return v.Int64, s.wrap(op, err)
+}
+
+// prefixEnd is the smallest valid UTF-8 string above every string starting
+// with prefix, or "" when there is none. Byte order of UTF-8 is code point
+// order, so incrementing the last code point (skipping surrogates, carrying
+// past U+10FFFF) bounds the range without producing invalid text, which
+// PostgreSQL would refuse as a parameter.
+func prefixEnd(prefix string) string {
+	for prefix != "" {
+		r, size := utf8.DecodeLastRuneInString(prefix)
+		prefix = prefix[:len(prefix)-size]
+		switch {
+		case r == utf8.MaxRune:
+			continue
+		case r == 0xD7FF:
+			r = 0xE000
+		default:
+			r++
+		}
+		return prefix + string(r)
+	}
+	return ""
+}
+
+// ListKeys lists keys by prefix in byte order.
+func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error) {
+	op := fmt.Sprintf("list keys of domain %d with prefix %q", dmid, prefix)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	err := checkLimit(limit)
+	if err == nil {
+		err = checkText("prefix", prefix, maxKey, false)
+	}
+	if err == nil {
+		err = checkText("after", after, maxKey, false)
+	}
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	key := s.d.ByteOrder("dkey")
+	q := "SELECT dkey FROM file WHERE dmid = ?"
+	args := []any{dmid}
+	if prefix != "" {
+		q += " AND " + key + " >= ?"
+		args = append(args, prefix)
+		if end := prefixEnd(prefix); end != "" {
+			q += " AND " + key + " < ?"
+			args = append(args, end)
+		}
+	}
+	if after != "" {
+		q += " AND " + key + " > ?"
+		args = append(args, after)
+	}
+	q += " ORDER BY " + key + limitClause(limit)
+	var out []string
+	err = s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k sql.NullString
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			out = append(out, k.String)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
+// RenameFile moves a file to another key of its domain.
+func (s *Store) RenameFile(ctx context.Context, dmid int, from, to string) error {
+	op := fmt.Sprintf("rename key %q of domain %d to %q", from, dmid, to)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := checkKey(from)
+	if err == nil {
+		err = checkKey(to)
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var fid int64
+		if err := s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND dkey = ?", dmid, from).Scan(&fid); err != nil {
+			return err
+		}
+		if from == to {
+			return nil
+		}
+		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM file WHERE dmid = ? AND dkey = ?", dmid, to); err != nil || ok {
+			return hasErr(err, store.ErrDuplicate)
+		}
+		_, err := s.exec(ctx, tx, "UPDATE file SET dkey = ? WHERE fid = ?", to, fid)
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// SetFileClass changes a file's class.
+func (s *Store) SetFileClass(ctx context.Context, fid int64, classid int) error {
+	op := fmt.Sprintf("set class of file %d", fid)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if err := checkRange("classid", classid, 0, maxClassID); err != nil {
+		return s.wrap(op, err)
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM file WHERE fid = ?", fid); err != nil || !ok {
+			return notFound(err)
+		}
+		_, err := s.exec(ctx, tx, "UPDATE file SET classid = ? WHERE fid = ?", classid, fid)
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// DeleteFile removes the file (and tempfile) row and queues the fid for
+// deletion in one transaction.
+func (s *Store) DeleteFile(ctx context.Context, fid int64) error {
+	op := fmt.Sprintf("delete file %d", fid)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// tempfile before file: the lock order of every writer of both.
+		m, err := s.execN(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", fid)
+		if err != nil {
+			return err
+		}
+		n, err := s.execN(ctx, tx, "DELETE FROM file WHERE fid = ?", fid)
+		if err != nil {
+			return err
+		}
+		if n+m == 0 {
+			return store.ErrNotFound
+		}
+		now, err := s.dbNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := s.enqueueTx(ctx, tx, now, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, "DELETE FROM gomogile_commit WHERE fid = ?", fid)
+		return err
+	})
+	return s.wrap(op, err)
+}

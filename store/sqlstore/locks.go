@@ -1,0 +1,86 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// heldLock is the handle Lock returns: the backend's lock, plus removal from
+// the Store's table of held names when it is released.
+type heldLock struct {
+	s     *Store
+	inner store.Lock
+}
+
+func (h *heldLock) Name() string          { return h.inner.Name() }
+func (h *heldLock) Lost() <-chan struct{} { return h.inner.Lost() }
+func (h *heldLock) String() string        { return fmt.Sprintf("lock %q", h.inner.Name()) }
+func (h *heldLock) Unwrap() store.Lock    { return h.inner }
+func (h *heldLock) forget()               { h.s.forget(h) }
+func (h *heldLock) Release(ctx context.Context) error {
+	err := h.inner.Release(ctx)
+	if err == nil || errors.Is(err, store.ErrLockLost) {
+		// Lost or released, the name is no longer this Store's.
+		h.forget()
+	}
+	if err != nil {
+		return h.s.wrap(fmt.Sprintf("release lock %q", h.inner.Name()), err)
+	}
+	return nil
+}
+
+func (s *Store) forget(h *heldLock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[h.inner.Name()] == h {
+		delete(s.held, h.inner.Name())
+	}
+}
+
+// Lock acquires a named lock through the backend.
+func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+	op := fmt.Sprintf("lock %q", name)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := store.CheckLock(name, timeout); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	l, err := s.locks.Acquire(ctx, name, timeout)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	h := &heldLock{s: s, inner: l}
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		// Close raced with the acquisition; do not leave it held.
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("store: %s: %w", op, store.ErrClosed)
+	}
+	s.held[name] = h
+	s.mu.Unlock()
+	return h, nil
+}
+
+// Unlock releases a lock this Store holds.
+func (s *Store) Unlock(ctx context.Context, name string) error {
+	op := fmt.Sprintf("unlock %q", name)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if err := store.CheckLock(name, 0); err != nil {
+		return s.wrap(op, err)
+	}
+	s.mu.Lock()
+	h := s.held[name]
+	s.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("store: %s: %w", op, store.ErrLockNotHeld)
+	}
+	return h.Release(ctx)
+}

@@ -1,0 +1,149 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// lockFid takes the row locks that every writer of fid's file_on rows takes
+// first, tempfile before file, with UPDATEs that change nothing: a row lock
+// on MySQL and PostgreSQL (SQLite serialises writers anyway). While the
+// tempfile row is locked, CommitFile cannot turn it into a file, so a
+// file_on change at the tempfile stage is never missed by the commit's count.
+// It reports whether the file row exists.
+func (s *Store) lockFid(ctx context.Context, tx *sql.Tx, fid int64) (bool, error) {
+	if _, err := s.exec(ctx, tx, "UPDATE tempfile SET createtime = createtime WHERE fid = ?", fid); err != nil {
+		return false, err
+	}
+	if _, err := s.exec(ctx, tx, "UPDATE file SET devcount = devcount WHERE fid = ?", fid); err != nil {
+		return false, err
+	}
+	return s.exists(ctx, tx, "SELECT 1 FROM file WHERE fid = ?", fid)
+}
+
+// AddFileOn records a copy of fid on devid.
+func (s *Store) AddFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
+	return s.changeFileOn(ctx, fmt.Sprintf("add fid %d on device %d", fid, devid), fid, devid, true)
+}
+
+// RemoveFileOn forgets the copy of fid on devid.
+func (s *Store) RemoveFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
+	return s.changeFileOn(ctx, fmt.Sprintf("remove fid %d from device %d", fid, devid), fid, devid, false)
+}
+
+func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid int, add bool) (bool, error) {
+	if err := s.check(op); err != nil {
+		return false, err
+	}
+	if fid <= 0 || devid <= 0 || devid > maxMediumInt {
+		return false, s.wrap(op, invalid("fid %d, devid %d", fid, devid))
+	}
+	var changed bool
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		hasFile, err := s.lockFid(ctx, tx, fid)
+		if err != nil {
+			return err
+		}
+		if add {
+			had, err := s.exists(ctx, tx, "SELECT 1 FROM file_on WHERE fid = ? AND devid = ?", fid, devid)
+			if err != nil {
+				return err
+			}
+			n, err := s.execN(ctx, tx, s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, ""), fid, devid)
+			if err != nil {
+				return err
+			}
+			changed = !had && n > 0
+		} else {
+			n, err := s.execN(ctx, tx, "DELETE FROM file_on WHERE fid = ? AND devid = ?", fid, devid)
+			if err != nil {
+				return err
+			}
+			changed = n > 0
+		}
+		if hasFile {
+			return s.syncDevCount(ctx, tx, fid)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, s.wrap(op, err)
+	}
+	return changed, nil
+}
+
+// FileOn lists the devices holding fid.
+func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
+	op := fmt.Sprintf("list devices of fid %d", fid)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	var out []int
+	err := s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, "SELECT devid FROM file_on WHERE fid = ? ORDER BY devid", fid)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d int
+			if err := rows.Scan(&d); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
+// FidsOnDevice lists fids on devid above after.
+func (s *Store) FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error) {
+	op := fmt.Sprintf("list fids on device %d", devid)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var out []int64
+	err := s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, "SELECT fid FROM file_on WHERE devid = ? AND fid > ? ORDER BY fid"+limitClause(limit), devid, after)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f int64
+			if err := rows.Scan(&f); err != nil {
+				return err
+			}
+			out = append(out, f)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
+// SyncDevCount repairs devcount from file_on.
+func (s *Store) SyncDevCount(ctx context.Context, fid int64) (int, error) {
+	op := fmt.Sprintf("sync devcount of fid %d", fid)
+	if err := s.check(op); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		hasFile, err := s.lockFid(ctx, tx, fid)
+		if err != nil || !hasFile {
+			return notFound(err)
+		}
+		if err := s.syncDevCount(ctx, tx, fid); err != nil {
+			return err
+		}
+		return s.queryRow(ctx, tx, "SELECT devcount FROM file WHERE fid = ?", fid).Scan(&n)
+	})
+	return n, s.wrap(op, err)
+}

@@ -1,0 +1,372 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// queueTable describes where a queue lives in schema 17.
+type queueTable struct {
+	table string
+	where string // extra condition selecting the queue's rows ("" or " AND type = N")
+	typ   int    // file_to_queue.type; 0 for the other tables
+	devid string // column of QueueEntry.DevID, "" if none
+	arg   bool   // has arg
+	flags bool   // has flags
+}
+
+func queueOf(q store.Queue) (queueTable, error) {
+	switch q {
+	case store.QueueReplicate:
+		return queueTable{table: "file_to_replicate", devid: "fromdevid", flags: true}, nil
+	case store.QueueDelete:
+		return queueTable{table: "file_to_delete2"}, nil
+	case store.QueueFsck, store.QueueRebalance:
+		typ := 1
+		if q == store.QueueRebalance {
+			typ = 2
+		}
+		return queueTable{table: "file_to_queue", where: " AND type = " + strconv.Itoa(typ), typ: typ,
+			devid: "devid", arg: true, flags: true}, nil
+	}
+	return queueTable{}, invalid("unknown queue %d", int(q))
+}
+
+// cols lists the columns read into a QueueItem, in scanItem's order.
+func (t queueTable) cols() string {
+	dev, arg, flags := "0", "NULL", "0"
+	if t.devid != "" {
+		dev = t.devid
+	}
+	if t.arg {
+		arg = "arg"
+	}
+	if t.flags {
+		flags = "flags"
+	}
+	return "fid, nexttry, failcount, " + dev + ", " + arg + ", " + flags
+}
+
+func scanItem(q store.Queue, sc interface{ Scan(...any) error }) (store.QueueItem, error) {
+	it := store.QueueItem{Queue: q}
+	var next int64
+	var dev, flags, fail sql.NullInt64
+	var arg sql.NullString
+	if err := sc.Scan(&it.Fid, &next, &fail, &dev, &arg, &flags); err != nil {
+		return it, err
+	}
+	it.NextTry, it.DevID, it.Arg, it.Flags, it.FailCount = time.Unix(next, 0), int(dev.Int64), arg.String, int(flags.Int64), int(fail.Int64)
+	return it, nil
+}
+
+// nextTry is the nexttry of a row due after d from now (database clock).
+func nextTry(now int64, d time.Duration) int64 {
+	if d == store.Never {
+		return endOfTime
+	}
+	return min(now+secondsCeil(d), endOfTime)
+}
+
+// enqueueTx inserts or merges one queue row: an existing row keeps its
+// failcount, devid and arg, and takes the earlier nexttry.
+func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, now int64, q store.Queue, e store.QueueEntry) error {
+	t, err := queueOf(q)
+	if err != nil {
+		return err
+	}
+	cols := []string{"fid", "nexttry", "failcount"}
+	args := []any{e.Fid, nextTry(now, e.After), 0}
+	key := []string{"fid"}
+	if t.typ != 0 {
+		cols = append(cols, "type")
+		args = append(args, t.typ)
+		key = append(key, "type")
+	}
+	if t.devid != "" {
+		cols = append(cols, t.devid)
+		args = append(args, nullInt(int64(e.DevID)))
+	}
+	if t.arg {
+		cols = append(cols, "arg")
+		args = append(args, nullStr(e.Arg))
+	}
+	if t.flags {
+		cols = append(cols, "flags")
+		args = append(args, 0)
+	}
+	up := s.d.Upsert(t.table, cols, key, "nexttry = "+s.d.Least("nexttry", s.d.Excluded("nexttry")))
+	_, err = s.exec(ctx, tx, up, args...)
+	return err
+}
+
+func checkEntry(q store.Queue, e store.QueueEntry) error {
+	if e.Fid <= 0 {
+		return invalid("fid %d", e.Fid)
+	}
+	if e.After < 0 && e.After != store.Never {
+		return invalid("negative delay %v", e.After)
+	}
+	if e.DevID < 0 || e.DevID > maxMediumInt {
+		return invalid("devid %d out of range", e.DevID)
+	}
+	if e.Arg != "" && q != store.QueueFsck && q != store.QueueRebalance {
+		return invalid("queue %s takes no arg", q)
+	}
+	return checkText("arg", e.Arg, 65535, false)
+}
+
+// Enqueue adds or merges rows of q.
+func (s *Store) Enqueue(ctx context.Context, q store.Queue, entries ...store.QueueEntry) error {
+	op := fmt.Sprintf("enqueue %d fids for %s", len(entries), q)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if _, err := queueOf(q); err != nil {
+		return s.wrap(op, err)
+	}
+	for _, e := range entries {
+		if err := checkEntry(q, e); err != nil {
+			return s.wrap(op, err)
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	// In fid order, so two Stores enqueuing overlapping sets lock rows in
+	// the same order.
+	sorted := slices.Clone(entries)
+	slices.SortStableFunc(sorted, func(a, b store.QueueEntry) int { return cmpInt64(a.Fid, b.Fid) })
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now, err := s.dbNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, e := range sorted {
+			if err := s.enqueueTx(ctx, tx, now, q, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return s.wrap(op, err)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Lease claims up to max due rows. Candidates are read first, then each is
+// claimed with an UPDATE conditional on the nexttry that was read: of two
+// Stores reading the same row, only the first UPDATE matches (the second,
+// once the first commits, sees a different nexttry), so only one keeps it.
+func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease time.Duration) ([]store.QueueItem, error) {
+	op := fmt.Sprintf("lease %s queue", q)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	t, err := queueOf(q)
+	if err == nil {
+		err = checkLimit(maxRows)
+	}
+	if err == nil && lease <= 0 {
+		err = invalid("lease %v must be positive", lease)
+	}
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var out []store.QueueItem
+	for round := 0; round < 4 && len(out) < maxRows; round++ {
+		var cands []store.QueueItem
+		var now int64
+		err := s.read(ctx, func() error {
+			cands = nil
+			var err error
+			if now, err = s.dbNow(ctx, s.db); err != nil {
+				return err
+			}
+			rows, err := s.query(ctx, s.db, "SELECT "+t.cols()+" FROM "+t.table+" WHERE nexttry <= ?"+t.where+
+				" ORDER BY nexttry, fid"+limitClause(maxRows-len(out)), now)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				it, err := scanItem(q, rows)
+				if err != nil {
+					return err
+				}
+				cands = append(cands, it)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return out, s.wrap(op, err)
+		}
+		if len(cands) == 0 {
+			break
+		}
+		until := min(now+secondsCeil(lease), endOfTime-1)
+		slices.SortFunc(cands, func(a, b store.QueueItem) int { return cmpInt64(a.Fid, b.Fid) })
+		var got []store.QueueItem
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			got = got[:0]
+			for _, c := range cands {
+				n, err := s.execN(ctx, tx, "UPDATE "+t.table+" SET nexttry = ? WHERE fid = ? AND nexttry = ?"+t.where,
+					until, c.Fid, c.NextTry.Unix())
+				if err != nil {
+					return err
+				}
+				if n == 1 {
+					c.NextTry = time.Unix(until, 0)
+					got = append(got, c)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return out, s.wrap(op, err)
+		}
+		slices.SortStableFunc(got, func(a, b store.QueueItem) int { return cmpInt64(a.NextTry.Unix(), b.NextTry.Unix()) })
+		out = append(out, got...)
+		if len(got) == len(cands) {
+			break // nobody competed; what was due has been taken
+		}
+	}
+	return out, nil
+}
+
+// Reschedule moves a row's nexttry, counting a failure if asked.
+func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {
+	op := fmt.Sprintf("reschedule fid %d in %s queue", fid, q)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	t, err := queueOf(q)
+	if err == nil && after < 0 && after != store.Never {
+		err = invalid("negative delay %v", after)
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	set := "nexttry = ?"
+	if failed {
+		// failcount is TINYINT UNSIGNED in MySQL: stop at 255.
+		set += ", failcount = CASE WHEN failcount < 255 THEN failcount + 1 ELSE failcount END"
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM "+t.table+" WHERE fid = ?"+t.where, fid); err != nil || !ok {
+			return notFound(err)
+		}
+		now, err := s.dbNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, "UPDATE "+t.table+" SET "+set+" WHERE fid = ?"+t.where, nextTry(now, after), fid)
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// Finish removes fid from q.
+func (s *Store) Finish(ctx context.Context, q store.Queue, fid int64) error {
+	op := fmt.Sprintf("finish fid %d in %s queue", fid, q)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	t, err := queueOf(q)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, "DELETE FROM "+t.table+" WHERE fid = ?"+t.where, fid)
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// QueueItem reads one row of q.
+func (s *Store) QueueItem(ctx context.Context, q store.Queue, fid int64) (store.QueueItem, error) {
+	op := fmt.Sprintf("read fid %d of %s queue", fid, q)
+	if err := s.check(op); err != nil {
+		return store.QueueItem{}, err
+	}
+	t, err := queueOf(q)
+	if err != nil {
+		return store.QueueItem{}, s.wrap(op, err)
+	}
+	var it store.QueueItem
+	err = s.read(ctx, func() error {
+		var err error
+		it, err = scanItem(q, s.queryRow(ctx, s.db, "SELECT "+t.cols()+" FROM "+t.table+" WHERE fid = ?"+t.where, fid))
+		return err
+	})
+	return it, s.wrap(op, err)
+}
+
+// QueueLength counts the rows of q.
+func (s *Store) QueueLength(ctx context.Context, q store.Queue) (int64, error) {
+	op := fmt.Sprintf("count %s queue", q)
+	if err := s.check(op); err != nil {
+		return 0, err
+	}
+	t, err := queueOf(q)
+	if err != nil {
+		return 0, s.wrap(op, err)
+	}
+	var n int64
+	err = s.read(ctx, func() error {
+		return s.queryRow(ctx, s.db, "SELECT COUNT(*) FROM "+t.table+" WHERE 1 = 1"+t.where).Scan(&n)
+	})
+	return n, s.wrap(op, err)
+}
+
+// Expedite makes every waiting, unparked row of q due now.
+func (s *Store) Expedite(ctx context.Context, q store.Queue) (int64, error) {
+	op := fmt.Sprintf("expedite %s queue", q)
+	if err := s.check(op); err != nil {
+		return 0, err
+	}
+	t, err := queueOf(q)
+	if err != nil {
+		return 0, s.wrap(op, err)
+	}
+	var n int64
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		now, err := s.dbNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		n, err = s.execN(ctx, tx, "UPDATE "+t.table+" SET nexttry = ? WHERE nexttry > ? AND nexttry < ?"+t.where, now, now, endOfTime)
+		return err
+	})
+	return n, s.wrap(op, err)
+}
+
+// ClearQueue removes every row of q.
+func (s *Store) ClearQueue(ctx context.Context, q store.Queue) error {
+	op := fmt.Sprintf("clear %s queue", q)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	t, err := queueOf(q)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, "DELETE FROM "+t.table+" WHERE 1 = 1"+t.where)
+		return err
+	})
+	return s.wrap(op, err)
+}

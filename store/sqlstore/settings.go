@@ -1,0 +1,317 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+func checkSettingKey(key string) error { return checkText("setting name", key, maxSettingKey, true) }
+
+// ServerSetting reads one setting.
+func (s *Store) ServerSetting(ctx context.Context, key string) (string, error) {
+	op := fmt.Sprintf("read setting %q", key)
+	if err := s.check(op); err != nil {
+		return "", err
+	}
+	if err := checkSettingKey(key); err != nil {
+		return "", s.wrap(op, err)
+	}
+	var v sql.NullString
+	err := s.read(ctx, func() error {
+		return s.queryRow(ctx, s.db, "SELECT value FROM server_settings WHERE field = ?", key).Scan(&v)
+	})
+	return v.String, s.wrap(op, err)
+}
+
+// ServerSettings reads every setting.
+func (s *Store) ServerSettings(ctx context.Context) (map[string]string, error) {
+	const op = "read settings"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	err := s.read(ctx, func() error {
+		clear(out)
+		rows, err := s.query(ctx, s.db, "SELECT field, value FROM server_settings")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var v sql.NullString
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			out[k] = v.String
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return out, nil
+}
+
+func (s *Store) upsertSetting(ctx context.Context, tx *sql.Tx, key, value string) error {
+	up := s.d.Upsert("server_settings", []string{"field", "value"}, []string{"field"}, "value = "+s.d.Excluded("value"))
+	_, err := s.exec(ctx, tx, up, key, value)
+	return err
+}
+
+// SetServerSetting inserts or replaces a setting.
+func (s *Store) SetServerSetting(ctx context.Context, key, value string) error {
+	op := fmt.Sprintf("set setting %q", key)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := checkSettingKey(key)
+	if err == nil {
+		err = checkText("setting value", value, 65535, false)
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error { return s.upsertSetting(ctx, tx, key, value) })
+	return s.wrap(op, err)
+}
+
+// DeleteServerSetting removes a setting if present.
+func (s *Store) DeleteServerSetting(ctx context.Context, key string) error {
+	op := fmt.Sprintf("delete setting %q", key)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if err := checkSettingKey(key); err != nil {
+		return s.wrap(op, err)
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, "DELETE FROM server_settings WHERE field = ?", key)
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// IncrServerSetting adds delta to an integer setting under its row lock.
+func (s *Store) IncrServerSetting(ctx context.Context, key string, delta int64) (int64, error) {
+	op := fmt.Sprintf("increment setting %q", key)
+	if err := s.check(op); err != nil {
+		return 0, err
+	}
+	if err := checkSettingKey(key); err != nil {
+		return 0, s.wrap(op, err)
+	}
+	var n int64
+	var err error
+	// A concurrent first increment may insert the row between our read and
+	// insert; the insert then fails on the key and the whole transaction
+	// runs again, finding the row.
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := s.exec(ctx, tx, "UPDATE server_settings SET value = value WHERE field = ?", key); err != nil {
+				return err
+			}
+			var v sql.NullString
+			err := s.queryRow(ctx, tx, "SELECT value FROM server_settings WHERE field = ?", key).Scan(&v)
+			if errors.Is(err, sql.ErrNoRows) {
+				n = delta
+				_, err = s.exec(ctx, tx, "INSERT INTO server_settings (field, value) VALUES (?, ?)", key, strconv.FormatInt(n, 10))
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			cur := int64(0)
+			if t := strings.TrimSpace(v.String); t != "" {
+				if cur, err = strconv.ParseInt(t, 10, 64); err != nil {
+					return invalid("setting %q is %q, not an integer", key, v.String)
+				}
+			}
+			n = cur + delta
+			_, err = s.exec(ctx, tx, "UPDATE server_settings SET value = ? WHERE field = ?", strconv.FormatInt(n, 10), key)
+			return err
+		})
+		if err == nil || isSentinel(err) || s.d.Classify(err) != ErrKindDuplicate {
+			break
+		}
+	}
+	if err != nil {
+		return 0, s.wrap(op, err)
+	}
+	return n, nil
+}
+
+func checkChecksum(c store.Checksum) error {
+	if err := checkRange("hashtype", int(c.HashType), 0, 255); err != nil {
+		return err
+	}
+	if len(c.Sum) > maxChecksum {
+		return invalid("checksum is %d bytes, more than %d", len(c.Sum), maxChecksum)
+	}
+	return nil
+}
+
+func (s *Store) setChecksum(ctx context.Context, tx *sql.Tx, c store.Checksum) error {
+	up := s.d.Upsert("checksum", []string{"fid", "hashtype", "checksum"}, []string{"fid"},
+		"hashtype = "+s.d.Excluded("hashtype")+", checksum = "+s.d.Excluded("checksum"))
+	sum := c.Sum
+	if sum == nil {
+		sum = []byte{}
+	}
+	_, err := s.exec(ctx, tx, up, c.Fid, int(c.HashType), sum)
+	return err
+}
+
+// SetChecksum inserts or replaces a checksum.
+func (s *Store) SetChecksum(ctx context.Context, c store.Checksum) error {
+	op := fmt.Sprintf("set checksum of fid %d", c.Fid)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := checkChecksum(c)
+	if err == nil && c.Fid <= 0 {
+		err = invalid("fid %d", c.Fid)
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error { return s.setChecksum(ctx, tx, c) })
+	return s.wrap(op, err)
+}
+
+// Checksum reads a checksum.
+func (s *Store) Checksum(ctx context.Context, fid int64) (store.Checksum, error) {
+	op := fmt.Sprintf("read checksum of fid %d", fid)
+	if err := s.check(op); err != nil {
+		return store.Checksum{}, err
+	}
+	c := store.Checksum{Fid: fid}
+	err := s.read(ctx, func() error {
+		var ht int
+		var sum []byte
+		if err := s.queryRow(ctx, s.db, "SELECT hashtype, checksum FROM checksum WHERE fid = ?", fid).Scan(&ht, &sum); err != nil {
+			return err
+		}
+		c.HashType, c.Sum = store.HashType(ht), sum
+		return nil
+	})
+	if err != nil {
+		return store.Checksum{}, s.wrap(op, err)
+	}
+	return c, nil
+}
+
+// DeleteChecksum removes a checksum if present.
+func (s *Store) DeleteChecksum(ctx context.Context, fid int64) error {
+	op := fmt.Sprintf("delete checksum of fid %d", fid)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, "DELETE FROM checksum WHERE fid = ?", fid)
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// AppendFsckLog records an fsck event at the database time.
+func (s *Store) AppendFsckLog(ctx context.Context, e store.FsckEvent) error {
+	op := fmt.Sprintf("log fsck event %q", e.Code)
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := checkText("event code", e.Code, maxEvCode, true)
+	if err == nil && (e.Fid < 0 || e.DevID < 0 || e.DevID > maxMediumInt) {
+		err = invalid("fid %d, devid %d", e.Fid, e.DevID)
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, "INSERT INTO fsck_log (utime, fid, evcode, devid) VALUES ("+s.d.UnixNow()+", ?, ?, ?)",
+			nullInt(e.Fid), e.Code, nullInt(int64(e.DevID)))
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+// FsckEvents lists events after a logid.
+func (s *Store) FsckEvents(ctx context.Context, after int64, limit int) ([]store.FsckEvent, error) {
+	const op = "list fsck events"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var out []store.FsckEvent
+	err := s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, "SELECT logid, utime, fid, evcode, devid FROM fsck_log WHERE logid > ? ORDER BY logid"+limitClause(limit), after)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e store.FsckEvent
+			var ut, fid, dev sql.NullInt64
+			var code sql.NullString
+			if err := rows.Scan(&e.LogID, &ut, &fid, &code, &dev); err != nil {
+				return err
+			}
+			e.Time, e.Fid, e.Code, e.DevID = unixTime(ut), fid.Int64, strings.TrimRight(code.String, " "), int(dev.Int64)
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
+// FsckEventCounts counts events per code.
+func (s *Store) FsckEventCounts(ctx context.Context) (map[string]int64, error) {
+	const op = "count fsck events"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	err := s.read(ctx, func() error {
+		clear(out)
+		rows, err := s.query(ctx, s.db, "SELECT evcode, COUNT(*) FROM fsck_log GROUP BY evcode")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var code sql.NullString
+			var n int64
+			if err := rows.Scan(&code, &n); err != nil {
+				return err
+			}
+			out[strings.TrimRight(code.String, " ")] += n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return out, nil
+}
+
+// ClearFsckLog removes every event.
+func (s *Store) ClearFsckLog(ctx context.Context) error {
+	const op = "clear fsck log"
+	if err := s.check(op); err != nil {
+		return err
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, "DELETE FROM fsck_log")
+		return err
+	})
+	return s.wrap(op, err)
+}

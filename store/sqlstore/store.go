@@ -1,0 +1,450 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// endOfTime is store.Never as MogileFS stores it in nexttry.
+const endOfTime = 2147483647
+
+// OwnSchema lists the tables this package adds to schema 17, in portable SQL.
+// New creates them; harnesses may use the list to know every table.
+//
+// gomogile_counter holds allocators that must never go backwards (the fid
+// counter, so a fid is never reused even after MySQL's AUTO_INCREMENT resets).
+// gomogile_commit remembers which fid a commit replaced, so a retried commit
+// returns the result of the one that applied.
+var OwnSchema = []string{
+	`CREATE TABLE IF NOT EXISTS gomogile_counter (
+	name  VARCHAR(64) NOT NULL PRIMARY KEY,
+	value BIGINT NOT NULL
+)`,
+	`CREATE TABLE IF NOT EXISTS gomogile_commit (
+	fid          BIGINT NOT NULL PRIMARY KEY,
+	replaced_fid BIGINT NOT NULL
+)`,
+}
+
+// OwnTables names the tables of OwnSchema.
+var OwnTables = []string{"gomogile_counter", "gomogile_commit"}
+
+// Store implements store.Store on an SQL database through a Dialect.
+type Store struct {
+	db    *sql.DB
+	d     Dialect
+	locks LockBackend
+	caps  store.Capabilities
+	close func() error
+
+	closed atomic.Bool
+
+	mu        sync.Mutex
+	held      map[string]*heldLock
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New checks and migrates the schema of cfg.DB and returns a ready Store.
+// It fails with store.ErrSchemaMismatch (wrapped) when the database has a
+// schema newer than store.SchemaVersion. New takes ownership of cfg.DB,
+// cfg.Locks and cfg.OnClose only when it succeeds.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.DB == nil || cfg.Dialect == nil || cfg.Locks == nil {
+		return nil, fmt.Errorf("sqlstore: New needs DB, Dialect and Locks: %w", store.ErrInvalid)
+	}
+	s := &Store{
+		db:    cfg.DB,
+		d:     cfg.Dialect,
+		locks: cfg.Locks,
+		caps:  cfg.Capabilities,
+		close: cfg.OnClose,
+		held:  map[string]*heldLock{},
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// DB is the database handle, for harnesses and backend-only tests.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// LockBackend is the backend's lock implementation, for harnesses that need
+// to reach a lock's session.
+func (s *Store) LockBackend() LockBackend { return s.locks }
+
+// Dialect is the backend's dialect.
+func (s *Store) Dialect() Dialect { return s.d }
+
+// migrate brings the database to schema 17 plus OwnSchema. Every statement
+// is idempotent, and each is retried a few times because two Stores starting
+// at once on an empty database may trip over each other's CREATE (PostgreSQL
+// reports a unique violation in its catalog).
+func (s *Store) migrate(ctx context.Context) error {
+	have, err := s.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if have > store.SchemaVersion {
+		return fmt.Errorf("store: check schema: %w: database has version %d, this gomogile knows up to %d",
+			store.ErrSchemaMismatch, have, store.SchemaVersion)
+	}
+	stmts := append(append([]string{}, s.d.Schema()...), OwnSchema...)
+	for _, q := range stmts {
+		if err := s.ddl(ctx, q); err != nil {
+			return err
+		}
+	}
+	if have == store.SchemaVersion {
+		return nil
+	}
+	up := s.d.Upsert("server_settings", []string{"field", "value"}, []string{"field"},
+		"value = "+s.d.Excluded("value"))
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, up, "schema_version", strconv.Itoa(store.SchemaVersion))
+		return err
+	})
+	return s.wrap("record schema version", err)
+}
+
+func (s *Store) ddl(ctx context.Context, q string) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if _, err = s.db.ExecContext(ctx, q); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if werr := sleep(ctx, attempt); werr != nil {
+			break
+		}
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(q), "(")
+	return s.wrap("migrate schema ("+strings.TrimSpace(first)+")", err)
+}
+
+// schemaVersion reads schema_version; a database without server_settings
+// (or without the row) has version 0.
+func (s *Store) schemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullString
+	err := s.db.QueryRowContext(ctx, s.d.Rebind("SELECT value FROM server_settings WHERE field = ?"),
+		"schema_version").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		// The table may not exist yet; tell that apart from a dead
+		// database by asking the database something that cannot fail.
+		if perr := s.db.PingContext(ctx); perr != nil {
+			return 0, s.wrap("check schema", perr)
+		}
+		return 0, nil
+	}
+	if !v.Valid || strings.TrimSpace(v.String) == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v.String))
+	if err != nil {
+		return 0, fmt.Errorf("store: check schema: %w: schema_version %q is not a number", store.ErrSchemaMismatch, v.String)
+	}
+	return n, nil
+}
+
+// Close releases the Store's locks, then runs the backend's OnClose, then
+// closes the database.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed.Store(true)
+		s.held = map[string]*heldLock{}
+		s.mu.Unlock()
+		var errs []error
+		if err := s.locks.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		if s.close != nil {
+			if err := s.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := s.db.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("store: close: %w", err)
+		}
+	})
+	if s.closeErr != nil {
+		err := s.closeErr
+		s.closeErr = nil
+		return err
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.check("ping"); err != nil {
+		return err
+	}
+	return s.wrap("ping", s.db.PingContext(ctx))
+}
+
+// Info names the backend and its server version.
+func (s *Store) Info(ctx context.Context) (store.Info, error) {
+	if err := s.check("info"); err != nil {
+		return store.Info{}, err
+	}
+	info := store.Info{Driver: s.d.Name()}
+	err := s.read(ctx, func() error {
+		return s.db.QueryRowContext(ctx, s.d.Rebind(s.d.VersionQuery())).Scan(&info.ServerVersion)
+	})
+	return info, s.wrap("read server version", err)
+}
+
+// Capabilities reports what the backend declared.
+func (s *Store) Capabilities() store.Capabilities { return s.caps }
+
+// Now is the database clock, in whole seconds.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if err := s.check("read clock"); err != nil {
+		return time.Time{}, err
+	}
+	var now int64
+	err := s.read(ctx, func() error {
+		var err error
+		now, err = s.dbNow(ctx, s.db)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, s.wrap("read clock", err)
+	}
+	return time.Unix(now, 0), nil
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *Store) dbNow(ctx context.Context, q querier) (int64, error) {
+	var now int64
+	err := q.QueryRowContext(ctx, "SELECT "+s.d.UnixNow()).Scan(&now)
+	return now, err
+}
+
+func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
+	return q.ExecContext(ctx, s.d.Rebind(query), args...)
+}
+
+func (s *Store) execN(ctx context.Context, q querier, query string, args ...any) (int64, error) {
+	res, err := q.ExecContext(ctx, s.d.Rebind(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s *Store) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
+	return q.QueryRowContext(ctx, s.d.Rebind(query), args...)
+}
+
+func (s *Store) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
+	return q.QueryContext(ctx, s.d.Rebind(query), args...)
+}
+
+// exists reports whether query returns a row.
+func (s *Store) exists(ctx context.Context, q querier, query string, args ...any) (bool, error) {
+	var one int
+	err := s.queryRow(ctx, q, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// check refuses calls after Close.
+func (s *Store) check(op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("store: %s: %w", op, store.ErrClosed)
+	}
+	return nil
+}
+
+// sentinels are the errors of package store the shared layer may already
+// have attached; such errors are wrapped without asking the dialect.
+var sentinels = []error{
+	store.ErrNotFound, store.ErrDuplicate, store.ErrHasFiles, store.ErrHasClasses,
+	store.ErrHasDevices, store.ErrInvalid, store.ErrLockTimeout, store.ErrLockNotHeld,
+	store.ErrLockLost, store.ErrClosed, store.ErrSchemaMismatch, store.ErrUnknownOutcome,
+}
+
+func isSentinel(err error) bool {
+	for _, e := range sentinels {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// wrap prefixes err once with the operation, adding store.ErrDuplicate or
+// store.ErrNotFound beside a driver error that means it.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case isSentinel(err), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("store: %s: %w", op, err)
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrNotFound, err)
+	case errors.Is(err, sql.ErrConnDone), errors.Is(err, sql.ErrTxDone):
+		if s.closed.Load() {
+			return fmt.Errorf("store: %s: %w: %w", op, store.ErrClosed, err)
+		}
+	}
+	if s.d.Classify(err) == ErrKindDuplicate {
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
+	}
+	if s.closed.Load() && strings.Contains(err.Error(), "database is closed") {
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrClosed, err)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// invalid reports a refused argument.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{store.ErrInvalid}, args...)...)
+}
+
+const maxAttempts = 8
+
+// retryable reports whether a failed attempt may simply be run again.
+func (s *Store) retryable(err error) bool {
+	if err == nil || isSentinel(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	switch s.d.Classify(err) {
+	case ErrKindRetry, ErrKindConnLost:
+		return true
+	}
+	return false
+}
+
+// sleep waits a jittered, growing pause before attempt+1.
+func sleep(ctx context.Context, attempt int) error {
+	base := 2 * time.Millisecond << min(attempt, 6)
+	d := base/2 + rand.N(base)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// read runs a read-only step, retrying it when the database was busy.
+func (s *Store) read(ctx context.Context, fn func() error) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = fn()
+		if !s.retryable(err) || attempt == maxAttempts-1 {
+			return err
+		}
+		if serr := sleep(ctx, attempt); serr != nil {
+			return err
+		}
+	}
+}
+
+// tx runs fn in a transaction. A conflict (deadlock, serialization failure,
+// busy database) or a connection lost before COMMIT rolls back and runs fn
+// again from the start; a connection lost at COMMIT is store.ErrUnknownOutcome.
+// fn must not keep state across attempts except through its return.
+func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		var retry bool
+		retry, err = s.try(ctx, fn)
+		if err == nil || !retry || attempt == maxAttempts-1 {
+			return err
+		}
+		if serr := sleep(ctx, attempt); serr != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.retryable(err), err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return s.retryable(err), err
+	}
+	if err := tx.Commit(); err != nil {
+		switch s.d.Classify(err) {
+		case ErrKindConnLost:
+			return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+		case ErrKindRetry:
+			return true, err
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			// database/sql gives up on a COMMIT whose context ended while
+			// the server may still have applied it.
+			return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+// secondsCeil turns a duration into whole seconds, rounding up so that a
+// delay is never shorter than asked.
+func secondsCeil(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+func checkLimit(limit int) error {
+	if limit < 0 {
+		return invalid("negative limit %d", limit)
+	}
+	return nil
+}
+
+func limitClause(limit int) string { return " LIMIT " + strconv.Itoa(limit) }
+
+func unixTime(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.Unix(v.Int64, 0)
+}
+
+func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
+
+func nullStr(v string) sql.NullString { return sql.NullString{String: v, Valid: v != ""} }
