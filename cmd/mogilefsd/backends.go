@@ -1,0 +1,3 @@
+package main
+
+// Metadata backends are linked in here; db_dsn's scheme picks one.

@@ -1,0 +1,40 @@
+// Command mogilefsd is the gomogile tracker: a drop-in for MogileFS's
+// mogilefsd, configured by the same file, flags and keys (see
+// tracker.Main). The first SIGINT or SIGTERM shuts it down gracefully;
+// a second one exits at once.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gomogile/gomogile/tracker"
+)
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sig
+		cancel()
+		<-sig
+		fmt.Fprintln(os.Stderr, "mogilefsd: second signal, exiting now")
+		os.Exit(1)
+	}()
+	m := &tracker.Main{Stdout: os.Stdout, Stderr: os.Stderr, NewJobs: newJobs}
+	err := m.Run(ctx, os.Args[1:])
+	switch {
+	case err == nil:
+	case errors.Is(err, tracker.ErrUsage):
+		fmt.Fprintln(os.Stderr, "mogilefsd:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "mogilefsd:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,1042 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// request is one query command with what handlers need to know about its
+// client.
+type request struct {
+	Request
+	clientIP string
+	altZone  bool // zone=alt: answer with hosts' alternate IPs
+}
+
+type handler func(t *Tracker, ctx context.Context, r *request) (*Reply, error)
+
+// protoError is an "ERR code text" reply.
+type protoError struct{ code, text string }
+
+func (e *protoError) Error() string { return e.code + ": " + e.text }
+
+// perr makes a protocol error; text "" means the original's default text.
+func perr(code string, text ...string) error {
+	e := &protoError{code: code}
+	if len(text) > 0 {
+		e.text = text[0]
+	}
+	return e
+}
+
+// commands maps command names to handlers (Worker::Query's cmd_* subs).
+var commands map[string]handler
+
+func init() {
+	commands = map[string]handler{
+		"noop":                 cmdNoop,
+		"test":                 cmdTest,
+		"sleep":                cmdSleep,
+		"clear_cache":          cmdClearCache,
+		"do_monitor_round":     cmdDoMonitorRound,
+		"create_open":          cmdCreateOpen,
+		"create_close":         cmdCreateClose,
+		"get_paths":            cmdGetPaths,
+		"delete":               cmdDelete,
+		"rename":               cmdRename,
+		"updateclass":          cmdUpdateClassOfKey,
+		"file_info":            cmdFileInfo,
+		"file_debug":           cmdFileDebug,
+		"list_keys":            cmdListKeys,
+		"list_fids":            cmdListFids,
+		"get_domains":          cmdGetDomains,
+		"create_domain":        cmdCreateDomain,
+		"delete_domain":        cmdDeleteDomain,
+		"create_class":         cmdCreateClass,
+		"update_class":         cmdUpdateClass,
+		"delete_class":         cmdDeleteClass,
+		"create_host":          cmdCreateHost,
+		"update_host":          cmdUpdateHost,
+		"delete_host":          cmdDeleteHost,
+		"get_hosts":            cmdGetHosts,
+		"create_device":        cmdCreateDevice,
+		"get_devices":          cmdGetDevices,
+		"set_state":            cmdSetState,
+		"set_weight":           cmdSetWeight,
+		"replicate_now":        cmdReplicateNow,
+		"set_server_setting":   cmdSetServerSetting,
+		"server_setting":       cmdServerSetting,
+		"server_settings":      cmdServerSettings,
+		"fsck_start":           cmdFsckStart,
+		"fsck_stop":            cmdFsckStop,
+		"fsck_reset":           cmdFsckReset,
+		"fsck_status":          cmdFsckStatus,
+		"fsck_getlog":          cmdFsckGetLog,
+		"fsck_clearlog":        cmdFsckClearLog,
+		"rebalance_status":     cmdRebalanceStatus,
+		"rebalance_start":      cmdRebalanceStart,
+		"rebalance_stop":       cmdRebalanceStop,
+		"rebalance_test":       cmdRebalanceTest,
+		"rebalance_reset":      cmdRebalanceReset,
+		"rebalance_set_policy": cmdRebalanceSetPolicy,
+	}
+}
+
+// perlTrue is Perl truthiness of a string argument.
+func perlTrue(s string) bool { return s != "" && s != "0" }
+
+// perlNum is Perl's numeric value of a string: leading digits, else 0.
+func perlNum(s string) int64 {
+	s = strings.TrimSpace(s)
+	end := 0
+	if end < len(s) && (s[end] == '-' || s[end] == '+') {
+		end++
+	}
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	n, err := strconv.ParseInt(s[:end], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// ---- namespace helpers ----
+
+func (t *Tracker) namespace(ctx context.Context) (*namespace, error) {
+	return t.ns.get(ctx)
+}
+
+// fresh reloads the namespace now: admin commands act on the database as
+// it is, not on a cached view.
+func (t *Tracker) fresh(ctx context.Context) (*namespace, error) {
+	t.ns.invalidate()
+	return t.ns.get(ctx)
+}
+
+// checkDomain is Worker::Query::check_domain. A name missing from the cache
+// triggers one reload: another tracker may have just created it.
+func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, store.Domain, error) {
+	name := r.Args.Get("domain")
+	if name == "" {
+		return nil, store.Domain{}, perr("no_domain")
+	}
+	ns, err := t.namespace(ctx)
+	if err != nil {
+		return nil, store.Domain{}, err
+	}
+	d, ok := ns.domainByName[name]
+	if !ok {
+		if ns, err = t.fresh(ctx); err != nil {
+			return nil, store.Domain{}, err
+		}
+		if d, ok = ns.domainByName[name]; !ok {
+			return nil, store.Domain{}, perr("unreg_domain")
+		}
+	}
+	return ns, d, nil
+}
+
+// classFor returns a class, the implicit default class getting
+// default_mindevcount as in Factory::Domain.
+func (t *Tracker) classFor(ns *namespace, dmid, classid int) (store.Class, bool) {
+	c, ok := ns.class(dmid, classid)
+	if ok && c.MinDevCount == 0 {
+		c.MinDevCount = t.cfg.DefaultMinDevCount
+	}
+	return c, ok
+}
+
+func (t *Tracker) observed(devid int) (string, bool) {
+	if t.jobs == nil || !t.jobsOpen {
+		return "", false
+	}
+	return t.jobs.Observed(devid)
+}
+
+// hostIP is Host::ip: the alternate IP for clients inside altmask, or
+// when the client asked for zone=alt.
+func hostIP(h store.Host, r *request) string {
+	if h.AltIP != "" && h.AltMask != "" {
+		if r.altZone {
+			return h.AltIP
+		}
+		if _, n, err := net.ParseCIDR(h.AltMask); err == nil {
+			if ip := net.ParseIP(r.clientIP); ip != nil && n.Contains(ip) {
+				return h.AltIP
+			}
+		}
+	}
+	return h.IP
+}
+
+func hostGetPort(h store.Host) int {
+	if h.HTTPGetPort != 0 {
+		return h.HTTPGetPort
+	}
+	return h.HTTPPort
+}
+
+func hostBase(h store.Host, r *request, getPort bool) string {
+	port := h.HTTPPort
+	if getPort {
+		port = hostGetPort(h)
+	}
+	return "http://" + net.JoinHostPort(hostIP(h, r), strconv.Itoa(port))
+}
+
+// devURL is DevFID::url (put port) or get_url (get port); ok is false when
+// the device or its host is unknown.
+func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (string, bool) {
+	d, ok := ns.devByID[devid]
+	if !ok {
+		return "", false
+	}
+	h, ok := ns.hostByID[d.HostID]
+	if !ok {
+		return "", false
+	}
+	return hostBase(h, r, getPort) + FidPath(devid, fid), true
+}
+
+func mbFree(d store.Device) (int64, bool) {
+	if d.MBTotal <= 0 {
+		return 0, false
+	}
+	return d.MBTotal - d.MBUsed, true
+}
+
+// shouldGetNewFiles is Device::should_get_new_files: device alive, host
+// alive, the monitor (when it has looked) finds it writeable, and at least
+// min_free_space MB free when usage is known.
+func (t *Tracker) shouldGetNewFiles(ns *namespace, d store.Device) bool {
+	if d.Status != store.DeviceAlive {
+		return false
+	}
+	h, ok := ns.hostByID[d.HostID]
+	if !ok || h.Status != store.HostAlive {
+		return false
+	}
+	if obs, ok := t.observed(d.ID); ok && obs != "writeable" {
+		return false
+	}
+	if free, ok := mbFree(d); ok && free < t.cfg.MinFreeSpace {
+		return false
+	}
+	return true
+}
+
+// shouldReadFrom is Device::should_read_from.
+func (t *Tracker) shouldReadFrom(ns *namespace, d store.Device) bool {
+	switch d.Status {
+	case store.DeviceAlive, store.DeviceReadOnly, store.DeviceDrain:
+	default:
+		return false
+	}
+	h, ok := ns.hostByID[d.HostID]
+	if !ok || (h.Status != store.HostAlive && h.Status != store.HostReadOnly) {
+		return false
+	}
+	if obs, ok := t.observed(d.ID); ok && obs != "writeable" && obs != "readable" {
+		return false
+	}
+	return true
+}
+
+type weighted struct {
+	dev    store.Device
+	weight float64
+}
+
+// weightedList is Util::weighted_list: a random order where each item's
+// chance to come next is proportional to its weight; weight <= 0 drops it.
+func weightedList(in []weighted) []store.Device {
+	list := make([]weighted, 0, len(in))
+	sum := 0.0
+	for _, w := range in {
+		if w.weight > 0 {
+			list = append(list, w)
+			sum += w.weight
+		}
+	}
+	out := make([]store.Device, 0, len(list))
+	for len(list) > 0 {
+		v := rand.Float64() * sum
+		idx := len(list) - 1
+		cur := 0.0
+		for i, w := range list {
+			cur += w.weight
+			if cur >= v {
+				idx = i
+				break
+			}
+		}
+		out = append(out, list[idx].dev)
+		sum -= list[idx].weight
+		list = append(list[:idx], list[idx+1:]...)
+	}
+	return out
+}
+
+// ---- trivial commands ----
+
+func cmdNoop(t *Tracker, ctx context.Context, r *request) (*Reply, error) { return nil, nil }
+
+func cmdTest(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	if perlTrue(r.Args.Get("crash")) {
+		return nil, errors.New("crashed on purpose")
+	}
+	return nil, nil
+}
+
+func cmdSleep(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	d := time.Duration(perlNum(r.Args.Get("duration"))) * time.Second
+	if d <= 0 {
+		d = 10 * time.Second
+	}
+	d = min(d, t.cfg.SleepMax)
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return nil, nil
+}
+
+func cmdClearCache(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	t.ns.invalidate()
+	return nil, nil
+}
+
+func cmdDoMonitorRound(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	t.ns.invalidate()
+	return nil, nil
+}
+
+// ---- file commands ----
+
+func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := r.Args.Get("key")
+	multi := perlTrue(r.Args.Get("multi_dest"))
+	size := perlNum(r.Args.Get("size"))
+	expFid := perlNum(r.Args.Get("fid"))
+	if expFid < 0 {
+		return nil, perr("bad_params", "fid must be positive")
+	}
+	classid := 0
+	if cname := r.Args.Get("class"); cname != "" {
+		c, ok := ns.classByName(dom.ID, cname)
+		if !ok {
+			return nil, perr("unreg_class")
+		}
+		classid = c.ID
+	}
+
+	devs := append([]store.Device(nil), ns.devices...)
+	if size > 0 {
+		// Devices known to have room first; if none, those of unknown usage.
+		var known, unknown []store.Device
+		for _, d := range devs {
+			if free, ok := mbFree(d); ok {
+				if free*1024*1024 > size {
+					known = append(known, d)
+				}
+			} else {
+				unknown = append(unknown, d)
+			}
+		}
+		devs = known
+		if len(devs) == 0 {
+			devs = unknown
+		}
+	}
+	ordered := t.sortDevsByFreeSpace(ns, devs)
+
+	want := 1
+	if multi {
+		want = 3
+	}
+	// One device per host first; other devices only when hosts run out.
+	var dests []store.Device
+	usedHost := map[int]bool{}
+	var rest []store.Device
+	for _, d := range ordered {
+		if len(dests) == want {
+			break
+		}
+		if usedHost[d.HostID] {
+			rest = append(rest, d)
+			continue
+		}
+		usedHost[d.HostID] = true
+		dests = append(dests, d)
+	}
+	for _, d := range rest {
+		if len(dests) == want {
+			break
+		}
+		dests = append(dests, d)
+	}
+	if len(dests) == 0 {
+		return nil, perr("no_devices")
+	}
+	devids := make([]int, len(dests))
+	for i, d := range dests {
+		devids[i] = d.ID
+	}
+	fid, err := t.st.CreateTempFile(ctx, store.TempFile{Fid: expFid, DomainID: dom.ID, Key: key, ClassID: classid, DevIDs: devids})
+	if err != nil {
+		if errors.Is(err, store.ErrDuplicate) {
+			return nil, perr("fid_in_use")
+		}
+		t.log.Error("register tempfile", "err", err)
+		return nil, perr("db")
+	}
+
+	skip, err := t.settingBool(ctx, "skip_mkcol")
+	if err != nil {
+		return nil, err
+	}
+	if !skip {
+		done := make(chan struct{}, len(dests))
+		for _, d := range dests {
+			go func(d store.Device) {
+				defer func() { done <- struct{}{} }()
+				h := ns.hostByID[d.HostID]
+				if err := t.mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
+					t.log.Warn("MKCOL failed; the PUT may fail", "devid", d.ID, "fid", fid, "err", err)
+				}
+			}(d)
+		}
+		for range dests {
+			<-done
+		}
+	}
+
+	res := &Reply{}
+	res.Set("fid", fid)
+	if multi {
+		for i, d := range dests {
+			u, _ := devURL(ns, d.ID, fid, r, false)
+			res.Set(fmt.Sprintf("devid_%d", i+1), d.ID)
+			res.Set(fmt.Sprintf("path_%d", i+1), u)
+		}
+		res.Set("dev_count", len(dests))
+	} else {
+		u, _ := devURL(ns, dests[0].ID, fid, r, false)
+		res.Set("devid", dests[0].ID)
+		res.Set("path", u)
+	}
+	return res, nil
+}
+
+// sortDevsByFreeSpace is Query::sort_devs_by_freespace: devices that should
+// get new files, the 20 emptiest, in a random order weighted by percent
+// free. Devices whose usage nobody has reported yet (no monitor run) weigh
+// as if half empty rather than being dropped, so a tracker without a
+// monitor can still place files.
+func (t *Tracker) sortDevsByFreeSpace(ns *namespace, devs []store.Device) []store.Device {
+	var cand []weighted
+	for _, d := range devs {
+		if !t.shouldGetNewFiles(ns, d) {
+			continue
+		}
+		w := 50.0
+		if d.MBTotal > 0 {
+			w = 100 * (1 - float64(d.MBUsed)/float64(d.MBTotal))
+		}
+		cand = append(cand, weighted{d, w})
+	}
+	sort.SliceStable(cand, func(i, j int) bool { return cand[i].weight > cand[j].weight })
+	if len(cand) > 20 {
+		cand = cand[:20]
+	}
+	return weightedList(cand)
+}
+
+func (t *Tracker) settingBool(ctx context.Context, key string) (bool, error) {
+	v, err := t.st.ServerSetting(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read setting %s: %w", key, err)
+	}
+	return perlTrue(v), nil
+}
+
+func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
+	v, err := t.st.ServerSetting(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read setting %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// setOrDelete is set_server_setting with Perl's undef meaning delete.
+func (t *Tracker) setOrDelete(ctx context.Context, key string, val *string) error {
+	if val == nil {
+		return t.st.DeleteServerSetting(ctx, key)
+	}
+	return t.st.SetServerSetting(ctx, key, *val)
+}
+
+func sp(s string) *string { return &s }
+
+func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := r.Args.Get("key")
+	if !perlTrue(r.Args.Get("fid")) {
+		return nil, perr("no_fid")
+	}
+	if !perlTrue(r.Args.Get("devid")) {
+		return nil, perr("no_devid")
+	}
+	path := r.Args.Get("path")
+	if !perlTrue(path) {
+		return nil, perr("no_path")
+	}
+	fid := perlNum(r.Args.Get("fid"))
+	devid := int(perlNum(r.Args.Get("devid")))
+	var (
+		sumType store.HashType
+		sum     []byte
+		haveSum = perlTrue(r.Args.Get("checksum"))
+	)
+	if haveSum {
+		if sumType, sum, err = parseChecksum(r.Args.Get("checksum")); err != nil {
+			return nil, perr("invalid_checksum_format")
+		}
+	}
+	if u, ok := devURL(ns, devid, fid, r, false); !ok || u != path {
+		return nil, perr("bogus_args")
+	}
+	tf, err := t.st.TempFile(ctx, fid)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, perr("no_temp_file")
+	}
+	if err != nil {
+		return nil, err
+	}
+	// failed backs out an upload: the blob is recorded and the fid queued
+	// for deletion, so nothing is orphaned on the storage node.
+	failed := func() {
+		bctx := context.WithoutCancel(ctx)
+		if _, err := t.st.AddFileOn(bctx, fid, devid); err != nil {
+			t.log.Error("back out upload: record copy", "fid", fid, "devid", devid, "err", err)
+		}
+		if err := t.st.DeleteTempFile(bctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.log.Error("back out upload: drop tempfile", "fid", fid, "err", err)
+		}
+		if err := t.st.Enqueue(bctx, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
+			t.log.Error("back out upload: queue delete", "fid", fid, "err", err)
+		}
+	}
+	validDev := false
+	for _, d := range tf.DevIDs {
+		if d == devid {
+			validDev = true
+		}
+	}
+	if !validDev {
+		failed()
+		return nil, perr("invalid_destdev", fmt.Sprintf("File uploaded to invalid dest %d. Valid devices were: %s", devid, joinInts(tf.DevIDs)))
+	}
+	if key == "" {
+		// Closing without a key discards the upload.
+		failed()
+		return nil, nil
+	}
+
+	expect := perlNum(r.Args.Get("size"))
+	if expect == 0 {
+		expect = -1
+	}
+	size, err := t.headSize(ctx, path)
+	if err != nil {
+		kind := "cantreach"
+		if errors.Is(err, errFileMissing) {
+			kind = "missing"
+		}
+		failed()
+		return nil, perr("size_verify_error", fmt.Sprintf("Expected: %d; actual: 0 (%s); path: %s; error: %v", expect, kind, path, err))
+	}
+	if expect > -1 && expect != size {
+		failed()
+		return nil, perr("size_mismatch", fmt.Sprintf("Expected: %d; actual: %d; path: %s", expect, size, path))
+	}
+
+	class, classOK := t.classFor(ns, dom.ID, tf.ClassID)
+	// The client asked for verification, or the class keeps checksums of
+	// this type and we are about to store it: check before trusting it.
+	if haveSum && (perlTrue(r.Args.Get("checksumverify")) || (classOK && class.HashType == sumType)) {
+		actual, err := t.digest(ctx, path, sumType)
+		if err != nil || string(actual) != string(sum) {
+			failed()
+			got := "(unreadable: " + fmt.Sprint(err) + ")"
+			if err == nil {
+				got = checksumInfo(sumType, actual)
+			}
+			return nil, perr("checksum_mismatch", fmt.Sprintf("Expected: Checksum[f=%d;%s=%x]; actual: %s; path: %s",
+				fid, hashName(sumType), sum, got, path))
+		}
+	}
+
+	old, err := t.st.FileByKey(ctx, dom.ID, key)
+	switch {
+	case err == nil && old.Fid == fid:
+		return nil, perr("fid_exists")
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+
+	c := store.Commit{
+		Fid: fid, DomainID: dom.ID, Key: key, ClassID: tf.ClassID, Length: size,
+		DevIDs:    []int{devid},
+		Replicate: !classOK || class.MinDevCount > 1,
+	}
+	if haveSum && classOK && class.HashType == sumType {
+		c.Checksum = &store.Checksum{Fid: fid, HashType: sumType, Sum: sum}
+	}
+	if _, err := t.st.CommitFile(ctx, c); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, perr("no_temp_file")
+		}
+		return nil, err
+	}
+	return nil, nil
+}
+
+func joinInts(a []int) string {
+	s := make([]string, len(a))
+	for i, v := range a {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (t *Tracker) fileByKey(ctx context.Context, dmid int, key, missingCode string) (store.File, error) {
+	f, err := t.st.FileByKey(ctx, dmid, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return f, perr(missingCode)
+	}
+	return f, err
+}
+
+func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := r.Args.Get("key")
+	if key == "" {
+		return nil, perr("no_key")
+	}
+	pathcount := int(perlNum(r.Args.Get("pathcount")))
+	if pathcount < 2 {
+		pathcount = 2
+	}
+	noverify := perlTrue(r.Args.Get("noverify"))
+	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
+	if err != nil {
+		return nil, err
+	}
+	devids, err := t.st.FileOn(ctx, f.Fid)
+	if err != nil {
+		return nil, err
+	}
+	// sort_devs_by_utilization: random order weighted by device weight
+	// (the monitor's utilization figure is not kept).
+	var cand []weighted
+	for _, id := range devids {
+		d, ok := ns.devByID[id]
+		if !ok {
+			continue
+		}
+		w := float64(d.Weight)
+		if w <= 0 {
+			w = 100
+		}
+		cand = append(cand, weighted{d, w})
+	}
+	res := &Reply{}
+	var paths, drain []string
+	backup := ""
+	for _, d := range weightedList(cand) {
+		if _, ok := ns.hostByID[d.HostID]; !ok {
+			continue
+		}
+		u, _ := devURL(ns, d.ID, f.Fid, r, true)
+		if !t.shouldReadFrom(ns, d) {
+			backup = u
+			continue
+		}
+		// Only the first path is verified, and not with noverify.
+		if len(paths) == 0 && !noverify {
+			if n, err := t.headSize(ctx, u); err != nil || n != f.Length {
+				continue
+			}
+		}
+		if d.Status == store.DeviceDrain {
+			drain = append(drain, u)
+			continue
+		}
+		paths = append(paths, u)
+		if len(paths) == pathcount {
+			break
+		}
+	}
+	for _, u := range drain {
+		if len(paths) == pathcount {
+			break
+		}
+		paths = append(paths, u)
+	}
+	if len(paths) == 0 && backup != "" {
+		paths = append(paths, backup)
+	}
+	res.Set("paths", len(paths))
+	for i, p := range paths {
+		res.Set(fmt.Sprintf("path%d", i+1), p)
+	}
+	return res, nil
+}
+
+func cmdDelete(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	_, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := r.Args.Get("key")
+	if key == "" {
+		return nil, perr("no_key")
+	}
+	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
+	if err != nil {
+		return nil, err
+	}
+	if err := t.st.DeleteFile(ctx, f.Fid); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, perr("unknown_key")
+		}
+		return nil, err
+	}
+	return nil, nil
+}
+
+func cmdRename(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	_, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	from, to := r.Args.Get("from_key"), r.Args.Get("to_key")
+	if from == "" || to == "" {
+		return nil, perr("no_key")
+	}
+	if _, err := t.fileByKey(ctx, dom.ID, from, "unknown_key"); err != nil {
+		return nil, err
+	}
+	switch err := t.st.RenameFile(ctx, dom.ID, from, to); {
+	case errors.Is(err, store.ErrDuplicate):
+		return nil, perr("key_exists")
+	case errors.Is(err, store.ErrNotFound):
+		return nil, perr("unknown_key")
+	case err != nil:
+		return nil, err
+	}
+	return nil, nil
+}
+
+func cmdUpdateClassOfKey(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := r.Args.Get("key")
+	if key == "" {
+		return nil, perr("no_key")
+	}
+	cname := r.Args.Get("class")
+	if !perlTrue(cname) {
+		return nil, perr("no_class")
+	}
+	c, ok := ns.classByName(dom.ID, cname)
+	if !ok {
+		return nil, perr("class_not_found")
+	}
+	f, err := t.fileByKey(ctx, dom.ID, key, "invalid_key")
+	if err != nil {
+		return nil, err
+	}
+	devids, err := t.st.FileOn(ctx, f.Fid)
+	if err != nil {
+		return nil, err
+	}
+	if len(devids) == 0 {
+		return nil, perr("no_devices")
+	}
+	if f.ClassID != c.ID {
+		if err := t.st.SetFileClass(ctx, f.Fid, c.ID); err != nil {
+			return nil, err
+		}
+		if err := t.st.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: f.Fid}); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+func (t *Tracker) className(ns *namespace, dmid, classid int) string {
+	if c, ok := ns.class(dmid, classid); ok {
+		return c.Name
+	}
+	return strconv.Itoa(classid) // class deleted behind the file's back
+}
+
+func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := r.Args.Get("key")
+	if key == "" {
+		return nil, perr("no_key")
+	}
+	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
+	if err != nil {
+		return nil, err
+	}
+	res := &Reply{}
+	res.Set("fid", f.Fid)
+	res.Set("domain", dom.Name)
+	res.Set("class", t.className(ns, f.DomainID, f.ClassID))
+	if c, ok := ns.class(f.DomainID, f.ClassID); ok && c.HashType != store.HashNone {
+		cs, err := t.st.Checksum(ctx, f.Fid)
+		switch {
+		case err == nil:
+			res.Set("checksum", checksumInfo(cs.HashType, cs.Sum))
+		case errors.Is(err, store.ErrNotFound):
+			res.Set("checksum", "MISSING")
+		default:
+			return nil, err
+		}
+	}
+	res.Set("key", key)
+	res.Set("length", f.Length)
+	res.Set("devcount", f.DevCount)
+	if perlTrue(r.Args.Get("devices")) {
+		devids, err := t.st.FileOn(ctx, f.Fid)
+		if err != nil {
+			return nil, err
+		}
+		res.Set("devids", joinInts(devids))
+	}
+	return res, nil
+}
+
+func cmdFileDebug(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	var (
+		fid   int64
+		file  *store.File
+		ns    *namespace
+		err   error
+		found bool
+	)
+	if perlTrue(r.Args.Get("fid")) {
+		fid = perlNum(r.Args.Get("fid"))
+		if ns, err = t.namespace(ctx); err != nil {
+			return nil, err
+		}
+		f, err := t.st.File(ctx, fid)
+		if err == nil {
+			file = &f
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	} else {
+		var dom store.Domain
+		if ns, dom, err = t.checkDomain(ctx, r); err != nil {
+			return nil, err
+		}
+		if r.Args.Get("key") == "" {
+			return nil, perr("no_key")
+		}
+		f, err := t.fileByKey(ctx, dom.ID, r.Args.Get("key"), "unknown_key")
+		if err != nil {
+			return nil, err
+		}
+		file, fid = &f, f.Fid
+	}
+	res := &Reply{}
+	if file != nil {
+		found = true
+		res.Set("fid_fid", file.Fid)
+		res.Set("fid_dmid", file.DomainID)
+		res.Set("fid_dkey", file.Key)
+		res.Set("fid_length", file.Length)
+		res.Set("fid_classid", file.ClassID)
+		res.Set("fid_devcount", file.DevCount)
+		if d, ok := ns.domainByID[file.DomainID]; ok {
+			res.Set("fid_domain", d.Name)
+		}
+		res.Set("fid_class", t.className(ns, file.DomainID, file.ClassID))
+	}
+	if tf, err := t.st.TempFile(ctx, fid); err == nil {
+		found = true
+		res.Set("tempfile_fid", tf.Fid)
+		res.Set("tempfile_dmid", tf.DomainID)
+		res.Set("tempfile_dkey", tf.Key)
+		res.Set("tempfile_classid", tf.ClassID)
+		res.Set("tempfile_createtime", tf.CreateTime.Unix())
+		res.Set("tempfile_devids", joinInts(tf.DevIDs))
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	for _, q := range []struct {
+		prefix string
+		q      store.Queue
+	}{{"replqueue", store.QueueReplicate}, {"delqueue", store.QueueDelete}, {"rebqueue", store.QueueRebalance}, {"fsckqueue", store.QueueFsck}} {
+		it, err := t.st.QueueItem(ctx, q.q, fid)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		found = true
+		res.Set(q.prefix+"_fid", it.Fid)
+		res.Set(q.prefix+"_nexttry", it.NextTry.Unix())
+		res.Set(q.prefix+"_failcount", it.FailCount)
+		switch q.q {
+		case store.QueueReplicate:
+			res.Set(q.prefix+"_fromdevid", zeroEmpty(it.DevID))
+			res.Set(q.prefix+"_flags", it.Flags)
+		case store.QueueFsck, store.QueueRebalance:
+			res.Set(q.prefix+"_devid", zeroEmpty(it.DevID))
+			res.Set(q.prefix+"_type", map[store.Queue]int{store.QueueFsck: 1, store.QueueRebalance: 2}[q.q])
+			res.Set(q.prefix+"_flags", it.Flags)
+			res.Set(q.prefix+"_arg", it.Arg)
+		}
+	}
+	devids, err := t.st.FileOn(ctx, fid)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range devids {
+		if u, ok := devURL(ns, id, fid, r, true); ok {
+			res.Set(fmt.Sprintf("devpath_%d", id), u)
+		}
+	}
+	if len(devids) > 0 {
+		found = true
+		res.Set("devids", joinInts(devids))
+	}
+	cs, err := t.st.Checksum(ctx, fid)
+	switch {
+	case err == nil:
+		res.Set("checksum", checksumInfo(cs.HashType, cs.Sum))
+	case errors.Is(err, store.ErrNotFound):
+		res.Set("checksum", "NONE")
+	default:
+		return nil, err
+	}
+	_ = found // the original always answers (checksum is always set)
+	return res, nil
+}
+
+func zeroEmpty(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func cmdListKeys(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	_, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	prefix, after := r.Args.Get("prefix"), r.Args.Get("after")
+	// The original matched after against prefix as a regex; a literal
+	// prefix test is what clients mean.
+	if prefix != "" && perlTrue(after) && !strings.HasPrefix(after, prefix) {
+		return nil, perr("after_mismatch")
+	}
+	limit := int(perlNum(r.Args.Get("limit")))
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	keys, err := t.st.ListKeys(ctx, dom.ID, prefix, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, perr("none_match")
+	}
+	res := &Reply{}
+	next := ""
+	for _, k := range keys {
+		if k > next {
+			next = k
+		}
+	}
+	res.Set("key_count", len(keys))
+	res.Set("next_after", next)
+	for i, k := range keys {
+		res.Set(fmt.Sprintf("key_%d", i+1), k)
+	}
+	return res, nil
+}
+
+func cmdListFids(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	from := perlNum(r.Args.Get("from"))
+	count := int(perlNum(r.Args.Get("to")))
+	if count == 0 {
+		count = 100
+	}
+	if count > 500 || count < 0 {
+		count = 500
+	}
+	ns, err := t.namespace(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// file_row_from_fidid_range: fid > from, at most "to" rows.
+	files, err := t.st.Files(ctx, from+1, math.MaxInt64, count)
+	if err != nil {
+		return nil, err
+	}
+	res := &Reply{}
+	for i, f := range files {
+		n := i + 1
+		res.Set(fmt.Sprintf("fid_%d_fid", n), f.Fid)
+		res.Set(fmt.Sprintf("fid_%d_domain", n), ns.domainByID[f.DomainID].Name)
+		res.Set(fmt.Sprintf("fid_%d_class", n), t.className(ns, f.DomainID, f.ClassID))
+		res.Set(fmt.Sprintf("fid_%d_key", n), f.Key)
+		res.Set(fmt.Sprintf("fid_%d_length", n), f.Length)
+		res.Set(fmt.Sprintf("fid_%d_devcount", n), f.DevCount)
+	}
+	res.Set("fid_count", len(files))
+	return res, nil
+}

@@ -1,0 +1,505 @@
+package tracker
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// DefaultConfigPath is where mogilefsd looks for its configuration when
+// --config is not given (MogileFS::Config's $DEFAULT_CONFIG). A missing
+// default file is not an error; a missing --config file is.
+const DefaultConfigPath = "/etc/mogilefs/mogilefsd.conf"
+
+// DefaultSQLiteDir is where the embedded SQLite database lives when no
+// db_dsn is configured at all. When that directory cannot be created or
+// written, the database goes to ./mogilefs.db in the working directory
+// instead (see DefaultDSN). The original defaulted to DBI:mysql:mogilefs;
+// gomogile defaults to a database that needs no server.
+const DefaultSQLiteDir = "/var/lib/mogilefs"
+
+// Config is the tracker's configuration: the original mogilefsd.conf keys
+// (same names, same defaults) plus a few of gomogile's own, marked below.
+//
+// Sources, highest precedence first: command-line flags, environment
+// variables MOGILEFSD_<KEY> (the key upper-cased: MOGILEFSD_DB_DSN,
+// MOGILEFSD_DB_USER, MOGILEFSD_DB_PASS, MOGILEFSD_LISTEN, …), the config
+// file, defaults.
+type Config struct {
+	DBDSN  string // db_dsn; "" = embedded SQLite (DefaultDSN)
+	DBUser string // db_user; overrides the DSN's user when set
+	DBPass string // db_pass; overrides the DSN's password when DBPassSet
+	// DBPassSet records that db_pass was given, even as "" (--dbpass with no
+	// value), so an empty password can override one in the DSN.
+	DBPassSet bool
+
+	Listen   []string // listen: host[:port], comma-separated in the file
+	ConfPort int      // conf_port: port for listen entries without one (7001)
+
+	QueryJobs     int  // query_jobs (alias listener_jobs; --workers): concurrent requests (20)
+	DeleteJobs    int  // delete_jobs (1)
+	ReplicateJobs int  // replicate_jobs (1)
+	FsckJobs      int  // fsck_jobs (1)
+	ReaperJobs    int  // reaper_jobs (1)
+	MonitorJobs   int  // monitor_jobs (1)
+	JobMaster     bool // job_master (--no-job_master): run background workers (true)
+
+	MinFreeSpace           int64 // min_free_space, MB a device keeps free (100)
+	MaxDiskAge             int   // max_disk_age, minutes (5)
+	MaxHandles             int   // max_handles: open file limit to ask for; 0 = leave (0)
+	Debug                  int   // debug (-d, repeatable)
+	PidFile                string
+	MogstoredStreamPort    int           // mogstored_stream_port (7501)
+	DefaultMinDevCount     int           // default_mindevcount (2)
+	NodeTimeout            time.Duration // node_timeout, seconds (2)
+	ConnTimeout            time.Duration // conn_timeout, seconds (2)
+	ConnPoolSize           int           // conn_pool_size (20)
+	RebalanceIgnoreMissing bool          // rebalance_ignore_missing
+	ReplUseGetPort         bool          // repl_use_get_port
+	LocalNetwork           string        // local_network
+	NoSchemaCheck          bool          // no_schema_check
+	User                   string        // user: drop privileges to this user (root only)
+	Daemonize              bool          // daemonize (-D)
+	Plugins                []string      // plugins: Perl plugins; refused when set (none exist in Go)
+
+	// gomogile's own keys.
+
+	// IdleTimeout closes a client connection silent this long (idle_timeout,
+	// seconds; 0 = never). Clients keep tracker connections open between
+	// requests, so the default is generous.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds writing one reply (write_timeout, seconds); the
+	// original closed slow writers after 120s.
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds how long Close waits for requests in flight
+	// (shutdown_timeout, seconds).
+	ShutdownTimeout time.Duration
+	// MaxConns bounds open client connections (max_conns; 0 = no bound).
+	MaxConns int
+	// CacheTTL is how long domains, classes, hosts and devices are cached
+	// (cache_ttl, seconds).
+	CacheTTL time.Duration
+	// SleepMax caps the sleep command (sleep_max, seconds).
+	SleepMax time.Duration
+}
+
+// DefaultConfig returns the defaults of MogileFS::Config::load_config (and
+// ours for gomogile's own keys).
+func DefaultConfig() Config {
+	return Config{
+		ConfPort:            7001,
+		QueryJobs:           20,
+		DeleteJobs:          1,
+		ReplicateJobs:       1,
+		FsckJobs:            1,
+		ReaperJobs:          1,
+		MonitorJobs:         1,
+		JobMaster:           true,
+		MinFreeSpace:        100,
+		MaxDiskAge:          5,
+		MogstoredStreamPort: 7501,
+		DefaultMinDevCount:  2,
+		NodeTimeout:         2 * time.Second,
+		ConnTimeout:         2 * time.Second,
+		ConnPoolSize:        20,
+		IdleTimeout:         15 * time.Minute,
+		WriteTimeout:        120 * time.Second,
+		ShutdownTimeout:     10 * time.Second,
+		MaxConns:            10000,
+		CacheTTL:            3 * time.Second,
+		SleepMax:            60 * time.Second,
+	}
+}
+
+// ListenAddrs returns the listen addresses with conf_port added where an
+// entry has no port; with none configured, 0.0.0.0:conf_port.
+func (c Config) ListenAddrs() []string {
+	in := c.Listen
+	if len(in) == 0 {
+		in = []string{"0.0.0.0"}
+	}
+	out := make([]string, 0, len(in))
+	for _, l := range in {
+		if _, _, err := net.SplitHostPort(l); err == nil {
+			out = append(out, l)
+		} else {
+			out = append(out, net.JoinHostPort(strings.Trim(l, "[]"), strconv.Itoa(c.ConfPort)))
+		}
+	}
+	return out
+}
+
+// Validate reports every invalid setting at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, a...)...))
+	}
+	if c.DBDSN != "" {
+		if _, err := store.ParseDSN(c.DBDSN); err != nil {
+			bad("db_dsn", "%v", err)
+		}
+	}
+	if c.ConfPort <= 0 || c.ConfPort > 65535 {
+		bad("conf_port", "%d is not a TCP port", c.ConfPort)
+	}
+	for _, a := range c.ListenAddrs() {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			bad("listen", "%q: %v", a, err)
+			continue
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			bad("listen", "%q: bad port", a)
+		}
+		if host != "" && net.ParseIP(host) == nil && !validHostname(host) {
+			bad("listen", "%q: bad host", a)
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"query_jobs", c.QueryJobs}, {"conn_pool_size", c.ConnPoolSize}} {
+		if n.v < 1 {
+			bad(n.key, "must be at least 1, have %d", n.v)
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"delete_jobs", c.DeleteJobs}, {"replicate_jobs", c.ReplicateJobs}, {"fsck_jobs", c.FsckJobs},
+		{"reaper_jobs", c.ReaperJobs}, {"monitor_jobs", c.MonitorJobs}, {"max_handles", c.MaxHandles},
+		{"max_disk_age", c.MaxDiskAge}, {"max_conns", c.MaxConns}} {
+		if n.v < 0 {
+			bad(n.key, "must not be negative, have %d", n.v)
+		}
+	}
+	if c.QueryJobs > 500 {
+		bad("query_jobs", "at most 500, have %d", c.QueryJobs)
+	}
+	if c.MinFreeSpace < 0 {
+		bad("min_free_space", "must not be negative")
+	}
+	if c.DefaultMinDevCount < 1 {
+		bad("default_mindevcount", "must be at least 1")
+	}
+	if c.MogstoredStreamPort < 0 || c.MogstoredStreamPort > 65535 {
+		bad("mogstored_stream_port", "%d is not a TCP port", c.MogstoredStreamPort)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"node_timeout", c.NodeTimeout}, {"conn_timeout", c.ConnTimeout}, {"write_timeout", c.WriteTimeout},
+		{"shutdown_timeout", c.ShutdownTimeout}, {"cache_ttl", c.CacheTTL}} {
+		if d.v <= 0 {
+			bad(d.key, "must be positive")
+		}
+	}
+	if c.IdleTimeout < 0 || c.SleepMax < 0 {
+		bad("idle_timeout/sleep_max", "must not be negative")
+	}
+	if len(c.Plugins) > 0 {
+		bad("plugins", "Perl plugins %q cannot be loaded by gomogile", c.Plugins)
+	}
+	return errors.Join(errs...)
+}
+
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
+
+func validHostname(h string) bool { return len(h) <= 253 && hostnameRE.MatchString(h) }
+
+// configLine is the original's file grammar: key, optional '=', value.
+var configLine = regexp.MustCompile(`^\s*([\w.]+)\s+=?\s*(.+?)\s*$|^\s*([\w.]+)\s*=\s*(.+?)\s*$`)
+
+// ParseConfig reads a mogilefsd.conf onto the defaults. Errors name the
+// line. Unknown keys are errors, unlike in the original, so a typo is not
+// silently ignored.
+func ParseConfig(r io.Reader) (Config, error) {
+	c := DefaultConfig()
+	err := c.applyFile(r)
+	return c, err
+}
+
+// FileValues reads a config file into key/value pairs (last one wins),
+// checking syntax and key names.
+func FileValues(r io.Reader) (map[string]string, error) {
+	vals := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		m := configLine.FindStringSubmatch(line)
+		if m == nil {
+			return nil, fmt.Errorf("config line %d: malformed: %q (want \"key = value\")", n, line)
+		}
+		k, v := m[1], m[2]
+		if k == "" {
+			k, v = m[3], m[4]
+		}
+		if _, ok := configKeys[k]; !ok {
+			return nil, fmt.Errorf("config line %d: unknown key %q (known: %s)", n, k, strings.Join(ConfigKeys(), ", "))
+		}
+		vals[k] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config line %d: %w", n+1, err)
+	}
+	return vals, nil
+}
+
+func (c *Config) applyFile(r io.Reader) error {
+	vals, err := FileValues(r)
+	if err != nil {
+		return err
+	}
+	return c.applyValues(vals, "config")
+}
+
+// applyValues sets keys in a stable order; listener_jobs wins over
+// query_jobs as in load_config.
+func (c *Config) applyValues(vals map[string]string, source string) error {
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		if k == "listener_jobs" {
+			continue
+		}
+		if err := c.Set(k, vals[k]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", source, err))
+		}
+	}
+	if v, ok := vals["listener_jobs"]; ok {
+		if err := c.Set("listener_jobs", v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", source, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type keySetter func(c *Config, v string) error
+
+func intKey(f func(*Config) *int) keySetter {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func secondsKey(f func(*Config) *time.Duration) keySetter {
+	return func(c *Config, v string) error {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number of seconds", v)
+		}
+		*f(c) = time.Duration(x * float64(time.Second))
+		return nil
+	}
+}
+
+// parseBool accepts Perl's notion of truth for config values: "", "0" are
+// false, as are the usual words; numbers other than 0 are true.
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false", "off", "no", "n", "f":
+		return false, nil
+	case "1", "true", "on", "yes", "y", "t":
+		return true, nil
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		return n != 0, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean", v)
+}
+
+func boolKey(f func(*Config) *bool) keySetter {
+	return func(c *Config, v string) error {
+		b, err := parseBool(v)
+		if err != nil {
+			return err
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+func stringKey(f func(*Config) *string) keySetter {
+	return func(c *Config, v string) error { *f(c) = v; return nil }
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// configKeys are the keys the file and MOGILEFSD_* variables accept.
+var configKeys = map[string]keySetter{
+	"db_dsn":  stringKey(func(c *Config) *string { return &c.DBDSN }),
+	"db_user": stringKey(func(c *Config) *string { return &c.DBUser }),
+	"db_pass": func(c *Config, v string) error { c.DBPass, c.DBPassSet = v, true; return nil },
+	"listen": func(c *Config, v string) error {
+		c.Listen = splitList(v)
+		return nil
+	},
+	"conf_port":      intKey(func(c *Config) *int { return &c.ConfPort }),
+	"query_jobs":     intKey(func(c *Config) *int { return &c.QueryJobs }),
+	"listener_jobs":  intKey(func(c *Config) *int { return &c.QueryJobs }),
+	"delete_jobs":    intKey(func(c *Config) *int { return &c.DeleteJobs }),
+	"replicate_jobs": intKey(func(c *Config) *int { return &c.ReplicateJobs }),
+	"fsck_jobs":      intKey(func(c *Config) *int { return &c.FsckJobs }),
+	"reaper_jobs":    intKey(func(c *Config) *int { return &c.ReaperJobs }),
+	"monitor_jobs":   intKey(func(c *Config) *int { return &c.MonitorJobs }),
+	"job_master":     boolKey(func(c *Config) *bool { return &c.JobMaster }),
+	"min_free_space": func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		c.MinFreeSpace = n
+		return nil
+	},
+	"max_disk_age":             intKey(func(c *Config) *int { return &c.MaxDiskAge }),
+	"max_handles":              intKey(func(c *Config) *int { return &c.MaxHandles }),
+	"debug":                    intKey(func(c *Config) *int { return &c.Debug }),
+	"pidfile":                  stringKey(func(c *Config) *string { return &c.PidFile }),
+	"mogstored_stream_port":    intKey(func(c *Config) *int { return &c.MogstoredStreamPort }),
+	"default_mindevcount":      intKey(func(c *Config) *int { return &c.DefaultMinDevCount }),
+	"node_timeout":             secondsKey(func(c *Config) *time.Duration { return &c.NodeTimeout }),
+	"conn_timeout":             secondsKey(func(c *Config) *time.Duration { return &c.ConnTimeout }),
+	"conn_pool_size":           intKey(func(c *Config) *int { return &c.ConnPoolSize }),
+	"rebalance_ignore_missing": boolKey(func(c *Config) *bool { return &c.RebalanceIgnoreMissing }),
+	"repl_use_get_port":        boolKey(func(c *Config) *bool { return &c.ReplUseGetPort }),
+	"local_network":            stringKey(func(c *Config) *string { return &c.LocalNetwork }),
+	"no_schema_check":          boolKey(func(c *Config) *bool { return &c.NoSchemaCheck }),
+	"user":                     stringKey(func(c *Config) *string { return &c.User }),
+	"daemonize":                boolKey(func(c *Config) *bool { return &c.Daemonize }),
+	"plugins": func(c *Config, v string) error {
+		c.Plugins = append(c.Plugins, splitList(v)...)
+		return nil
+	},
+	"idle_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.IdleTimeout }),
+	"write_timeout":    secondsKey(func(c *Config) *time.Duration { return &c.WriteTimeout }),
+	"shutdown_timeout": secondsKey(func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	"max_conns":        intKey(func(c *Config) *int { return &c.MaxConns }),
+	"cache_ttl":        secondsKey(func(c *Config) *time.Duration { return &c.CacheTTL }),
+	"sleep_max":        secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
+}
+
+// ConfigKeys lists the accepted keys, sorted.
+func ConfigKeys() []string {
+	out := make([]string, 0, len(configKeys))
+	for k := range configKeys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Set sets one key from its text form. Unknown keys are an error.
+func (c *Config) Set(key, value string) error {
+	f, ok := configKeys[key]
+	if !ok {
+		return fmt.Errorf("unknown key %q", key)
+	}
+	if err := f(c, value); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}
+
+// EnvPrefix prefixes the environment variables that override file values:
+// MOGILEFSD_DB_DSN overrides db_dsn, and so on for every key.
+const EnvPrefix = "MOGILEFSD_"
+
+// EnvValues collects MOGILEFSD_* variables from environ ("K=V" strings).
+// An unknown MOGILEFSD_ variable is an error, as an unknown file key is.
+func EnvValues(environ []string) (map[string]string, error) {
+	vals := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, EnvPrefix) {
+			continue
+		}
+		key := strings.ToLower(strings.TrimPrefix(k, EnvPrefix))
+		if key == "daemonized" { // our own re-exec marker, not a setting
+			continue
+		}
+		if _, ok := configKeys[key]; !ok {
+			return nil, fmt.Errorf("environment: %s: unknown key %q", k, key)
+		}
+		vals[key] = v
+	}
+	return vals, nil
+}
+
+// DefaultDSN picks the embedded SQLite database used when no db_dsn is
+// configured: DefaultSQLiteDir/mogilefs.db when that directory exists or can
+// be created and is writable, else mogilefs.db in the working directory.
+func DefaultDSN() string {
+	if err := os.MkdirAll(DefaultSQLiteDir, 0o750); err == nil {
+		if f, err := os.CreateTemp(DefaultSQLiteDir, ".probe-*"); err == nil {
+			name := f.Name()
+			f.Close()
+			os.Remove(name)
+			return "sqlite://" + filepath.Join(DefaultSQLiteDir, "mogilefs.db")
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "sqlite:mogilefs.db"
+	}
+	return "sqlite://" + filepath.Join(wd, "mogilefs.db")
+}
+
+// StoreDSN parses db_dsn (or DefaultDSN) and applies db_user and db_pass.
+// A server backend without any user gets "mogile", the original's default
+// db_user.
+func (c Config) StoreDSN() (*store.DSN, error) {
+	s := c.DBDSN
+	if s == "" {
+		s = DefaultDSN()
+	}
+	d, err := store.ParseDSN(s)
+	if err != nil {
+		return nil, fmt.Errorf("db_dsn: %w", err)
+	}
+	if c.DBUser != "" {
+		d.User = c.DBUser
+	}
+	if c.DBPassSet {
+		d.Password = c.DBPass
+	}
+	if d.User == "" && d.Driver != "sqlite" {
+		d.User = "mogile"
+	}
+	return d, nil
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package tracker
+
+import "errors"
+
+func daemonize([]string) error {
+	return errors.New("--daemonize is not supported on this platform; run mogilefsd under a service manager")
+}
+
+func setUser(uid, gid int) error {
+	return errors.New("--user is not supported on this platform")
+}

@@ -1,0 +1,335 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// ErrUsage marks command-line mistakes; mogilefsd exits 2 for them.
+var ErrUsage = errors.New("usage")
+
+// JobsFactory builds the jobs manager for a tracker from its config.
+type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (Jobs, error)
+
+// Main is the mogilefsd command: flags, config file, environment, the
+// store, the tracker, and waiting for the context to end.
+//
+// Flags are the original's (MogileFS::Config::load_config):
+//
+//	-c, --config FILE        config file (default /etc/mogilefs/mogilefsd.conf if readable)
+//	-s, --skipconfig         read no config file
+//	-d, --debug              more logging (repeatable)
+//	-D, --daemonize          detach: re-exec in a new session, stdio to /dev/null
+//	    --dsn DSN            db_dsn
+//	    --dbuser USER        db_user
+//	    --dbpass [PASS]      db_pass; may be empty ("--dbpass" or "--dbpass=")
+//	    --user USER          run as USER (needs root; refused otherwise)
+//	-p, --confport PORT      conf_port
+//	-l, --listen ADDR        listen (repeatable, or comma-separated)
+//	-w, --workers N          query_jobs
+//	    --no-job_master      run no background jobs in this tracker
+//	    --pidfile FILE, --max_disk_age, --min_free_space, --default_mindevcount,
+//	    --node_timeout, --conn_timeout, --conn_pool_size, --max_handles,
+//	    --no_schema_check, --repl_use_get_port, --local_network,
+//	    --mogstored_stream_port
+//	    --no_http, --workerport N   accepted and ignored, as the original did
+//
+// Precedence: flags, then MOGILEFSD_<KEY> environment variables, then the
+// config file, then defaults.
+type Main struct {
+	Stdout, Stderr io.Writer
+	// Environ is the environment; nil = os.Environ().
+	Environ []string
+	// NewJobs builds the background workers; nil runs none.
+	NewJobs JobsFactory
+	// Ready, when set, is called with the tracker once it listens (tests).
+	Ready func(*Tracker)
+}
+
+// flagKeys maps flag names to config keys.
+var flagKeys = map[string]string{
+	"dsn": "db_dsn", "dbuser": "db_user", "dbpass": "db_pass", "user": "user",
+	"p": "conf_port", "confport": "conf_port", "w": "query_jobs", "workers": "query_jobs",
+	"max_disk_age": "max_disk_age", "min_free_space": "min_free_space",
+	"default_mindevcount": "default_mindevcount", "node_timeout": "node_timeout",
+	"conn_timeout": "conn_timeout", "conn_pool_size": "conn_pool_size",
+	"max_handles": "max_handles", "pidfile": "pidfile", "repl_use_get_port": "repl_use_get_port",
+	"local_network": "local_network", "mogstored_stream_port": "mogstored_stream_port",
+	"plugins": "plugins",
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, splitList(v)...)
+	return nil
+}
+
+type countFlag int
+
+func (c *countFlag) String() string   { return strconv.Itoa(int(*c)) }
+func (c *countFlag) Set(string) error { *c++; return nil }
+func (c *countFlag) IsBoolFlag() bool { return true }
+
+// fixOptionalDbpass turns a bare "--dbpass" (Getopt's 'dbpass:s', value
+// optional) into "--dbpass=" so Go's flag parser accepts it.
+func fixOptionalDbpass(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a == "--dbpass" || a == "-dbpass" {
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+				out = append(out, "--dbpass=")
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// LoadConfig builds the configuration from args, the environment and the
+// config file, and validates it.
+func (m *Main) LoadConfig(args []string) (Config, error) {
+	fs := flag.NewFlagSet("mogilefsd", flag.ContinueOnError)
+	fs.SetOutput(m.stderr())
+	var (
+		configPath           string
+		skip, daemon, noHTTP bool
+		schemaSkip           bool
+		debug                countFlag
+		listen               listFlag
+		workerport           int
+		jobMaster, noJM      bool
+	)
+	fs.StringVar(&configPath, "config", "", "config file")
+	fs.StringVar(&configPath, "c", "", "config file (short)")
+	fs.BoolVar(&skip, "skipconfig", false, "read no config file")
+	fs.BoolVar(&skip, "s", false, "read no config file (short)")
+	fs.Var(&debug, "debug", "more logging (repeatable)")
+	fs.Var(&debug, "d", "more logging (short)")
+	fs.BoolVar(&daemon, "daemonize", false, "detach from the terminal")
+	fs.BoolVar(&daemon, "D", false, "detach (short)")
+	fs.Var(&listen, "listen", "listen address (repeatable)")
+	fs.Var(&listen, "l", "listen address (short)")
+	fs.BoolVar(&noHTTP, "no_http", false, "ignored (obsolete)")
+	fs.IntVar(&workerport, "workerport", 0, "ignored (obsolete)")
+	fs.BoolVar(&schemaSkip, "no_schema_check", false, "do not check the schema version")
+	fs.BoolVar(&jobMaster, "job_master", true, "run background jobs")
+	fs.BoolVar(&noJM, "no-job_master", false, "run no background jobs")
+	fs.BoolVar(&noJM, "nojob_master", false, "run no background jobs")
+	strs := map[string]*string{}
+	for name := range flagKeys {
+		if name == "plugins" {
+			continue
+		}
+		strs[name] = fs.String(name, "", "sets "+flagKeys[name])
+	}
+	var plugins listFlag
+	fs.Var(&plugins, "plugins", "Perl plugins (refused)")
+
+	if err := fs.Parse(fixOptionalDbpass(args)); err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
+	}
+	if workerport != 0 {
+		fmt.Fprintln(m.stderr(), "The command line option --workerport is no longer needed (and has no necessary replacement)")
+	}
+
+	cfg := DefaultConfig()
+	if configPath == "" && !skip {
+		if f, err := os.Open(DefaultConfigPath); err == nil {
+			f.Close()
+			configPath = DefaultConfigPath
+		}
+	}
+	if configPath != "" && !skip {
+		f, err := os.Open(configPath)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
+		vals, err := FileValues(f)
+		f.Close()
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", configPath, err)
+		}
+		if err := cfg.applyValues(vals, configPath); err != nil {
+			return Config{}, err
+		}
+	}
+	environ := m.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	env, err := EnvValues(environ)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := cfg.applyValues(env, "environment"); err != nil {
+		return Config{}, err
+	}
+
+	var errs []error
+	fs.Visit(func(f *flag.Flag) {
+		set := func(k, v string) {
+			if err := cfg.Set(k, v); err != nil {
+				errs = append(errs, fmt.Errorf("flag --%s: %w", f.Name, err))
+			}
+		}
+		switch f.Name {
+		case "debug", "d":
+			cfg.Debug = int(debug)
+		case "daemonize", "D":
+			cfg.Daemonize = daemon
+		case "listen", "l":
+			cfg.Listen = append([]string(nil), listen...)
+		case "no_schema_check":
+			cfg.NoSchemaCheck = schemaSkip
+		case "job_master":
+			cfg.JobMaster = jobMaster
+		case "no-job_master", "nojob_master":
+			cfg.JobMaster = !noJM
+		case "plugins":
+			cfg.Plugins = append(cfg.Plugins, plugins...)
+		default:
+			if k, ok := flagKeys[f.Name]; ok {
+				set(k, *strs[f.Name])
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if v := envLookup(environ, EnvPrefix+"DAEMONIZED"); v == "1" {
+		cfg.Daemonize = false // we are the detached child
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+func envLookup(environ []string, key string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func (m *Main) stderr() io.Writer {
+	if m.Stderr == nil {
+		return os.Stderr
+	}
+	return m.Stderr
+}
+
+// Run runs mogilefsd until ctx ends, then shuts the tracker down
+// gracefully. Errors at start (bad flags, config, DSN, unreachable
+// database, busy port) are returned before anything listens.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	cfg, err := m.LoadConfig(args)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if cfg.Debug > 0 {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(m.stderr(), &slog.HandlerOptions{Level: level}))
+
+	dsn, err := cfg.StoreDSN()
+	if err != nil {
+		return err
+	}
+	if cfg.Daemonize {
+		// Fail fast in the foreground: a database we cannot reach should
+		// not become a silent background failure.
+		st, err := store.OpenDSN(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		st.Close()
+		return daemonize(args)
+	}
+	if cfg.PidFile != "" {
+		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return fmt.Errorf("pidfile: %w", err)
+		}
+		defer os.Remove(cfg.PidFile)
+	}
+	if cfg.User != "" {
+		if err := switchUser(cfg.User); err != nil {
+			return err
+		}
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, err := store.OpenDSN(openCtx, dsn)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log.Info("database open", "dsn", dsn.Redacted())
+
+	opts := &Options{Logger: log}
+	if m.NewJobs != nil && cfg.JobMaster {
+		j, err := m.NewJobs(st, cfg, log)
+		if err != nil {
+			return fmt.Errorf("jobs: %w", err)
+		}
+		opts.Jobs = j
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	opts.Shutdown = stop
+	t, err := New(cfg, st, opts)
+	if err != nil {
+		return err
+	}
+	if err := t.Open(ctx); err != nil {
+		return err
+	}
+	if m.Ready != nil {
+		m.Ready(t)
+	}
+	<-runCtx.Done()
+	log.Info("shutting down")
+	return t.Close()
+}
+
+// switchUser drops privileges to name (the original's --user). Only root
+// can; anyone else gets an error unless already running as that user.
+func switchUser(name string) error {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return fmt.Errorf("user %q: %w", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if os.Getuid() == uid {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("--user %s: only root can switch user (running as uid %d)", name, os.Getuid())
+	}
+	return setUser(uid, gid)
+}

@@ -1,0 +1,300 @@
+package tracker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxLineBytes caps one request line. The original tracker buffers without
+// limit; a cap keeps one misbehaving client from exhausting memory. Real
+// requests are small: the longest are create_close with a path and checksum.
+const MaxLineBytes = 64 << 10
+
+// Request is one parsed protocol line.
+type Request struct {
+	// Admin is set for lines starting with '!' (ProcManager commands);
+	// Cmd is then the word after '!' and Raw the rest of the line.
+	Admin bool
+	// Cmd is the lower-cased command name.
+	Cmd string
+	// Args are the decoded arguments. Repeated names are joined with NUL
+	// as MogileFS::Util::decode_url_args does.
+	Args Args
+	// Raw is the argument text as received.
+	Raw string
+}
+
+// Args are decoded request arguments.
+type Args map[string]string
+
+// Get returns the argument or "".
+func (a Args) Get(k string) string { return a[k] }
+
+// Has reports whether the argument was given at all.
+func (a Args) Has(k string) bool { _, ok := a[k]; return ok }
+
+// Errors of ParseRequest. The server answers them as protocol errors; none
+// of them closes the connection except ErrLineTooLong.
+var (
+	ErrEmptyLine    = errors.New("tracker: empty request line")
+	ErrBadCommand   = errors.New("tracker: malformed command")
+	ErrBadEncoding  = errors.New("tracker: bad URL encoding")
+	ErrLineTooLong  = errors.New("tracker: request line too long")
+	errBadAdminLine = errors.New("tracker: malformed admin command")
+)
+
+// ParseRequest parses one request line without its line terminator (a
+// trailing "\r" is tolerated). The grammar is the original tracker's:
+//
+//	!cmd [args]              admin command (ProcManager)
+//	cmd [urlencoded-args]    query command (Worker::Query); cmd is \w+
+//
+// Arguments are split on '&', each pair on its first '=' ; '+' is a space
+// and %XX a byte. Unlike the original, a '%' not followed by two hex digits
+// is an error (ErrBadEncoding): the original passed it through literally,
+// which silently corrupted keys.
+func ParseRequest(line string) (Request, error) {
+	line = strings.TrimSuffix(line, "\r")
+	if len(line) > MaxLineBytes {
+		return Request{}, ErrLineTooLong
+	}
+	if strings.TrimSpace(line) == "" {
+		return Request{}, ErrEmptyLine
+	}
+	if line[0] == '!' {
+		// Client.pm: /^!(\S+)(?:\s+(.+))?$/
+		rest := line[1:]
+		i := strings.IndexAny(rest, " \t")
+		cmd, args := rest, ""
+		if i >= 0 {
+			cmd, args = rest[:i], strings.TrimLeft(rest[i:], " \t")
+		}
+		if cmd != "" {
+			return Request{Admin: true, Cmd: cmd, Raw: args}, nil
+		}
+		// A lone "!" falls through to the query path and fails there as
+		// an unknown command, as in the original.
+	}
+	// Worker::Query: /^(\w+)\s*(.*)/ after leading whitespace.
+	s := strings.TrimLeft(line, " \t")
+	n := 0
+	for n < len(s) && isWordByte(s[n]) {
+		n++
+	}
+	if n == 0 {
+		return Request{}, ErrBadCommand
+	}
+	cmd := strings.ToLower(s[:n])
+	raw := strings.TrimLeft(s[n:], " \t\r\n\f\v")
+	args, err := DecodeArgs(raw)
+	if err != nil {
+		return Request{Cmd: cmd, Raw: raw, Args: args}, err
+	}
+	return Request{Cmd: cmd, Args: args, Raw: raw}, nil
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// DecodeArgs decodes "a=1&b=x+y". It mirrors decode_url_args: empty pairs
+// (and the pair "0", which Perl finds false) are skipped, a value ends at the
+// next '=', and a repeated name appends "\0"+value to a non-empty earlier
+// value. On a bad %-escape it returns what it decoded so far (callid
+// included, so the error reply can carry it) and ErrBadEncoding.
+func DecodeArgs(s string) (Args, error) {
+	out := Args{}
+	var firstErr error
+	for _, pair := range strings.Split(s, "&") {
+		if pair == "" || pair == "0" {
+			continue
+		}
+		fields := strings.Split(pair, "=")
+		name := fields[0]
+		value := ""
+		if len(fields) > 1 {
+			value = fields[1]
+		}
+		dn, err1 := unescape(name)
+		dv, err2 := unescape(value)
+		if err := errors.Join(err1, err2); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%w in %q", ErrBadEncoding, pair)
+			}
+			continue
+		}
+		if prev, ok := out[dn]; ok && prev != "" && prev != "0" {
+			out[dn] = prev + "\x00" + dv
+		} else {
+			out[dn] = prev + dv
+		}
+	}
+	return out, firstErr
+}
+
+func unescape(s string) (string, error) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '+':
+			b.WriteByte(' ')
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return "", ErrBadEncoding
+			}
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// Escape is MogileFS::Util::eurl: letters, digits and "_,-./\: " pass
+// (space becomes '+'); every other byte becomes %XX in upper case.
+func Escape(s string) string {
+	const hexdig = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ':
+			b.WriteByte('+')
+		case isWordByte(c) || strings.IndexByte(",-./\\:", c) >= 0:
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexdig[c>>4])
+			b.WriteByte(hexdig[c&15])
+		}
+	}
+	return b.String()
+}
+
+// Reply is an ordered set of reply arguments. The original emitted Perl
+// hash order (random); we keep insertion order so replies are stable.
+type Reply struct {
+	keys []string
+	vals map[string]string
+}
+
+// Set adds or replaces k.
+func (r *Reply) Set(k string, v any) {
+	if r.vals == nil {
+		r.vals = map[string]string{}
+	}
+	if _, ok := r.vals[k]; !ok {
+		r.keys = append(r.keys, k)
+	}
+	r.vals[k] = fmt.Sprint(v)
+}
+
+// Get returns the value set for k.
+func (r *Reply) Get(k string) string { return r.vals[k] }
+
+// Encode renders the arguments as the original's ok_line did.
+func (r *Reply) Encode() string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	for i, k := range r.keys {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(Escape(k))
+		b.WriteByte('=')
+		b.WriteString(Escape(r.vals[k]))
+	}
+	return b.String()
+}
+
+// okLine renders "OK args", adding callid as ok_line does.
+func okLine(r *Reply, callid *string) string {
+	if r == nil {
+		r = &Reply{}
+	}
+	if callid != nil {
+		r.Set("callid", *callid)
+	}
+	return "OK " + r.Encode() + "\r\n"
+}
+
+// errLine renders "ERR code text[ callid]" as err_line does; text defaults
+// to the original's message for code, or code itself.
+func errLine(code, text string, callid *string) string {
+	if text == "" {
+		text = errText[code]
+		if text == "" {
+			text = code
+		}
+	}
+	s := "ERR " + code + " " + Escape(text)
+	if callid != nil {
+		s += " " + Escape(*callid)
+	}
+	return s + "\r\n"
+}
+
+// errText holds the original's default texts (Worker::Query err_line).
+var errText = map[string]string{
+	"dup":                   "Duplicate name/number used.",
+	"after_mismatch":        "Pattern does not match the after-value?",
+	"bad_params":            "Invalid parameters to command; please see documentation",
+	"class_exists":          "That class already exists in that domain",
+	"class_has_files":       "Class still has files, unable to delete",
+	"class_not_found":       "Class not found",
+	"db":                    "Database error",
+	"domain_has_files":      "Domain still has files, unable to delete",
+	"domain_exists":         "That domain already exists",
+	"domain_not_empty":      "Domain still has classes, unable to delete",
+	"domain_not_found":      "Domain not found",
+	"failure":               "Operation failed",
+	"host_exists":           "That host already exists",
+	"host_mismatch":         "The device specified doesn't belong to the host specified",
+	"host_not_empty":        "Unable to delete host; it contains devices still",
+	"host_not_found":        "Host not found",
+	"invalid_checker_level": "Checker level invalid.  Please see documentation on this command.",
+	"invalid_mindevcount":   "The mindevcount must be at least 1",
+	"key_exists":            "Target key name already exists; can't overwrite.",
+	"no_class":              "No class provided",
+	"no_devices":            "No devices found to store file",
+	"no_device":             "Device not found",
+	"no_domain":             "No domain provided",
+	"no_host":               "No host provided",
+	"no_ip":                 "IP required to create host",
+	"no_port":               "Port required to create host",
+	"no_temp_file":          "No tempfile or file already closed",
+	"none_match":            "No keys match that pattern and after-value (if any).",
+	"plugin_aborted":        "Action aborted by plugin",
+	"state_too_high":        "Status cannot go from dead to alive; must use down",
+	"unknown_command":       "Unknown server command",
+	"unknown_host":          "Host not found",
+	"unknown_state":         "Invalid/unknown state",
+	"unreg_domain":          "Domain name invalid/not found",
+	"rebal_not_started":     "Rebalance not running",
+	"no_rebal_state":        "No available rebalance status",
+	"no_rebal_policy":       "No rebalance policy available",
+	"nodel_default_class":   "Cannot delete the default class",
+}
