@@ -1,0 +1,79 @@
+package jobs_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+func TestReaper_ExpiredTempFiles(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	cls := c.class("c", 2, store.HashNone)
+	ctx := t.Context()
+	// An upload that never reached create_close: a blob on dev1, dev2
+	// offered but unused.
+	fid, err := c.st.CreateTempFile(ctx, store.TempFile{DomainID: c.dmid, Key: "abandoned", ClassID: cls, DevIDs: []int{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.upload(1, fid, []byte("half an upload"))
+	// Age it past the TTL; the database clock counts whole seconds.
+	time.Sleep(2100 * time.Millisecond)
+	// A fresh tempfile must survive.
+	young, err := c.st.CreateTempFile(ctx, store.TempFile{DomainID: c.dmid, Key: "young", ClassID: cls, DevIDs: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	o.TempFileTTL = 2 * time.Second
+	start(t, c.st, o)
+
+	waitFor(t, 10*time.Second, "the tempfile to go", func() bool {
+		_, err := c.st.TempFile(ctx, fid)
+		return errors.Is(err, store.ErrNotFound)
+	})
+	waitFor(t, 10*time.Second, "the blob to be deleted", func() bool {
+		return !c.hasBlob(1, fid) && !inQueue(t, c.st, store.QueueDelete, fid)
+	})
+	if on := fileOn(t, c.st, fid); len(on) != 0 {
+		t.Errorf("file_on = %v; want none", on)
+	}
+	if _, err := c.st.TempFile(ctx, young); err != nil {
+		t.Errorf("young tempfile: %v; want it kept", err)
+	}
+}
+
+func TestReaper_DeadDevice(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	c.addNode(3)
+	cls := c.class("c", 2, store.HashNone)
+	fid := c.putFile("k", cls, []byte("survivor"), 1, 2)
+	if err := c.st.Finish(t.Context(), store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.SetDeviceState(t.Context(), 1, store.DeviceDead); err != nil {
+		t.Fatal(err)
+	}
+	start(t, c.st, fastOptions(t))
+	waitFor(t, 10*time.Second, "a new copy off the dead device", func() bool {
+		on := fileOn(t, c.st, fid)
+		return slices.Equal(on, []int{2, 3}) && !inQueue(t, c.st, store.QueueReplicate, fid)
+	})
+	if !c.hasBlob(3, fid) {
+		t.Errorf("dev3 has no blob for fid %d", fid)
+	}
+	f, err := c.st.File(t.Context(), fid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.DevCount != 2 {
+		t.Errorf("devcount = %d; want 2", f.DevCount)
+	}
+}
