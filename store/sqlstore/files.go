@@ -598,15 +598,16 @@ func (s *Store) DeleteFile(ctx context.Context, fid int64) error {
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// tempfile before file: the lock order of every writer of both.
-		m, err := s.execN(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", fid)
-		if err != nil {
+		if _, err := s.exec(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", fid); err != nil {
 			return err
 		}
 		n, err := s.execN(ctx, tx, "DELETE FROM file WHERE fid = ?", fid)
 		if err != nil {
 			return err
 		}
-		if n+m == 0 {
+		if n == 0 {
+			// Only a file is deleted; the rollback keeps a lone tempfile
+			// for its own owner (DeleteTempFile, the reaper).
 			return store.ErrNotFound
 		}
 		now, err := s.dbNow(ctx, tx)

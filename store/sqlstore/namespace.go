@@ -57,16 +57,22 @@ func checkRange(what string, v, lo, hi int) error {
 }
 
 // insertNext runs one transaction that reads the largest id with maxQ and
-// inserts with the next one through ins. When a concurrent insert took the
-// same id the transaction fails on the key and is run again, unless taken
-// reports that the caller's own unique value is what collided, which is
-// the caller's ErrDuplicate.
-func (s *Store) insertNext(ctx context.Context, maxQ string, maxArgs []any, limit int,
+// inserts with the next one through ins. Allocators of one kind queue on
+// their counter row first, so on MySQL and PostgreSQL they do not all read
+// the same MAX and collide. A writer that bypasses the counter (another
+// program, an older tracker) can still take the id first: the transaction
+// then fails on the key and is run again, unless taken reports that the
+// caller's own unique value is what collided, which is the caller's
+// ErrDuplicate.
+func (s *Store) insertNext(ctx context.Context, kind, maxQ string, maxArgs []any, limit int,
 	ins func(tx *sql.Tx, id int) error, taken func() (bool, error)) (int, error) {
 	var id int
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if err := s.serialize(ctx, tx, kind); err != nil {
+				return err
+			}
 			var top sql.NullInt64
 			if err := s.queryRow(ctx, tx, maxQ, maxArgs...).Scan(&top); err != nil {
 				return err
@@ -87,8 +93,27 @@ func (s *Store) insertNext(ctx context.Context, maxQ string, maxArgs []any, limi
 		if dup {
 			return 0, err
 		}
+		if serr := sleep(ctx, attempt); serr != nil {
+			return 0, err
+		}
 	}
 	return 0, err
+}
+
+// serialize takes the row lock of counter name until the transaction ends
+// (SQLite's writers are serialised already), creating the row if needed
+// without failing when a concurrent Store creates it too.
+func (s *Store) serialize(ctx context.Context, tx *sql.Tx, name string) error {
+	const bump = "UPDATE gomogile_counter SET value = value + 1 WHERE name = ?"
+	n, err := s.execN(ctx, tx, bump, name)
+	if err != nil || n > 0 {
+		return err
+	}
+	if _, err := s.exec(ctx, tx, s.d.Upsert("gomogile_counter", []string{"name", "value"}, []string{"name"}, ""), name, 0); err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, tx, bump, name)
+	return err
 }
 
 // CreateDomain allocates the next dmid.
@@ -100,7 +125,7 @@ func (s *Store) CreateDomain(ctx context.Context, name string) (store.Domain, er
 	if err := checkText("domain name", name, maxDomainName, true); err != nil {
 		return store.Domain{}, s.wrap(op, err)
 	}
-	id, err := s.insertNext(ctx, "SELECT MAX(dmid) FROM domain", nil, maxDmid,
+	id, err := s.insertNext(ctx, "dmid", "SELECT MAX(dmid) FROM domain", nil, maxDmid,
 		func(tx *sql.Tx, id int) error {
 			_, err := s.exec(ctx, tx, "INSERT INTO domain (dmid, namespace) VALUES (?, ?)", id, name)
 			return err
@@ -228,7 +253,7 @@ VALUES (?, ?, ?, ?, ?, ?)`, c.DomainID, id, c.Name, c.MinDevCount, nullStr(c.Rep
 		}
 		return c, nil
 	}
-	id, err := s.insertNext(ctx, "SELECT MAX(classid) FROM class WHERE dmid = ?", []any{c.DomainID}, maxClassID,
+	id, err := s.insertNext(ctx, "classid", "SELECT MAX(classid) FROM class WHERE dmid = ?", []any{c.DomainID}, maxClassID,
 		insert,
 		func() (bool, error) {
 			return s.exists(ctx, s.db, "SELECT 1 FROM class WHERE dmid = ? AND classname = ?", c.DomainID, c.Name)
@@ -407,7 +432,7 @@ func (s *Store) CreateHost(ctx context.Context, h store.Host) (store.Host, error
 		}
 		return h, nil
 	}
-	id, err := s.insertNext(ctx, "SELECT MAX(hostid) FROM host", nil, maxMediumInt, insert,
+	id, err := s.insertNext(ctx, "hostid", "SELECT MAX(hostid) FROM host", nil, maxMediumInt, insert,
 		func() (bool, error) {
 			return s.hostTaken(ctx, s.db, store.Host{Name: h.Name, IP: h.IP, AltIP: h.AltIP})
 		})
@@ -538,7 +563,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, id, d.HostID, string(d.Status), d.Weight, nullInt
 		}
 		return d, nil
 	}
-	id, err := s.insertNext(ctx, "SELECT MAX(devid) FROM device", nil, maxMediumInt, insert,
+	id, err := s.insertNext(ctx, "devid", "SELECT MAX(devid) FROM device", nil, maxMediumInt, insert,
 		func() (bool, error) { return false, nil })
 	if err != nil {
 		return store.Device{}, s.wrap(op, err)
