@@ -1,0 +1,183 @@
+package jobs_test
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// rawDB reaches the SQLite database behind the store, to corrupt rows the
+// way a hand edit would; the contract itself never lets devcount drift.
+func rawDB(t *testing.T, st store.Store) *sql.DB {
+	t.Helper()
+	r, ok := st.(interface{ DB() *sql.DB })
+	if !ok {
+		t.Skip("store gives no raw database access")
+	}
+	return r.DB()
+}
+
+// startFsck sets the settings Query.pm's fsck_start writes.
+func startFsck(t *testing.T, st store.Store, host string) {
+	t.Helper()
+	ctx := t.Context()
+	maxFid, err := st.MaxFid(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"fsck_highest_fid_checked": "0",
+		"fsck_fid_at_end":          strconv.FormatInt(maxFid, 10),
+		"fsck_start_time":          "1",
+		"fsck_host":                host,
+	} {
+		if err := st.SetServerSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestFsck_FindsAndFixes(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	c.addNode(3)
+	ctx := t.Context()
+	two := c.class("two", 2, store.HashNone)
+	hashed := c.class("hashed", 1, store.HashMD5)
+
+	badCount := c.putFile("badcount", two, []byte("count me"), 1, 2)
+	missing := c.putFile("missing", two, []byte("lost a copy"), 1, 2)
+	badSum := c.putFile("badsum", hashed, []byte("checksummed"), 1)
+	noPaths := c.putFile("nopaths", two, []byte("forgotten"), 1, 2)
+	healthy := c.putFile("healthy", two, []byte("fine"), 2, 3)
+	for _, fid := range []int64{badCount, missing, badSum, noPaths, healthy} {
+		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rawDB(t, c.st).ExecContext(ctx, "UPDATE file SET devcount = 5 WHERE fid = ?", badCount); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(c.blobPath(2, missing)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.blobPath(1, badSum), []byte("CHECKSUMMED"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// file_on forgets both copies of noPaths; the blob on dev2 is removed,
+	// the one on dev1 stays for fsck's search to find.
+	for _, d := range []int{1, 2} {
+		if _, err := c.st.RemoveFileOn(ctx, noPaths, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(c.blobPath(2, noPaths)); err != nil {
+		t.Fatal(err)
+	}
+
+	o := fastOptions(t)
+	startFsck(t, c.st, o.Hostname)
+	start(t, c.st, o)
+
+	waitFor(t, 20*time.Second, "fsck to finish", func() bool {
+		_, err := c.st.ServerSetting(ctx, "fsck_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueFsck) == 0
+	})
+	if v, err := c.st.ServerSetting(ctx, "fsck_stop_time"); err != nil || v == "" {
+		t.Errorf("fsck_stop_time = %q, %v; want set", v, err)
+	}
+	if v, _ := c.st.ServerSetting(ctx, "fsck_highest_fid_checked"); v != strconv.FormatInt(healthy, 10) {
+		t.Errorf("fsck_highest_fid_checked = %q; want %d", v, healthy)
+	}
+
+	evs, err := c.st.FsckEvents(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]string{}
+	for _, e := range evs {
+		code := e.Code
+		if e.DevID != 0 {
+			code += "@" + strconv.Itoa(e.DevID)
+		}
+		got[e.Fid] = append(got[e.Fid], code)
+	}
+	want := map[int64][]string{
+		badCount: {"BCNT"},
+		missing:  {"MISS@2", "REPL"},
+		badSum:   {"BSUM"},
+		noPaths:  {"NOPA", "SRCH", "FOND", "REPL"},
+	}
+	for fid, w := range want {
+		if !slices.Equal(got[fid], w) {
+			t.Errorf("fid %d events %v; want %v", fid, got[fid], w)
+		}
+	}
+	if len(got[healthy]) != 0 {
+		t.Errorf("healthy fid %d events %v; want none", healthy, got[healthy])
+	}
+
+	f, err := c.st.File(ctx, badCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.DevCount != 2 {
+		t.Errorf("devcount of fid %d = %d; want repaired to 2", badCount, f.DevCount)
+	}
+	// The copies fsck found missing are rebuilt by replication.
+	waitFor(t, 10*time.Second, "re-replication", func() bool {
+		return len(fileOn(t, c.st, missing)) == 2 && len(fileOn(t, c.st, noPaths)) == 2 &&
+			queueLen(t, c.st, store.QueueReplicate) == 0
+	})
+	for _, fid := range []int64{missing, noPaths} {
+		for _, d := range fileOn(t, c.st, fid) {
+			if !c.hasBlob(d, fid) {
+				t.Errorf("fid %d: file_on names dev%d, which has no blob", fid, d)
+			}
+		}
+	}
+}
+
+// Two copies, one corrupt: the bad copy is forgotten and rebuilt from the
+// good one.
+func TestFsck_BadCopyReplaced(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	ctx := t.Context()
+	cls := c.class("hashed", 2, store.HashMD5)
+	data := []byte("the right bytes")
+	fid := c.putFile("k", cls, data, 1, 2)
+	if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.blobPath(2, fid), bytes.ToUpper(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	startFsck(t, c.st, o.Hostname)
+	start(t, c.st, o)
+	waitFor(t, 20*time.Second, "the copy to be rebuilt", func() bool {
+		_, err := c.st.ServerSetting(ctx, "fsck_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueFsck) == 0 &&
+			queueLen(t, c.st, store.QueueReplicate) == 0 && len(fileOn(t, c.st, fid)) == 2
+	})
+	if got := c.blob(2, fid); !bytes.Equal(got, data) {
+		t.Errorf("dev2 holds %q; want %q", got, data)
+	}
+	counts, err := c.st.FsckEventCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["REPL"] != 1 || counts["BSUM"] != 0 {
+		t.Errorf("event counts %v; want one REPL and no BSUM", counts)
+	}
+}
