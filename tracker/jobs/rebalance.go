@@ -31,6 +31,10 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 	t := time.NewTicker(m.opts.QueuePoll)
 	defer t.Stop()
 	drain := &drainCursor{next: map[int]int64{}}
+	// Placement needs to know which devices are writeable.
+	if !m.waitMonitor(ctx) {
+		return
+	}
 	for {
 		if err := m.jobMasterPass(ctx, log, drain); err != nil {
 			if isCtxErr(ctx, err) {
@@ -591,6 +595,9 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 			if s.sdevLimit, err = pol.limitValue(); err != nil {
 				return err
 			}
+		}
+		if len(pol.filterDest(w, s)) == 0 {
+			return fmt.Errorf("jobs: rebalance cannot find suitable destination devices")
 		}
 		// A device being emptied must not take new files meanwhile.
 		if err := m.st.SetDeviceState(ctx, s.sdevCurrent, store.DeviceDrain); err != nil {

@@ -1,0 +1,97 @@
+package jobs_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+func TestDrain_EmptiesDevice(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	c.addNode(3)
+	ctx := t.Context()
+	cls := c.class("c", 2, store.HashNone)
+	var fids []int64
+	for i := range 5 {
+		fid := c.putFile(fmt.Sprintf("k%d", i), cls, []byte(fmt.Sprintf("drain %d", i)), 1, 2)
+		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+			t.Fatal(err)
+		}
+		fids = append(fids, fid)
+	}
+	if err := c.st.SetDeviceState(ctx, 1, store.DeviceDrain); err != nil {
+		t.Fatal(err)
+	}
+	start(t, c.st, fastOptions(t))
+	waitFor(t, 20*time.Second, "dev1 to empty", func() bool {
+		left, err := c.st.FidsOnDevice(ctx, 1, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left) == 0
+	})
+	for _, fid := range fids {
+		if on := fileOn(t, c.st, fid); !slices.Equal(on, []int{2, 3}) {
+			t.Errorf("fid %d on %v; want [2 3]", fid, on)
+		}
+		if c.hasBlob(1, fid) {
+			t.Errorf("dev1 still holds fid %d", fid)
+		}
+		if !c.hasBlob(3, fid) {
+			t.Errorf("dev3 lacks fid %d", fid)
+		}
+	}
+}
+
+// A rebalance policy moving a limited number of files off one device.
+func TestRebalance_PolicyCountLimit(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	c.addNode(3)
+	ctx := t.Context()
+	cls := c.class("c", 1, store.HashNone)
+	for i := range 6 {
+		fid := c.putFile(fmt.Sprintf("k%d", i), cls, []byte(fmt.Sprintf("rebal %d", i)), 1)
+		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := fastOptions(t)
+	for k, v := range map[string]string{
+		"rebal_policy": "from_devices=1 to_devices=3 limit_type=device limit_by=count limit=4",
+		"rebal_host":   o.Hostname,
+	} {
+		if err := c.st.SetServerSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, c.st, o)
+	waitFor(t, 20*time.Second, "the rebalance to finish", func() bool {
+		_, err := c.st.ServerSetting(ctx, "rebal_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueRebalance) == 0
+	})
+	on1, _ := c.st.FidsOnDevice(ctx, 1, 0, 100)
+	on3, _ := c.st.FidsOnDevice(ctx, 3, 0, 100)
+	on2, _ := c.st.FidsOnDevice(ctx, 2, 0, 100)
+	if len(on1) != 2 || len(on3) != 4 || len(on2) != 0 {
+		t.Errorf("dev1 %v, dev2 %v, dev3 %v; want 2 left, none, 4 moved", on1, on2, on3)
+	}
+	devs, _ := c.st.Devices(ctx)
+	for _, d := range devs {
+		if d.ID == 1 && d.Status != store.DeviceAlive {
+			t.Errorf("dev1 is %s after the rebalance; want alive again", d.Status)
+		}
+	}
+	st, err := c.st.ServerSetting(ctx, "rebal_state")
+	if err != nil || !strings.Contains(st, "completed_devs=1") || !strings.Contains(st, "fids_queued=4") {
+		t.Errorf("rebal_state = %q, %v; want dev1 completed, 4 fids queued", st, err)
+	}
+}
