@@ -1,6 +1,7 @@
 package mogstored
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5"
@@ -545,4 +546,34 @@ func TestOpenErrors(t *testing.T) {
 		t.Error("second Open succeeded")
 	}
 	s.Close()
+}
+
+// TestReplicateStyleKeepAlive speaks like MogileFS::Worker::Replicate:
+// HTTP/1.0 with "Connection: keep-alive", a PUT then a GET on one connection.
+func TestReplicateStyleKeepAlive(t *testing.T) {
+	s, _ := startServer(t, nil)
+	c, err := net.Dial("tcp", s.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	body := strings.Repeat("r", 100000)
+	fmt.Fprintf(c, "PUT %s HTTP/1.0\r\nConnection: keep-alive\r\nContent-length: %d\r\n\r\n%s", fidPath, len(body), body)
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("PUT: %v %v", res, err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", fidPath)
+	res, err = http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != 200 || res.ContentLength != int64(len(body)) {
+		t.Fatalf("GET on the same connection: %v %v", res, err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	if string(got) != body {
+		t.Fatalf("GET returned %d bytes", len(got))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -269,6 +270,15 @@ type limitConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+}
+
+// ReadFrom keeps net/http's sendfile path for GETs: the server looks for
+// io.ReaderFrom on the connection, which wrapping would otherwise hide.
+func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 func (c *limitConn) Close() error {

@@ -100,6 +100,54 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("second signal exits without waiting", func(t *testing.T) {
+		docroot := t.TempDir()
+		os.Mkdir(filepath.Join(docroot, "dev1"), 0o755)
+		httpAddr, mgmtAddr := freeAddr(t), freeAddr(t)
+		cmd := exec.Command(bin, "--skipconfig", "--docroot="+docroot, "--httplisten="+httpAddr, "--mgmtlisten="+mgmtAddr)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		defer cmd.Process.Kill()
+		waitUsage(t, httpAddr)
+
+		// An upload in flight holds the graceful shutdown (10s by default).
+		c, err := net.Dial("tcp", httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprint(c, "PUT /dev1/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabc")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ents, _ := os.ReadDir(filepath.Join(docroot, "dev1"))
+			if len(ents) > 1 { // usage plus the upload's temporary
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("upload never started")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			t.Fatalf("exited (%v) while an upload was in its grace period", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err == nil {
+				t.Error("exit status 0 after an abandoned drain, want non-zero")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("second SIGTERM did not end the process")
+		}
+	})
+
 	t.Run("daemonize, mgmt shutdown", func(t *testing.T) {
 		docroot := t.TempDir()
 		os.Mkdir(filepath.Join(docroot, "dev1"), 0o755)
