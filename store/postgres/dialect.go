@@ -1,0 +1,268 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// dialect is PostgreSQL's sqlstore.Dialect.
+type dialect struct{}
+
+var _ sqlstore.Dialect = dialect{}
+
+func (dialect) Name() string { return "postgres" }
+
+// Rebind numbers '?' placeholders as $1, $2, … Question marks inside string
+// literals, quoted identifiers and comments are left alone.
+func (dialect) Rebind(query string) string {
+	if !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 8)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := skipQuoted(query, i)
+			b.WriteString(query[i:j])
+			i = j - 1
+		case c == '-' && i+1 < len(query) && query[i+1] == '-':
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				j = len(query) - i
+			}
+			b.WriteString(query[i : i+j])
+			i += j - 1
+		case c == '/' && i+1 < len(query) && query[i+1] == '*':
+			j := strings.Index(query[i+2:], "*/")
+			end := len(query)
+			if j >= 0 {
+				end = i + 2 + j + 2
+			}
+			b.WriteString(query[i:end])
+			i = end - 1
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// skipQuoted returns the index just past the quoted token starting at i. A
+// doubled quote character stands for itself, as in standard SQL strings;
+// the shared SQL uses no backslash-escaped strings.
+func skipQuoted(s string, i int) int {
+	q := s[i]
+	for j := i + 1; j < len(s); j++ {
+		if s[j] == q {
+			if j+1 < len(s) && s[j+1] == q {
+				j++
+				continue
+			}
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
+// UnixNow reads statement_timestamp(): unlike now() it is not frozen at the
+// start of a long transaction, so a lease written late in a transaction is
+// not shortened and a due-time check is not fooled into seeing the past;
+// unlike clock_timestamp() it is stable within a statement, so a comparison
+// against it can still use an index (nexttry, delafter). FLOOR truncates as
+// UNIX_TIMESTAMP() and strftime('%s') do, where a bare cast would round up.
+func (dialect) UnixNow() string {
+	return "CAST(FLOOR(EXTRACT(EPOCH FROM statement_timestamp())) AS BIGINT)"
+}
+
+// ByteOrder uses the "C" collation, which compares bytes whatever the
+// database's locale. New databases declare file.dkey COLLATE "C" so that
+// this still walks the (dmid, dkey) index.
+func (dialect) ByteOrder(col string) string { return col + ` COLLATE "C"` }
+
+// Upsert uses ON CONFLICT. PostgreSQL finds a bare column name in DO UPDATE
+// ambiguous (existing row or EXCLUDED?), so the existing row's columns in
+// update are qualified with the table name, which names the existing row.
+func (dialect) Upsert(table string, cols, key []string, update string) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(table)
+	b.WriteString(" (")
+	b.WriteString(strings.Join(cols, ", "))
+	b.WriteString(") VALUES (")
+	for i := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('?')
+	}
+	b.WriteString(") ON CONFLICT (")
+	b.WriteString(strings.Join(key, ", "))
+	b.WriteString(") DO ")
+	if strings.TrimSpace(update) == "" {
+		b.WriteString("NOTHING")
+		return b.String()
+	}
+	b.WriteString("UPDATE SET ")
+	known := map[string]bool{}
+	for _, c := range append(append(append([]string(nil), cols...), key...), tableColumns[table]...) {
+		known[strings.ToLower(c)] = true
+	}
+	b.WriteString(qualifyColumns(update, table, known))
+	return b.String()
+}
+
+// qualifyColumns prefixes table+"." to each bare identifier of update that
+// names a column, except assignment targets ("col =" at the top level,
+// which PostgreSQL refuses qualified), qualified names, qualifiers and
+// function names.
+func qualifyColumns(update, table string, known map[string]bool) string {
+	var b strings.Builder
+	depth := 0
+	atTarget := true // at the start of a SET item
+	for i := 0; i < len(update); {
+		c := update[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := skipQuoted(update, i)
+			b.WriteString(update[i:j])
+			i = j
+			atTarget = false
+			continue
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			b.WriteByte(c)
+			i++
+			atTarget = true
+			continue
+		case isIdentStart(c):
+			j := i + 1
+			for j < len(update) && isIdentPart(update[j]) {
+				j++
+			}
+			word := update[i:j]
+			next := nextNonSpace(update, j)
+			prev := prevNonSpace(update, i)
+			target := atTarget && depth == 0 && next == '='
+			switch {
+			case target, prev == '.', next == '.', next == '(', !known[strings.ToLower(word)]:
+				b.WriteString(word)
+			default:
+				b.WriteString(table)
+				b.WriteByte('.')
+				b.WriteString(word)
+			}
+			atTarget = false
+			i = j
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		b.WriteByte(c)
+		i++
+		atTarget = false
+	}
+	return b.String()
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isIdentPart(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' || c == '$' }
+
+func nextNonSpaceAt(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func nextNonSpace(s string, i int) byte {
+	if i = nextNonSpaceAt(s, i); i < len(s) {
+		return s[i]
+	}
+	return 0
+}
+
+func prevNonSpace(s string, i int) byte {
+	for i--; i >= 0; i-- {
+		if c := s[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c
+		}
+	}
+	return 0
+}
+
+func (dialect) Excluded(col string) string { return "EXCLUDED." + col }
+
+func (dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
+
+func (dialect) Schema() []string { return schema }
+
+func (dialect) VersionQuery() string { return "SHOW server_version" }
+
+// Classify maps SQLSTATEs and connection failures onto the shared layer's
+// error kinds.
+func (dialect) Classify(err error) sqlstore.ErrorKind {
+	if err == nil {
+		return sqlstore.ErrOther
+	}
+	// A cancelled or expired context is the caller's doing, not a broken
+	// connection, even though pgx tears the connection down to honour it.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return sqlstore.ErrOther
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return sqlstore.ErrKindDuplicate
+		case "40001", // serialization_failure
+			"40P01", // deadlock_detected
+			"55P03": // lock_not_available
+			return sqlstore.ErrKindRetry
+		case "57P01", // admin_shutdown: pg_terminate_backend or a fast shutdown
+			"57P02", // crash_shutdown
+			"57P03": // cannot_connect_now: starting up or shutting down
+			return sqlstore.ErrKindConnLost
+		}
+		if strings.HasPrefix(pgErr.Code, "08") { // connection_exception class
+			return sqlstore.ErrKindConnLost
+		}
+		return sqlstore.ErrOther
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed),
+		errors.As(err, &connErr),
+		errors.As(err, &netErr),
+		pgconn.SafeToRetry(err):
+		return sqlstore.ErrKindConnLost
+	}
+	return sqlstore.ErrOther
+}

@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// Hooks for the external tests; see postgres_test.go.
+
+var Dialect sqlstore.Dialect = dialect{}
+
+func backendOf(s store.Store) (*lockBackend, error) {
+	ss, ok := s.(*sqlstore.Store)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
+	}
+	b, ok := ss.LockBackend().(*lockBackend)
+	if !ok {
+		return nil, fmt.Errorf("lock backend %T is not PostgreSQL's", ss.LockBackend())
+	}
+	return b, nil
+}
+
+// LockSessionPIDs returns the backend PIDs of s's renewer and listener
+// sessions (0 when absent).
+func LockSessionPIDs(s store.Store) (renew, listen uint32, err error) {
+	b, err := backendOf(s)
+	if err != nil {
+		return 0, 0, err
+	}
+	renew, listen = b.sessionPIDs()
+	return renew, listen, nil
+}
+
+// CrashLocks stops s's renewal and drops its lock sessions and pool without
+// releasing anything.
+func CrashLocks(s store.Store) error {
+	b, err := backendOf(s)
+	if err != nil {
+		return err
+	}
+	b.crash()
+	return s.(*sqlstore.Store).DB().Close()
+}
+
+// OwnerID is s's current owner incarnation, 0 between a loss and the next
+// registration.
+func OwnerID(s store.Store) (int64, error) {
+	b, err := backendOf(s)
+	if err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == nil {
+		return 0, nil
+	}
+	return b.cur.id, nil
+}
+
+// Identity is s's lock owner identity.
+func Identity(s store.Store) (string, error) {
+	b, err := backendOf(s)
+	if err != nil {
+		return "", err
+	}
+	return b.cfg.identity, nil
+}
+
+// NotifyWakeups counts the lock waits of s that a notification ended.
+func NotifyWakeups(s store.Store) (int64, error) {
+	b, err := backendOf(s)
+	if err != nil {
+		return 0, err
+	}
+	return b.notifyWakeups.Load(), nil
+}
+
+// ParseLockDSN returns the lock settings a DSN gives.
+func ParseLockDSN(d *store.DSN) (lease, reap, bound string, notify bool, err error) {
+	c, err := parseDSN(d)
+	if err != nil {
+		return "", "", "", false, err
+	}
+	return c.locks.lease.String(), c.locks.reap.String(), c.locks.deadOwnerBound().String(), c.locks.listen, nil
+}
+
+const (
+	LockTable  = lockTable
+	OwnerTable = ownerTable
+)

@@ -1,0 +1,843 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// Lock settings and their defaults; the package doc (# Locks) explains them.
+const (
+	DefaultLockLease = 10 * time.Second
+	// minLockLease keeps renewal (every lease/3) from turning into a busy
+	// loop and leaves a round trip's worth of margin.
+	minLockLease = 300 * time.Millisecond
+
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = 100 * time.Millisecond
+
+	notifyChannel = "gomogile_lock_released"
+
+	// closeTimeout bounds the release of a Store's locks in Close, which has
+	// no context; a release that cannot finish is left to the reaper.
+	closeTimeout = 5 * time.Second
+)
+
+// lockConfig is the lock part of a DSN.
+type lockConfig struct {
+	lease    time.Duration // sentinel lease, on the database clock
+	reap     time.Duration // how often each Store reaps expired owners
+	identity string        // owner identity; a new incarnation evicts older ones
+	listen   bool          // LISTEN for releases instead of only polling
+}
+
+// renewEvery leaves two renewal attempts before the local deadline.
+func (c lockConfig) renewEvery() time.Duration { return c.lease / 3 }
+
+// margin is how long before the lease can expire on the server a Store
+// gives its locks up: it absorbs clock-rate differences and the round trip
+// of the renewal that failed to come back.
+func (c lockConfig) margin() time.Duration { return c.lease / 5 }
+
+// deadOwnerBound is how long a dead owner's locks can stay taken: its lease
+// runs out at most lease after its last renewal, and the next reaper pass
+// (at most reap later) frees them; a waiter reaps at once on its next try.
+func (c lockConfig) deadOwnerBound() time.Duration { return c.lease + c.reap }
+
+// SQL of the lock backend. Names are BYTEA, so they compare byte for byte
+// whatever the collation. clock_timestamp() (not now(), frozen at
+// transaction start) is the database clock for leases. Every statement that
+// frees locks notifies the freed names, hex-encoded, in the same
+// transaction, so waiters retry as soon as it commits.
+const (
+	// $1 identity, $2 owner_id, $3 hostname, $4 pid, $5 lease µs.
+	registerSQL = `WITH gone AS (
+	DELETE FROM ` + ownerTable + ` WHERE identity = $1 RETURNING owner_id
+), freed AS (
+	DELETE FROM ` + lockTable + ` WHERE owner_id IN (SELECT owner_id FROM gone) RETURNING name
+), me AS (
+	INSERT INTO ` + ownerTable + ` (owner_id, identity, hostname, pid, expires_at)
+	VALUES ($2, $1, $3, $4, clock_timestamp() + $5::bigint * interval '1 microsecond')
+	RETURNING owner_id
+)
+SELECT (SELECT count(*) FROM me),
+	(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n)`
+
+	// $1 owner_id, $2 lease µs. Renewal only extends: it never re-creates
+	// an owner that was reaped, so a Store learns it lost its locks.
+	renewSQL = `UPDATE ` + ownerTable + `
+SET expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
+WHERE owner_id = $1`
+
+	// evictSQL frees the owners matching the condition that follows, with
+	// their locks. The FOREIGN KEY's cascade would delete the locks too, but
+	// without telling anyone which names came free.
+	evictSQL = `WITH gone AS (
+	DELETE FROM ` + ownerTable + ` WHERE %s RETURNING owner_id
+), freed AS (
+	DELETE FROM ` + lockTable + ` WHERE owner_id IN (SELECT owner_id FROM gone) RETURNING name
+)
+SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n`
+
+	// $1 name, $2 owner_id, $3 token. One round trip whether the lock is
+	// free or not: it checks that our sentinel is alive (and holds it
+	// against the reaper until commit), inserts, and otherwise reports the
+	// holder's token and whether the holder's lease has run out.
+	acquireSQL = `WITH me AS (
+	SELECT owner_id FROM ` + ownerTable + `
+	WHERE owner_id = $2 AND expires_at > clock_timestamp()
+	FOR KEY SHARE
+), ins AS (
+	INSERT INTO ` + lockTable + ` (name, owner_id, token)
+	SELECT $1, owner_id, $3 FROM me
+	ON CONFLICT (name) DO NOTHING
+	RETURNING token
+)
+SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM ins), h.token, COALESCE(h.dead, false)
+FROM (SELECT 1) AS one
+LEFT JOIN (
+	SELECT l.token, (o.expires_at IS NULL OR o.expires_at <= clock_timestamp()) AS dead
+	FROM ` + lockTable + ` l LEFT JOIN ` + ownerTable + ` o ON o.owner_id = l.owner_id
+	WHERE l.name = $1
+) AS h ON true`
+
+	// $1 name, $2 owner_id, $3 token.
+	releaseSQL = `WITH d AS (
+	DELETE FROM ` + lockTable + ` WHERE name = $1 AND owner_id = $2 AND token = $3 RETURNING name
+)
+SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM d) n`
+)
+
+var (
+	evictOwnerSQL   = fmt.Sprintf(evictSQL, "owner_id = $1")
+	evictExpiredSQL = fmt.Sprintf(evictSQL, "expires_at <= clock_timestamp()")
+)
+
+// lockBackend is the sqlstore.LockBackend of one Store: one owner
+// incarnation at a time, renewed by a background goroutine on its own
+// session, plus an optional LISTEN session.
+type lockBackend struct {
+	db       *sql.DB
+	connCfg  *pgx.ConnConfig
+	cfg      lockConfig
+	hostname string
+	pid      int
+
+	ctx    context.Context // ends at Close or crash
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{} // asks the renewer to renew now
+
+	mu        sync.Mutex
+	cur       *incarnation  // nil between a loss and the next registration
+	ready     chan struct{} // closed when cur is set
+	closed    bool
+	crashed   bool
+	renewPID  uint32
+	listenPID uint32
+
+	wmu     sync.Mutex
+	waiters map[string]map[chan struct{}]struct{}
+
+	notifyWakeups atomic.Int64 // waits ended by a notification, for tests
+}
+
+var _ sqlstore.LockBackend = (*lockBackend)(nil)
+
+// incarnation is one registration of the owner: a sentinel row and the
+// locks that reference it.
+type incarnation struct {
+	id int64
+	// Guarded by lockBackend.mu.
+	deadline time.Time // local, monotonic: give the locks up at this time
+	locks    map[*pgLock]struct{}
+	gone     bool
+}
+
+type lockState int
+
+const (
+	held lockState = iota
+	released
+	lost
+)
+
+// pgLock is a held lock: a row (name, owner, token).
+type pgLock struct {
+	b     *lockBackend
+	name  string
+	inc   *incarnation
+	token int64
+	lost  chan struct{}
+	relMu sync.Mutex // one Release at a time
+	state lockState  // guarded by b.mu
+}
+
+var _ store.Lock = (*pgLock)(nil)
+
+func (l *pgLock) Name() string          { return l.name }
+func (l *pgLock) Lost() <-chan struct{} { return l.lost }
+
+// identitySeq numbers the Stores of this process, so that two Stores opened
+// by one process without lock_owner are two owners, not one evicting the other.
+var identitySeq atomic.Int64
+
+func newLockBackend(db *sql.DB, connCfg *pgx.ConnConfig, cfg lockConfig, hostname string, pid int) *lockBackend {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &lockBackend{
+		db:       db,
+		connCfg:  connCfg,
+		cfg:      cfg,
+		hostname: hostname,
+		pid:      pid,
+		ctx:      ctx,
+		cancel:   cancel,
+		kick:     make(chan struct{}, 1),
+		ready:    make(chan struct{}),
+		waiters:  map[string]map[chan struct{}]struct{}{},
+	}
+}
+
+// start registers the first incarnation (evicting an older one of the same
+// identity) and starts the renewer and, with notifications, the listener.
+// The lock tables must exist.
+func (b *lockBackend) start(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+	if err != nil {
+		return fmt.Errorf("postgres: lock session: %w", err)
+	}
+	if err := b.register(ctx, conn); err != nil {
+		conn.Close(context.Background())
+		return err
+	}
+	var lconn *pgx.Conn
+	if b.cfg.listen {
+		if lconn, err = b.listenConn(ctx); err != nil {
+			conn.Close(context.Background())
+			b.evictSelf()
+			return err
+		}
+	}
+	b.wg.Add(1)
+	go b.renewLoop(conn)
+	if lconn != nil {
+		b.wg.Add(1)
+		go b.listenLoop(lconn)
+	}
+	return nil
+}
+
+// register creates a fresh incarnation on conn, freeing at once the locks of
+// any earlier incarnation with the same identity: a restarted tracker, or
+// this Store after a loss.
+func (b *lockBackend) register(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		id := rand.Int64()
+		sent := time.Now()
+		var n, freed int64
+		err := conn.QueryRow(ctx, registerSQL, b.cfg.identity, id, b.hostname, b.pid, b.cfg.lease.Microseconds()).Scan(&n, &freed)
+		if err != nil {
+			if (dialect{}).Classify(err) == sqlstore.ErrKindDuplicate {
+				continue // owner_id collision: draw again
+			}
+			return fmt.Errorf("postgres: register lock owner %q: %w", b.cfg.identity, err)
+		}
+		b.mu.Lock()
+		b.cur = &incarnation{id: id, deadline: sent.Add(b.cfg.lease - b.cfg.margin()), locks: map[*pgLock]struct{}{}}
+		b.renewPID = conn.PgConn().PID()
+		close(b.ready)
+		b.mu.Unlock()
+		return nil
+	}
+}
+
+func (b *lockBackend) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listen session: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("postgres: listen session: %w", err)
+	}
+	b.mu.Lock()
+	b.listenPID = conn.PgConn().PID()
+	b.mu.Unlock()
+	return conn, nil
+}
+
+// renewLoop keeps the incarnation alive, reaps dead owners, and replaces the
+// incarnation after a loss. It owns conn.
+func (b *lockBackend) renewLoop(conn *pgx.Conn) {
+	defer b.wg.Done()
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	every := b.cfg.renewEvery()
+	nextRenew := time.Now().Add(every)
+	nextReap := time.Now().Add(b.cfg.reap)
+	retry := minBackoff
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		b.mu.Lock()
+		inc := b.cur
+		b.mu.Unlock()
+
+		if conn == nil || conn.IsClosed() || inc == nil {
+			if conn != nil && conn.IsClosed() {
+				conn.Close(context.Background())
+				conn = nil
+			}
+			err := b.reconnect(&conn)
+			if err == nil {
+				retry = minBackoff
+				nextRenew = time.Now().Add(every)
+				continue
+			}
+			if b.ctx.Err() != nil {
+				return
+			}
+			if !sleepCtx(b.ctx, retry) {
+				return
+			}
+			retry = min(retry*2, time.Second)
+			continue
+		}
+
+		timer.Reset(max(min(time.Until(nextRenew), time.Until(nextReap)), 0))
+		kicked := false
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.kick:
+			kicked = true
+		case <-timer.C:
+		}
+		timer.Stop() // since Go 1.23 no stale tick survives Stop
+
+		now := time.Now()
+		if kicked || !now.Before(nextRenew) {
+			if b.renew(conn, inc) {
+				nextRenew = time.Now().Add(every)
+			} else {
+				// A failure that was not a loss: try again soon, but the
+				// deadline check in renew still applies.
+				nextRenew = time.Now().Add(min(every/4, 50*time.Millisecond))
+			}
+			continue
+		}
+		if !now.Before(nextReap) {
+			b.reapOn(conn, inc)
+			nextReap = time.Now().Add(b.cfg.reap)
+		}
+	}
+}
+
+// reconnect opens the renewer's session if needed and registers a new
+// incarnation.
+func (b *lockBackend) reconnect(conn **pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.lease)
+	defer cancel()
+	if *conn == nil {
+		c, err := pgx.ConnectConfig(ctx, b.connCfg)
+		if err != nil {
+			return err
+		}
+		*conn = c
+	}
+	b.mu.Lock()
+	needs := b.cur == nil
+	b.mu.Unlock()
+	if !needs {
+		return nil
+	}
+	err := b.register(ctx, *conn)
+	if err != nil && (*conn).IsClosed() {
+		(*conn).Close(context.Background())
+		*conn = nil
+	}
+	return err
+}
+
+// renew extends inc's lease. It reports whether the lease was extended; on
+// a loss it has already fired Lost and cleared the incarnation.
+func (b *lockBackend) renew(conn *pgx.Conn, inc *incarnation) bool {
+	b.mu.Lock()
+	deadline := inc.deadline
+	b.mu.Unlock()
+	ctx, cancel := context.WithDeadline(b.ctx, deadline)
+	defer cancel()
+	sent := time.Now()
+	tag, err := conn.Exec(ctx, renewSQL, inc.id, b.cfg.lease.Microseconds())
+	switch {
+	case b.ctx.Err() != nil:
+		return false
+	case err == nil && tag.RowsAffected() == 1:
+		b.mu.Lock()
+		if !inc.gone {
+			inc.deadline = sent.Add(b.cfg.lease - b.cfg.margin())
+		}
+		b.mu.Unlock()
+		return true
+	case err == nil:
+		// The sentinel is gone: reaped after expiring, or evicted by a
+		// Store claiming our identity. Its locks went with it.
+		b.lose(inc)
+		return false
+	case conn.IsClosed():
+		// The renewer's session died (terminated, server restart). Our
+		// rows may outlive it until they expire; re-registration evicts
+		// them at once instead.
+		b.lose(inc)
+		return false
+	case !time.Now().Before(deadline):
+		b.lose(inc)
+		return false
+	}
+	return false
+}
+
+// lose fires Lost on every lock of inc and clears it, so the renewer
+// registers a fresh incarnation (which deletes inc's rows) and Acquire waits.
+func (b *lockBackend) lose(inc *incarnation) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.loseLocked(inc)
+}
+
+func (b *lockBackend) loseLocked(inc *incarnation) {
+	if inc.gone {
+		return
+	}
+	inc.gone = true
+	if b.cur == inc {
+		b.cur = nil
+		b.ready = make(chan struct{})
+	}
+	for l := range inc.locks {
+		if l.state == held {
+			l.state = lost
+			close(l.lost)
+		}
+	}
+	inc.locks = nil
+}
+
+// reapOn frees the locks of every owner whose lease has expired.
+func (b *lockBackend) reapOn(conn *pgx.Conn, inc *incarnation) {
+	b.mu.Lock()
+	deadline := inc.deadline
+	b.mu.Unlock()
+	ctx, cancel := context.WithDeadline(b.ctx, deadline)
+	defer cancel()
+	var n int64
+	_ = conn.QueryRow(ctx, evictExpiredSQL).Scan(&n) // failures show at the next renewal
+}
+
+// listenLoop wakes waiters named in notifications. It owns conn. While it is
+// down, waiters fall back to polling.
+func (b *lockBackend) listenLoop(conn *pgx.Conn) {
+	defer b.wg.Done()
+	retry := minBackoff
+	for {
+		if conn != nil {
+			for {
+				n, err := conn.WaitForNotification(b.ctx)
+				if err != nil {
+					break
+				}
+				if name, err := hex.DecodeString(n.Payload); err == nil {
+					b.wake(string(name))
+				}
+			}
+			conn.Close(context.Background())
+			conn = nil
+			if b.ctx.Err() != nil {
+				return
+			}
+			// Notifications may have been missed; and the same thing
+			// may have ended the renewer's session, which must be
+			// noticed before the next scheduled renewal.
+			b.wakeAll()
+			b.poke()
+		}
+		if !sleepCtx(b.ctx, retry) {
+			return
+		}
+		c, err := b.listenConn(b.ctx)
+		if err != nil {
+			retry = min(retry*2, time.Second)
+			continue
+		}
+		retry = minBackoff
+		conn = c
+		b.wakeAll()
+	}
+}
+
+func (b *lockBackend) poke() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (b *lockBackend) addWaiter(name string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	m := b.waiters[name]
+	if m == nil {
+		m = map[chan struct{}]struct{}{}
+		b.waiters[name] = m
+	}
+	m[ch] = struct{}{}
+	return ch
+}
+
+func (b *lockBackend) removeWaiter(name string, ch chan struct{}) {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	if m := b.waiters[name]; m != nil {
+		delete(m, ch)
+		if len(m) == 0 {
+			delete(b.waiters, name)
+		}
+	}
+}
+
+func (b *lockBackend) wake(name string) {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	for ch := range b.waiters[name] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (b *lockBackend) wakeAll() {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	for _, m := range b.waiters {
+		for ch := range m {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// current returns the live incarnation; or nil and, between a loss and the
+// next registration, a channel closed at that registration.
+func (b *lockBackend) current() (*incarnation, <-chan struct{}, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.closed || b.crashed:
+		return nil, nil, store.ErrClosed
+	case b.cur == nil:
+		return nil, b.ready, nil
+	case !time.Now().Before(b.cur.deadline):
+		// Renewal is late: the lease is no longer safe to lend out. The
+		// renewer is about to renew or give the incarnation up.
+		b.poke()
+		return nil, nil, nil
+	}
+	return b.cur, nil, nil
+}
+
+type tryResult int
+
+const (
+	tryTaken tryResult = iota
+	tryAcquired
+	tryHolderDead
+	tryOwnerGone
+)
+
+// Acquire implements sqlstore.LockBackend.
+func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+	deadline := time.Now().Add(timeout)
+	var wake chan struct{}
+	if timeout > 0 && b.cfg.listen {
+		// Registered before the first try, so a release between that
+		// try and the wait is not missed.
+		wake = b.addWaiter(name)
+		defer b.removeWaiter(name, wake)
+	}
+	key := []byte(name)
+	backoff := minBackoff
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		inc, ready, err := b.current()
+		if err != nil {
+			return nil, err
+		}
+		if inc != nil {
+			l, res, err := b.try(ctx, key, name, inc)
+			if err != nil {
+				return nil, err
+			}
+			switch res {
+			case tryAcquired:
+				return l, nil
+			case tryHolderDead:
+				if n, err := b.reap(ctx); err == nil && n > 0 {
+					continue
+				}
+			case tryOwnerGone:
+				b.poke()
+			}
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return nil, fmt.Errorf("postgres: lock %q: %w after %v", name, store.ErrLockTimeout, timeout)
+		}
+		wait := min(backoff, deadline.Sub(now))
+		backoff = min(backoff*2, maxBackoff)
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-b.ctx.Done():
+			return nil, store.ErrClosed
+		case <-wake:
+			b.notifyWakeups.Add(1)
+			backoff = minBackoff
+		case <-ready:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// try makes one attempt for name under inc.
+func (b *lockBackend) try(ctx context.Context, key []byte, name string, inc *incarnation) (*pgLock, tryResult, error) {
+	token := rand.Int64()
+	for attempt := 0; ; attempt++ {
+		var me, got int64
+		var holder sql.NullInt64
+		var dead bool
+		err := b.db.QueryRowContext(ctx, acquireSQL, key, inc.id, token).Scan(&me, &got, &holder, &dead)
+		if err != nil {
+			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
+				// The row may have gone in; the token recognises it.
+				continue
+			}
+			b.forget(key, inc.id, token)
+			return nil, 0, fmt.Errorf("postgres: lock %q: %w", name, err)
+		}
+		switch {
+		case got == 1 || holder.Valid && holder.Int64 == token:
+		case me == 0:
+			return nil, tryOwnerGone, nil
+		case dead:
+			return nil, tryHolderDead, nil
+		default:
+			return nil, tryTaken, nil
+		}
+		l := &pgLock{b: b, name: name, inc: inc, token: token, lost: make(chan struct{})}
+		b.mu.Lock()
+		ok := !inc.gone && !b.closed && !b.crashed
+		if ok {
+			inc.locks[l] = struct{}{}
+		}
+		b.mu.Unlock()
+		if !ok {
+			// The incarnation was lost while the row went in: nobody
+			// may rely on it. Re-registration or Close removes it too.
+			b.forget(key, inc.id, token)
+			return nil, tryOwnerGone, nil
+		}
+		return l, tryAcquired, nil
+	}
+}
+
+// forget deletes a row this Store may have inserted without handing out a
+// Lock for it (the statement's outcome was unknown, or its incarnation was
+// lost meanwhile), in the background and best effort: if it fails, the row
+// goes with the incarnation at the next registration or Close.
+func (b *lockBackend) forget(key []byte, owner, token int64) {
+	b.mu.Lock()
+	if b.closed || b.crashed {
+		b.mu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(b.ctx, closeTimeout)
+		defer cancel()
+		var n int64
+		_ = b.db.QueryRowContext(ctx, releaseSQL, key, owner, token).Scan(&n)
+	}()
+}
+
+// reap frees the locks of every expired owner and returns how many it freed.
+func (b *lockBackend) reap(ctx context.Context) (int64, error) {
+	var n int64
+	err := b.db.QueryRowContext(ctx, evictExpiredSQL).Scan(&n)
+	return n, err
+}
+
+// Release implements store.Lock.
+func (l *pgLock) Release(ctx context.Context) error {
+	b := l.b
+	l.relMu.Lock()
+	defer l.relMu.Unlock()
+	b.mu.Lock()
+	st := l.state
+	b.mu.Unlock()
+	switch st {
+	case released:
+		return nil
+	case lost:
+		return fmt.Errorf("postgres: release lock %q: %w", l.name, store.ErrLockLost)
+	}
+	retried := false
+	for attempt := 0; ; attempt++ {
+		var n int64
+		err := b.db.QueryRowContext(ctx, releaseSQL, []byte(l.name), l.inc.id, l.token).Scan(&n)
+		if err != nil {
+			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
+				retried = true
+				continue
+			}
+			return fmt.Errorf("postgres: release lock %q: %w", l.name, err)
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		// After a retry, a missing row is most likely our own first
+		// DELETE having committed; had the lock been reaped, the
+		// renewer would have marked it lost.
+		if n == 1 || retried && l.state == held {
+			l.state = released
+			delete(l.inc.locks, l)
+			return nil
+		}
+		if l.state == held {
+			l.state = lost
+			close(l.lost)
+			delete(l.inc.locks, l)
+		}
+		return fmt.Errorf("postgres: release lock %q: %w", l.name, store.ErrLockLost)
+	}
+}
+
+// Close implements sqlstore.LockBackend: it stops the background work and
+// deletes this Store's owner row and locks.
+func (b *lockBackend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	crashed := b.crashed
+	b.mu.Unlock()
+	b.cancel()
+	b.wg.Wait()
+	if crashed {
+		return nil
+	}
+	b.mu.Lock()
+	inc := b.cur
+	b.mu.Unlock()
+	var err error
+	if inc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		var n int64
+		if err = b.db.QueryRowContext(ctx, evictOwnerSQL, inc.id).Scan(&n); err != nil {
+			err = fmt.Errorf("postgres: release locks of %q: %w", b.cfg.identity, err)
+		}
+	}
+	b.mu.Lock()
+	if inc != nil {
+		for l := range inc.locks {
+			l.state = released
+		}
+		inc.locks = nil
+	}
+	b.mu.Unlock()
+	return err
+}
+
+// evictSelf undoes a registration when start fails half-way.
+func (b *lockBackend) evictSelf() {
+	b.mu.Lock()
+	inc := b.cur
+	b.cur = nil
+	b.mu.Unlock()
+	if inc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	var n int64
+	_ = b.db.QueryRowContext(ctx, evictOwnerSQL, inc.id).Scan(&n)
+}
+
+// crash stops renewal and drops the lock sessions without deleting
+// anything, as a tracker that dies does; the pool is the caller's to drop.
+func (b *lockBackend) crash() {
+	b.mu.Lock()
+	if b.closed || b.crashed {
+		b.mu.Unlock()
+		return
+	}
+	b.crashed = true
+	b.mu.Unlock()
+	b.cancel()
+	b.wg.Wait()
+	b.mu.Lock()
+	if b.cur != nil {
+		b.loseLocked(b.cur)
+	}
+	b.mu.Unlock()
+}
+
+// sessionPIDs are the backend PIDs of the renewer's and listener's sessions
+// (0 when absent): the sessions that hold this Store's locks.
+func (b *lockBackend) sessionPIDs() (renew, listen uint32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.renewPID, b.listenPID
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

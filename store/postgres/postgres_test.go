@@ -1,0 +1,467 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/postgres"
+)
+
+// harness runs the conformance suite on one fresh database.
+type harness struct {
+	dsn string
+}
+
+func newHarness(t *testing.T, params ...string) *harness {
+	return &harness{dsn: withParams(testdb.Postgres(t), params...)}
+}
+
+func (h *harness) Name() string { return "postgres" }
+func (h *harness) DSN() string  { return h.dsn }
+
+// Reset truncates every table of the public schema, the lock and owner
+// tables included. Before the first Open there are none, which is fine.
+func (h *harness) Reset(ctx context.Context) error {
+	conn, err := adminConn(ctx, h.dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'")
+	if err != nil {
+		return err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	_, err = conn.Exec(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" RESTART IDENTITY CASCADE")
+	return err
+}
+
+// KillLockSession terminates the sessions that hold s's locks: the
+// renewer's, whose death forfeits them, and the listener's.
+func (h *harness) KillLockSession(ctx context.Context, s store.Store, _ store.Lock) error {
+	renew, listen, err := postgres.LockSessionPIDs(s)
+	if err != nil {
+		return err
+	}
+	return terminate(ctx, h.dsn, renew, listen)
+}
+
+func (h *harness) CrashOwner(ctx context.Context, s store.Store) error {
+	return postgres.CrashLocks(s)
+}
+
+func terminate(ctx context.Context, dsn string, pids ...uint32) error {
+	conn, err := adminConn(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var ids []int32
+	for _, p := range pids {
+		if p != 0 {
+			ids = append(ids, int32(p))
+		}
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", ids)
+	return err
+}
+
+// adminConn connects to the test database directly, without the Store's
+// own DSN parameters, which the server would not understand.
+func adminConn(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "lock_") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return pgx.Connect(ctx, u.String())
+}
+
+// withParams returns dsn with each "key=value" of params set.
+func withParams(dsn string, params ...string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		panic(err)
+	}
+	q := u.Query()
+	for _, p := range params {
+		if p == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(p, "=")
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// open opens a Store on dsn, closed when the test ends.
+func open(t testing.TB, dsn string) store.Store {
+	t.Helper()
+	s, err := store.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func lock(t testing.TB, s store.Store, name string, timeout time.Duration) store.Lock {
+	t.Helper()
+	l, err := s.Lock(t.Context(), name, timeout)
+	if err != nil {
+		t.Fatalf("Lock(%q, %v): %v", name, timeout, err)
+	}
+	return l
+}
+
+func taken(t testing.TB, s store.Store, name string) {
+	t.Helper()
+	l, err := s.Lock(t.Context(), name, 0)
+	if err == nil {
+		l.Release(t.Context())
+		t.Fatalf("Lock(%q, 0) succeeded; want %v: another owner holds it", name, store.ErrLockTimeout)
+	}
+	if !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("Lock(%q, 0): got %v; want %v", name, err, store.ErrLockTimeout)
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// lockRow returns the owner and identity holding name, "" when free.
+func lockRow(t testing.TB, dsn, name string) (owner int64, identity string) {
+	t.Helper()
+	conn, err := adminConn(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	err = conn.QueryRow(t.Context(), "SELECT l.owner_id, o.identity FROM "+postgres.LockTable+" l JOIN "+postgres.OwnerTable+
+		" o USING (owner_id) WHERE l.name = $1", []byte(name)).Scan(&owner, &identity)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return owner, identity
+}
+
+func adminExec(t testing.TB, dsn, sql string, args ...any) int64 {
+	t.Helper()
+	conn, err := adminConn(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tag, err := conn.Exec(t.Context(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return tag.RowsAffected()
+}
+
+const lease = time.Second // testdb.PostgresTestLease
+
+// TestLocks_DeadOwnerFreedWithinBound: a crashed owner's locks come free
+// once its sentinel expires, not before, and within DeadOwnerBound; a live
+// owner's lock is never taken meanwhile.
+func TestLocks_DeadOwnerFreedWithinBound(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	dead, live, other := open(t, dsn), open(t, dsn), open(t, dsn)
+	bound := other.Capabilities().DeadOwnerBound
+	if bound != lease+lease/2 {
+		t.Fatalf("DeadOwnerBound = %v; want lease + reap interval = %v", bound, lease+lease/2)
+	}
+	ld := lock(t, dead, "dead/1", 0)
+	lock(t, dead, "dead/2", 0)
+	ll := lock(t, live, "live", 0)
+
+	if err := postgres.CrashLocks(dead); err != nil {
+		t.Fatal(err)
+	}
+	crashed := time.Now()
+	if !isClosed(ld.Lost()) {
+		t.Errorf("Lost() of a crashed Store's lock is open; want closed")
+	}
+	got := lock(t, other, "dead/1", bound+time.Second)
+	took := time.Since(crashed)
+	t.Logf("dead owner's lock free after %v (lease %v, bound %v)", took, lease, bound)
+	// The last renewal was at most lease/3 before the crash.
+	if took < lease*2/3-50*time.Millisecond {
+		t.Errorf("dead owner's lock taken %v after the crash; want no earlier than its lease (%v) minus one renewal period", took, lease)
+	}
+	if took > bound+200*time.Millisecond {
+		t.Errorf("dead owner's lock taken %v after the crash; want within DeadOwnerBound %v", took, bound)
+	}
+	// Reaping took every lock of the dead owner at once.
+	lock(t, other, "dead/2", 0)
+
+	// Meanwhile, and for well past the bound, the live owner keeps its lock.
+	deadline := time.Now().Add(2 * bound)
+	for time.Now().Before(deadline) {
+		taken(t, other, "live")
+		if isClosed(ll.Lost()) {
+			t.Fatalf("Lost() fired on a live owner")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := got.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ll.Release(t.Context()); err != nil {
+		t.Fatalf("Release by the live owner: %v", err)
+	}
+}
+
+// TestLocks_RestartSameIdentity: a tracker restarting under the same
+// lock_owner frees its previous incarnation's locks at once, without
+// waiting for the lease.
+func TestLocks_RestartSameIdentity(t *testing.T) {
+	base := testdb.Postgres(t)
+	dsn := withParams(base, "lock_lease=1m", "lock_owner=tracker-a:7001")
+	first, other := open(t, dsn), open(t, withParams(base, "lock_lease=1m"))
+	lock(t, first, "replicate", 0)
+	lock(t, first, "devcount", 0)
+	oldID, _ := postgres.OwnerID(first)
+	if err := postgres.CrashLocks(first); err != nil {
+		t.Fatal(err)
+	}
+	taken(t, other, "replicate") // a one-minute lease is far from over
+
+	restarted := open(t, dsn)
+	newID, _ := postgres.OwnerID(restarted)
+	if newID == oldID || newID == 0 {
+		t.Fatalf("restarted owner id = %d; want a new incarnation (old %d)", newID, oldID)
+	}
+	for _, n := range []string{"replicate", "devcount"} {
+		l, err := other.Lock(t.Context(), n, 0)
+		if err != nil {
+			t.Fatalf("Lock(%q, 0) right after its owner restarted: %v; want the old incarnation's locks freed at once", n, err)
+		}
+		l.Release(t.Context())
+	}
+	if n := adminExec(t, base, "SELECT 1 FROM "+postgres.OwnerTable+" WHERE identity = $1", "tracker-a:7001"); n != 1 {
+		t.Errorf("%d owner rows for tracker-a:7001; want 1 (the new incarnation)", n)
+	}
+}
+
+// TestLocks_RenewalNeverRecreates: once an owner's sentinel is reaped, its
+// renewal does not bring back the owner or its locks; it reports the loss
+// and starts a new incarnation.
+func TestLocks_RenewalNeverRecreates(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	a, b := open(t, dsn), open(t, dsn)
+	la := lock(t, a, "job", 0)
+	oldID, _ := postgres.OwnerID(a)
+	// Expire a's sentinel on the database clock, as a long stall of its
+	// renewer would; b's next try reaps it.
+	adminExec(t, dsn, "UPDATE "+postgres.OwnerTable+" SET expires_at = clock_timestamp() - interval '1 second' WHERE owner_id = $1", oldID)
+	lb := lock(t, b, "job", 0)
+	bID, _ := postgres.OwnerID(b)
+
+	if !waitFor(2*lease, func() bool { return isClosed(la.Lost()) }) {
+		t.Fatalf("Lost() not closed within %v of the owner being reaped", 2*lease)
+	}
+	if !waitFor(2*lease, func() bool { id, _ := postgres.OwnerID(a); return id != 0 && id != oldID }) {
+		t.Fatalf("no new incarnation after the loss")
+	}
+	// Several renewal periods later, nothing of the old incarnation is back.
+	time.Sleep(lease)
+	if owner, _ := lockRow(t, dsn, "job"); owner != bID {
+		t.Errorf("lock row owner = %d; want %d (b): the reaped owner's renewal re-created it", owner, bID)
+	}
+	if n := adminExec(t, dsn, "SELECT 1 FROM "+postgres.OwnerTable+" WHERE owner_id = $1", oldID); n != 0 {
+		t.Errorf("reaped owner row is back")
+	}
+	if err := la.Release(t.Context()); !errors.Is(err, store.ErrLockLost) {
+		t.Errorf("Release of the reaped lock: got %v; want %v", err, store.ErrLockLost)
+	}
+	taken(t, a, "job") // b still holds it
+	if isClosed(lb.Lost()) {
+		t.Errorf("Lost() fired on the new holder")
+	}
+	if err := lb.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lock(t, a, "job", 0).Release(t.Context()) // a works again, as a new incarnation
+}
+
+// TestLocks_IdentitiesExclude is MogileFS's bug turned into a test: it keyed
+// PostgreSQL advisory locks by hostname, so trackers on different hosts never
+// excluded each other. Here every Store is its own owner, whatever the host
+// part of its identity, and two default Stores of one process too.
+func TestLocks_IdentitiesExclude(t *testing.T) {
+	base := testdb.Postgres(t)
+	for _, tc := range []struct{ name, a, b string }{
+		{"OtherHosts", "lock_owner=host1:7001", "lock_owner=host2:7001"},
+		{"SameHostOtherPorts", "lock_owner=host1:7001", "lock_owner=host1:7002"},
+		{"DefaultIdentities", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := open(t, withParams(base, tc.a)), open(t, withParams(base, tc.b))
+			ia, _ := postgres.Identity(a)
+			ib, _ := postgres.Identity(b)
+			if ia == ib {
+				t.Fatalf("both Stores have identity %q; want distinct", ia)
+			}
+			name := "mogilefs-hostname-bug/" + tc.name
+			l := lock(t, a, name, 0)
+			taken(t, b, name)
+			if _, err := b.Lock(t.Context(), name, 100*time.Millisecond); !errors.Is(err, store.ErrLockTimeout) {
+				t.Fatalf("b.Lock(100ms) while a holds it: got %v; want %v", err, store.ErrLockTimeout)
+			}
+			if err := l.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			lock(t, b, name, 0).Release(t.Context())
+		})
+	}
+}
+
+// handoffs makes waiter wait for a lock holder releases after a pause,
+// rounds times, and returns the delays between release and acquisition.
+func handoffs(t *testing.T, holder, waiter store.Store, rounds int) []time.Duration {
+	var ds []time.Duration
+	for i := range rounds {
+		name := "handoff/" + string(rune('a'+i))
+		l := lock(t, holder, name, 0)
+		got := make(chan time.Time, 1)
+		errc := make(chan error, 1)
+		go func() {
+			lw, err := waiter.Lock(t.Context(), name, 10*time.Second)
+			if err != nil {
+				errc <- err
+				return
+			}
+			got <- time.Now()
+			lw.Release(context.Background())
+		}()
+		// Long enough for the fallback backoff to reach its 100ms cap.
+		time.Sleep(400 * time.Millisecond)
+		released := time.Now()
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case at := <-got:
+			ds = append(ds, at.Sub(released))
+		case err := <-errc:
+			t.Fatalf("waiting Lock: %v", err)
+		}
+	}
+	slices.Sort(ds)
+	return ds
+}
+
+// TestLocks_HandoffNotify: a waiter is woken by the release's NOTIFY, not
+// by its next poll.
+func TestLocks_HandoffNotify(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	holder, waiter := open(t, dsn), open(t, dsn)
+	ds := handoffs(t, holder, waiter, 5)
+	woken, _ := postgres.NotifyWakeups(waiter)
+	t.Logf("handoff delays with NOTIFY: %v; waits ended by a notification: %d", ds, woken)
+	if woken < 4 {
+		t.Errorf("%d of 5 waits ended by a notification; want at least 4", woken)
+	}
+	if med := ds[len(ds)/2]; med > 50*time.Millisecond {
+		t.Errorf("median handoff %v; want under 50ms with NOTIFY", med)
+	}
+}
+
+// TestLocks_NotifyOff: with lock_notify=false (a transaction pooler) there
+// is no listening session and waiters get the lock by polling alone.
+func TestLocks_NotifyOff(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	holder := open(t, dsn)
+	waiter := open(t, withParams(dsn, "lock_notify=false"))
+	if _, listen, _ := postgres.LockSessionPIDs(waiter); listen != 0 {
+		t.Errorf("listener session %d with lock_notify=false; want none", listen)
+	}
+	ds := handoffs(t, holder, waiter, 3)
+	woken, _ := postgres.NotifyWakeups(waiter)
+	t.Logf("handoff delays by polling: %v", ds)
+	if woken != 0 {
+		t.Errorf("%d waits ended by a notification with lock_notify=false; want 0", woken)
+	}
+	// The backoff is capped at 100ms; allow for a slow round trip.
+	if ds[len(ds)-1] > 300*time.Millisecond {
+		t.Errorf("slowest polled handoff %v; want about the 100ms backoff cap", ds[len(ds)-1])
+	}
+}
+
+// TestLocks_AllSessionsKilled: an operator terminates every session of the
+// database. Holders learn their locks are lost, and every Store recovers:
+// new owner incarnations, and the pools reconnect.
+func TestLocks_AllSessionsKilled(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	a, b := open(t, dsn), open(t, dsn)
+	la := lock(t, a, "x", 0)
+	lb := lock(t, b, "y", 0)
+	oldA, _ := postgres.OwnerID(a)
+	adminExec(t, dsn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	for _, l := range []store.Lock{la, lb} {
+		if !waitFor(lease, func() bool { return isClosed(l.Lost()) }) {
+			t.Fatalf("Lost() of %q not closed within %v of its session's death", l.Name(), lease)
+		}
+	}
+	// The killed holders' rows went with their incarnations: each name is
+	// free to the other Store at once (after one retry over a dead pooled
+	// connection at most).
+	var lx store.Lock
+	if !waitFor(lease, func() bool {
+		l, err := b.Lock(t.Context(), "x", 0)
+		lx = l
+		return err == nil
+	}) {
+		t.Fatalf("b could not take a's lost lock")
+	}
+	lx.Release(t.Context())
+	lock(t, a, "y", time.Second).Release(t.Context())
+	if id, _ := postgres.OwnerID(a); id == oldA {
+		t.Errorf("a kept owner id %d after its session died; want a new incarnation", id)
+	}
+	if err := la.Release(t.Context()); !errors.Is(err, store.ErrLockLost) {
+		t.Errorf("Release of a lost lock: got %v; want %v", err, store.ErrLockLost)
+	}
+}
