@@ -1,0 +1,55 @@
+// Package conformance proves that a [store.Store] backend keeps the metadata
+// contract of package store: the same cases, under the same names, run on
+// every backend, whether it lives in this repository (SQLite, MySQL/MariaDB,
+// PostgreSQL) or in a backend author's own.
+//
+// The suite drives a backend only through what a tracker uses: [store.Open]
+// on the DSN the [Harness] gives, once per simulated tracker, so that every
+// exclusion, hand-off and reaping case involves independently opened Stores
+// (two trackers), never two calls on one instance. Each case starts from a
+// database the Harness has reset. Fault hooks on the Harness kill the
+// session behind a lock or crash a lock owner, to prove that holder death
+// frees the lock within [store.Capabilities.DeadOwnerBound] and that loss is
+// reported.
+//
+// No case may be skipped and no core case depends on the backend's
+// Capabilities; the suite only logs them and uses DeadOwnerBound as the
+// deadline of the dead-owner cases. A differential case replays a seeded
+// random sequence of operations on the backend and on an in-memory model of
+// the contract and compares every result; its seed is logged and can be
+// fixed with the environment variable named by [SeedEnv].
+//
+// When Run ends it prints one line to standard output, so that it shows
+// without -v, saying which backend and server version really ran and how
+// many cases passed:
+//
+//	conformance: backend=sqlite server=3.46.0 passed=103 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s}
+//
+// # Using the suite
+//
+// A backend's test file builds a Harness over one test database and calls
+// [Run] from a test named TestConformance, and [RunBenchmarks] from a
+// benchmark:
+//
+//	type harness struct{ dsn string; admin *sql.DB }
+//
+//	func (h *harness) Name() string { return "cockroach" }
+//	func (h *harness) DSN() string  { return h.dsn }
+//	func (h *harness) Reset(ctx context.Context) error {
+//		_, err := h.admin.ExecContext(ctx, "TRUNCATE domain, class, file, tempfile, …")
+//		return err
+//	}
+//	func (h *harness) KillLockSession(ctx context.Context, s store.Store, l store.Lock) error { … }
+//	func (h *harness) CrashOwner(ctx context.Context, s store.Store) error { … }
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, newHarness(t))
+//	}
+//
+//	func BenchmarkConformance(b *testing.B) {
+//		conformance.RunBenchmarks(b, newHarness(b))
+//	}
+//
+// The package imports store and testing only, never a backend; import it
+// from _test.go files so that binaries do not link package testing.
+package conformance
