@@ -135,6 +135,11 @@ func (s *Server) Open(ctx context.Context) (err error) {
 		defer s.loops.Done()
 		s.usageLoop()
 	}()
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		s.sweepTemps(s.ctx)
+	}()
 	if s.iostat != nil {
 		s.loops.Add(1)
 		go func() {

@@ -1,6 +1,7 @@
 package mogstored
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,6 +148,43 @@ func TestMountFromInfo(t *testing.T) {
 		dev, mount := mountFromInfo(strings.NewReader(info), c.path)
 		if dev != c.dev || mount != c.mount {
 			t.Errorf("%s: got %q on %q, want %q on %q", c.path, dev, mount, c.dev, c.mount)
+		}
+	}
+}
+
+func TestStaleTemporariesSwept(t *testing.T) {
+	docroot := t.TempDir()
+	dir := filepath.Join(docroot, "dev1", "0", "000", "000")
+	os.MkdirAll(dir, 0o755)
+	old := time.Now().Add(-2 * staleTempAge)
+	files := map[string]bool{ // name → should survive
+		".0000000001.fid.tmp-0123456789abcdef": false,
+		".0000000002.fid.tmp-fedcba9876543210": true, // recent: maybe in progress
+		"0000000003.fid":                       true,
+		".hidden":                              true,
+		".x.tmp-notours":                       true,
+	}
+	for name, survive := range files {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("x"), 0o644)
+		if !survive || name == "0000000003.fid" || name == ".hidden" || name == ".x.tmp-notours" {
+			os.Chtimes(p, old, old)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.DocRoot, cfg.HTTPListen, cfg.MgmtListen = docroot, "127.0.0.1:0", "127.0.0.1:0"
+	s := New(cfg)
+	if err := s.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitFor(t, "the stale temporary to go", func() bool {
+		_, err := os.Stat(filepath.Join(dir, ".0000000001.fid.tmp-0123456789abcdef"))
+		return os.IsNotExist(err)
+	})
+	for name, survive := range files {
+		if _, err := os.Stat(filepath.Join(dir, name)); survive && err != nil {
+			t.Errorf("%s removed", name)
 		}
 	}
 }
