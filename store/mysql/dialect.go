@@ -1,0 +1,137 @@
+package mysql
+
+import (
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// Server error numbers the dialect and the locks act on. Client-library
+// numbers (2006, 2013) never come from the Go driver, which reports a
+// broken connection as ErrInvalidConn or driver.ErrBadConn, but they are
+// recognised in case a proxy in between relays them.
+const (
+	erDupKey            = 1022
+	erDupEntry          = 1062
+	erDupEntryWithKey   = 1586
+	erLockWaitTimeout   = 1205
+	erLockDeadlock      = 1213
+	erServerShutdown    = 1053
+	erConnectionKilled  = 1927 // MariaDB: the session was killed mid-query
+	erClientInactivity  = 4031 // MySQL 8.0.24+: closed for wait_timeout
+	erUserLockDeadlock  = 3058 // MySQL 8: GET_LOCK would deadlock
+	erUnknownThread     = 1094 // KILL of a session that is already gone
+	crServerGone        = 2006
+	crServerLost        = 2013
+	erQueryInterrupted  = 1317
+	erNoSuchTable       = 1146
+	erTooLongIdentifier = 1059
+)
+
+// dialect is MySQL's and MariaDB's SQL for the shared layer.
+type dialect struct{}
+
+var _ sqlstore.Dialect = dialect{}
+
+func (dialect) Name() string { return "mysql" }
+
+// Rebind is the identity: the driver takes '?' placeholders.
+func (dialect) Rebind(query string) string { return query }
+
+func (dialect) UnixNow() string { return "UNIX_TIMESTAMP()" }
+
+// ByteOrder casts to a binary string, so a database made by mogdbsetup with
+// a case-insensitive collation still compares and sorts keys by bytes. On
+// the VARBINARY columns our own schema creates the cast changes nothing.
+// (BINARY col would do the same but is deprecated since MySQL 8.0.27.)
+func (dialect) ByteOrder(col string) string { return "CAST(" + col + " AS BINARY)" }
+
+// Upsert uses ON DUPLICATE KEY UPDATE. Two MySQL rules the caller must
+// know: the clause fires on a conflict over any unique key of the table,
+// not only over key; and assignments run left to right, so a bare column
+// named after it was assigned reads the new value. "Do nothing" assigns the
+// first key column to itself rather than using INSERT IGNORE, which would
+// also turn errors other than the conflict (bad values, missing parents)
+// into warnings.
+func (dialect) Upsert(table string, cols, key []string, update string) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(table)
+	b.WriteString(" (")
+	b.WriteString(strings.Join(cols, ", "))
+	b.WriteString(") VALUES (")
+	for i := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('?')
+	}
+	b.WriteString(") ON DUPLICATE KEY UPDATE ")
+	if update == "" {
+		k := cols[0]
+		if len(key) > 0 {
+			k = key[0]
+		}
+		update = k + " = " + k
+	}
+	b.WriteString(update)
+	return b.String()
+}
+
+// Excluded uses VALUES(col): MariaDB lacks the row-alias form MySQL 8.0.19
+// introduced, and MySQL 8 still accepts VALUES() (with a deprecation note).
+func (dialect) Excluded(col string) string { return "VALUES(" + col + ")" }
+
+func (dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
+
+func (dialect) Schema() []string { return schema }
+
+func (dialect) VersionQuery() string { return "SELECT VERSION()" }
+
+// Classify sorts driver errors for the shared layer.
+func (dialect) Classify(err error) sqlstore.ErrorKind {
+	if err == nil {
+		return sqlstore.ErrOther
+	}
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case erDupKey, erDupEntry, erDupEntryWithKey:
+			return sqlstore.ErrKindDuplicate
+		case erLockDeadlock, erLockWaitTimeout:
+			return sqlstore.ErrKindRetry
+		case erServerShutdown, erConnectionKilled, erClientInactivity, crServerGone, crServerLost:
+			return sqlstore.ErrKindConnLost
+		}
+		return sqlstore.ErrOther
+	}
+	if connLost(err) {
+		return sqlstore.ErrKindConnLost
+	}
+	return sqlstore.ErrOther
+}
+
+// connLost reports errors meaning the session is gone or its state unknown.
+func connLost(err error) bool {
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// mysqlErrno returns the server error number in err, or 0.
+func mysqlErrno(err error) uint16 {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}

@@ -1,0 +1,97 @@
+// Package mysql is the MySQL and MariaDB backend of the gomogile metadata
+// store: the schema, the SQL dialect and the named locks that package
+// store/sqlstore needs to implement store.Store on a MySQL 8 or MariaDB
+// 10.11 server. It registers itself as "mysql" and "mariadb"; a tracker
+// selects it with a blank import and a DSN.
+//
+//	import _ "github.com/gomogile/gomogile/store/mysql"
+//	s, err := store.Open(ctx, "mysql://mogile:secret@db1:3306/mogilefs")
+//
+// # DSN
+//
+// Both forms store.ParseDSN accepts name the same settings:
+//
+//	mysql://user:password@host:port/database?param=value
+//	DBI:mysql:database=mogilefs;host=db1;port=3306
+//
+// The host defaults to 127.0.0.1 and the port to 3306; a host that is an
+// absolute path, or the socket parameter, selects a Unix socket. The
+// database must exist and be named. Accepted parameters (any other is
+// refused with store.ErrBadDSN, so a typo is not silently ignored):
+//
+//	tls=true|false|skip-verify|preferred   (DBD::mysql: mysql_ssl=0|1)
+//	timeout=5s          dial timeout       (connect_timeout, mysql_connect_timeout)
+//	readTimeout=30s     I/O read timeout   (read_timeout, mysql_read_timeout)
+//	writeTimeout=30s    I/O write timeout  (write_timeout, mysql_write_timeout)
+//	socket=/path        Unix socket        (mysql_socket)
+//
+// Durations are Go durations or whole seconds. The read timeout applies to
+// the Store's queries, never to lock sessions, which wait in GET_LOCK as
+// long as the caller asked.
+//
+// Sessions use utf8mb4, READ COMMITTED isolation, and client-side
+// placeholder interpolation, so each statement costs one round trip.
+//
+// # Schema
+//
+// The tables are MogileFS schema 17, created with CREATE TABLE IF NOT
+// EXISTS, InnoDB and utf8mb4, every fid BIGINT UNSIGNED. The names that
+// must compare byte for byte (file and tempfile keys, domain and class
+// names, setting names) are VARBINARY: "A" and "a" are different keys. A
+// database made by mogdbsetup keeps its own column types and collation;
+// there the shared layer's byte-order casts still list keys in byte order,
+// but uniqueness follows that collation (a case-insensitive one lets "A"
+// and "a" collide), as it did under MogileFS. Older schemas (below 17) are
+// not upgraded in place: run MogileFS's mogdbsetup first.
+//
+// # Locks
+//
+// Named locks are GET_LOCK/RELEASE_LOCK. Each held lock has a server
+// session of its own, from a connection pool used for nothing else and
+// never returned to any pool while it may hold a lock, so no unrelated
+// query can run on it (the classic bug of taking GET_LOCK on a pooled
+// connection: the lock is then released or granted twice by whoever gets
+// that connection next). A session that provably holds nothing is reused.
+// Because every Lock call waits on a session holding no lock, a second
+// Lock of a name the same Store holds waits like any other caller (the
+// server's per-session nesting never applies), and MySQL's user-lock
+// deadlock detection has nothing to report.
+//
+// GET_LOCK's namespace is the whole server and its name rules differ
+// (MySQL: 64 characters, case-insensitive; MariaDB: longer, case-sensitive),
+// so a lock name is never passed through: the server name is "gomogile:"
+// followed by the SHA-256, in lower-case base32, of the database name, a
+// NUL and the lock name — 61 characters on both servers, case preserved by
+// the hash, and two databases on one server never share a lock. Original
+// MogileFS trackers take unhashed names, so they and gomogile trackers must
+// not run against one database at the same time.
+//
+// A timeout is honoured to the millisecond on both servers (MySQL rounds
+// GET_LOCK's timeout to whole seconds; the last fraction is polled).
+// Cancelling the context of a waiting Lock closes its session and KILLs it
+// from the Store's pool, so a lock granted at that instant does not
+// survive.
+//
+// Lost: a watcher asks the server every 200ms whether the lock's session
+// still owns it (IS_USED_LOCK). Lost fires within 200ms plus a round trip
+// of the session dying or being killed; a session that does not answer
+// within 5s is closed and reported lost. The server frees a lock the moment
+// it sees its session end, so another tracker may get it in the instant
+// before Lost fires: work under a lock must still be idempotent.
+//
+// Dead owners: when a tracker process dies, its operating system closes the
+// sockets and the server frees its locks at once; KILL frees them at once
+// too. When the tracker's host vanishes without closing them (power loss,
+// partition), the server frees the locks only when it notices the dead
+// connection: after wait_timeout (8 hours by default) or TCP keepalive,
+// whichever is first. Lower wait_timeout or the kernel's keepalive settings
+// on the database host if that matters.
+//
+// # Capabilities
+//
+//	LockMechanism  "session": the server frees locks when the session ends.
+//	CrossProcess   true: any number of trackers share one database.
+//	DeadOwnerBound 2s: the bound after a holder's session ends (process
+//	               death, KILL), which is what the conformance suite can
+//	               provoke; see Dead owners above for a vanished host.
+package mysql

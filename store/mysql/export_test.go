@@ -1,0 +1,99 @@
+package mysql
+
+import (
+	"fmt"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// Hooks for the external tests: the harness's fault injection and the
+// backend-only checks reach unexported state only through these.
+
+var ServerLockName = serverLockName
+
+const (
+	DeadOwnerBound = deadOwnerBound
+	WatchEvery     = watchEvery
+	TailPoll       = tailPoll
+)
+
+func Dialect() sqlstore.Dialect { return dialect{} }
+
+func Configure(d *store.DSN) (main, lock *gomysql.Config, err error) {
+	c, err := configure(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.main, c.lock, nil
+}
+
+func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
+	ss, ok := s.(*sqlstore.Store)
+	if !ok {
+		return nil, nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
+	}
+	b, ok := ss.LockBackend().(*lockBackend)
+	if !ok {
+		return nil, nil, fmt.Errorf("%T is not this package's lock backend", ss.LockBackend())
+	}
+	return ss, b, nil
+}
+
+// LockSessionID is the CONNECTION_ID of the session holding l for s.
+func LockSessionID(s store.Store, l store.Lock) (uint64, error) {
+	for {
+		if ml, ok := l.(*lock); ok {
+			return ml.sessionID(), nil
+		}
+		u, ok := l.(interface{ Unwrap() store.Lock })
+		if !ok {
+			break
+		}
+		l = u.Unwrap()
+	}
+	_, b, err := backendOf(s)
+	if err != nil {
+		return 0, err
+	}
+	if id, ok := b.heldSession(l.Name()); ok {
+		return id, nil
+	}
+	return 0, fmt.Errorf("lock %q is not held by this store", l.Name())
+}
+
+// FreeSessionIDs lists the sessions s keeps for reuse.
+func FreeSessionIDs(s store.Store) ([]uint64, error) {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ids []uint64
+	for _, f := range b.free {
+		ids = append(ids, f.id)
+	}
+	return ids, nil
+}
+
+// LockDatabase is the database name s hashes into lock names.
+func LockDatabase(s store.Store) (string, error) {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return "", err
+	}
+	return b.database, nil
+}
+
+// Crash drops s's lock sessions and pool without releasing anything.
+func Crash(s store.Store) error {
+	ss, b, err := backendOf(s)
+	if err != nil {
+		return err
+	}
+	b.crash()
+	return ss.DB().Close()
+}

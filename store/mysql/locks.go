@@ -1,0 +1,586 @@
+package mysql
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// Lock tuning. watchEvery bounds how late Lost fires after the server drops
+// a session; pingTimeout is how long an unanswered watcher ping may take
+// before the session is given up (and closed, which frees the lock at the
+// server, so Lost is never a false alarm about a lock still held).
+const (
+	watchEvery     = 200 * time.Millisecond
+	pingTimeout    = 5 * time.Second
+	tailPoll       = 20 * time.Millisecond
+	releaseTimeout = 5 * time.Second
+	killTimeout    = 2 * time.Second
+	maxIdle        = 4
+	idleFor        = 30 * time.Second
+
+	// deadOwnerBound is what Capabilities report: the time, after the
+	// client side of a holder dies (process crash, KILL), until the lock is
+	// free and Lost has fired. The server frees the lock the moment it sees
+	// the session end; watchEvery plus a ping's round trip bounds Lost.
+	deadOwnerBound = 2 * time.Second
+)
+
+// lockPrefix starts every server lock name, so gomogile's locks are
+// recognisable in performance_schema.metadata_locks and the process list.
+const lockPrefix = "gomogile:"
+
+var lockEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// serverLockName maps a gomogile lock name to a GET_LOCK name. GET_LOCK's
+// namespace is the whole server, and the servers disagree on its rules
+// (MySQL 8: at most 64 characters, compared case-insensitively; MariaDB:
+// longer names, case-sensitive), so every name is hashed, together with the
+// database it guards: "gomogile:" and the SHA-256 of database NUL name in
+// lower-case base32 is 61 ASCII characters, identical on both servers,
+// case-free, and collision-free as far as SHA-256 is.
+func serverLockName(database, name string) string {
+	h := sha256.New()
+	h.Write([]byte(database))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	return lockPrefix + lockEncoding.EncodeToString(h.Sum(nil))
+}
+
+// session is one dedicated server connection of the lock pool. It holds at
+// most one lock, taken with exactly one GET_LOCK, so a RELEASE_LOCK that
+// returns 1 leaves it holding nothing.
+type session struct {
+	conn *sql.Conn
+	id   uint64     // CONNECTION_ID(), for KILL
+	peer *peerWatch // its socket, when it can be watched
+	idle time.Time
+}
+
+// close ends the session. bad discards the connection without any further
+// statement on it (it may hold a lock, or be broken).
+func (s *session) close(bad bool) {
+	if bad {
+		_ = s.conn.Raw(func(any) error { return driver.ErrBadConn })
+	} else {
+		_ = s.conn.Close()
+	}
+	if s.peer != nil {
+		s.peer.close()
+	}
+}
+
+// lockBackend implements sqlstore.LockBackend with GET_LOCK.
+//
+// Each held lock pins its own session from a *sql.DB used for nothing else
+// and configured to keep no idle connections of its own: a connection that
+// may hold a lock is never in any pool, so no other code can run on it
+// (which would release or double-grant) and returning it cannot leak the
+// lock. Sessions known to hold nothing (after RELEASE_LOCK returned 1, or
+// GET_LOCK returned 0) are kept on a short free list to save a handshake.
+type lockBackend struct {
+	db       *sql.DB // the lock pool
+	dialer   *dialer // the lock pool's, to find a session's socket
+	admin    *sql.DB // the Store's pool, for KILL of abandoned sessions
+	database string  // canonical database name, hashed into lock names
+
+	closing context.Context // done once Close starts: ends waiting Acquires
+	stop    context.CancelFunc
+	wg      sync.WaitGroup // watchers
+
+	mu     sync.Mutex
+	closed bool
+	held   map[*lock]struct{}
+	free   []*session
+}
+
+var _ sqlstore.LockBackend = (*lockBackend)(nil)
+
+func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *lockBackend {
+	lockDB.SetMaxIdleConns(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &lockBackend{
+		db:       lockDB,
+		dialer:   d,
+		admin:    admin,
+		database: database,
+		closing:  ctx,
+		stop:     cancel,
+		held:     make(map[*lock]struct{}),
+	}
+}
+
+// Acquire waits in GET_LOCK on a session of its own, so a second Acquire of
+// a name this Store holds waits like any other session: the server's
+// per-session nesting count never comes into play.
+//
+// GET_LOCK's timeout is whole seconds on MySQL (MariaDB takes fractions), so
+// the server waits only the whole seconds left and the rest is polled with
+// GET_LOCK(name, 0) every few milliseconds: the call never fails before
+// timeout and fails within one poll after it, on either server. A waiting
+// session holds no lock, so MySQL's deadlock detection between user locks
+// (ER_USER_LOCK_DEADLOCK) has nothing to detect.
+func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+	if err := store.CheckLock(name, timeout); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.closing, cancel)()
+
+	key := serverLockName(b.database, name)
+	s, reused, err := b.session(ctx)
+	if err != nil {
+		return nil, b.acquireErr(ctx, name, err)
+	}
+	for {
+		secs := int64(max(time.Until(deadline), 0) / time.Second)
+		got, err := s.getLock(ctx, key, secs)
+		if mysqlErrno(err) == erUserLockDeadlock {
+			// Cannot happen while a waiting session holds nothing; should a
+			// server report it anyway, it is a refusal to wait, not an
+			// error: wait as for a zero answer.
+			got, err, secs = false, nil, 0
+		}
+		if err != nil && reused && ctx.Err() == nil && connLost(err) {
+			// An idle session the server closed (wait_timeout, restart)
+			// holds nothing: try once more on a fresh one.
+			b.discard(s, false)
+			if s, err = b.newSession(ctx); err != nil {
+				return nil, b.acquireErr(ctx, name, err)
+			}
+			reused = false
+			continue
+		}
+		if err != nil {
+			// The driver closes the socket when ctx ends mid-query, but the
+			// server may keep the session waiting, or grant it the lock at
+			// that instant; KILL ends it so no lock outlives this call.
+			b.discard(s, true)
+			return nil, b.acquireErr(ctx, name, err)
+		}
+		if got {
+			l, err := b.hold(name, key, s)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		}
+		reused = false
+		if !time.Now().Before(deadline) {
+			b.release(s)
+			return nil, fmt.Errorf("store: lock %q: %w after %v", name, store.ErrLockTimeout, timeout)
+		}
+		if secs == 0 {
+			t := time.NewTimer(min(tailPoll, time.Until(deadline)))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				b.release(s)
+				return nil, b.acquireErr(ctx, name, ctx.Err())
+			}
+		}
+	}
+}
+
+// acquireErr words a failed Acquire, preferring what ended it: Close, the
+// caller's context, or the database.
+func (b *lockBackend) acquireErr(ctx context.Context, name string, err error) error {
+	if b.closing.Err() != nil {
+		return fmt.Errorf("store: lock %q: %w", name, store.ErrClosed)
+	}
+	if cerr := context.Cause(ctx); cerr != nil {
+		return fmt.Errorf("store: lock %q: %w", name, cerr)
+	}
+	return fmt.Errorf("store: lock %q: %w", name, err)
+}
+
+// getLock runs one GET_LOCK. NULL (the session was killed, or the server
+// ran out of memory) is an error.
+func (s *session) getLock(ctx context.Context, key string, secs int64) (bool, error) {
+	var got sql.NullInt64
+	err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", key, secs).Scan(&got)
+	switch {
+	case err != nil:
+		return false, err
+	case !got.Valid:
+		return false, errors.New("GET_LOCK returned NULL (session killed?)")
+	}
+	return got.Int64 == 1, nil
+}
+
+// session returns a free session or opens one; reused tells which.
+func (b *lockBackend) session(ctx context.Context) (s *session, reused bool, err error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, false, store.ErrClosed
+	}
+	if n := len(b.free); n > 0 {
+		s = b.free[n-1]
+		b.free = b.free[:n-1]
+	}
+	b.mu.Unlock()
+	if s != nil {
+		return s, true, nil
+	}
+	s, err = b.newSession(ctx)
+	return s, false, err
+}
+
+func (b *lockBackend) newSession(ctx context.Context) (*session, error) {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{conn: conn}
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&s.id); err != nil {
+		s.close(true)
+		return nil, err
+	}
+	if b.dialer != nil {
+		if nc := b.dialer.take(s.id); nc != nil {
+			s.peer = newPeerWatch(nc)
+		}
+	}
+	return s, nil
+}
+
+// release puts a session known to hold no lock on the free list, dropping
+// sessions idle for long.
+func (b *lockBackend) release(s *session) {
+	now := time.Now()
+	s.idle = now
+	var stale []*session
+	b.mu.Lock()
+	keep := b.free[:0]
+	for _, f := range b.free {
+		if now.Sub(f.idle) > idleFor {
+			stale = append(stale, f)
+		} else {
+			keep = append(keep, f)
+		}
+	}
+	b.free = keep
+	if !b.closed && len(b.free) < maxIdle {
+		b.free = append(b.free, s)
+		s = nil
+	}
+	b.mu.Unlock()
+	for _, f := range stale {
+		f.close(false)
+	}
+	if s != nil {
+		s.close(false)
+	}
+}
+
+// discard closes a session that may hold a lock or is broken, without
+// returning it anywhere. With kill it also KILLs the session from the
+// Store's pool, for when the client side of the connection is already gone
+// (a cancelled query) but the server's side may live on, waiting in
+// GET_LOCK or just granted it. The KILL is synchronous, bounded by
+// killTimeout: a healthy server answers in a round trip, and a lock must
+// not outlive the call that gave up on it.
+func (b *lockBackend) discard(s *session, kill bool) {
+	s.close(true)
+	if !kill || s.id == 0 || b.admin == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	// 1094 (unknown thread: already gone) is the usual answer, and nothing
+	// more can be done about any other.
+	_, _ = b.admin.ExecContext(ctx, "KILL "+strconv.FormatUint(s.id, 10))
+}
+
+// hold registers a granted lock and starts its watcher; if Close won the
+// race it gives the lock back at once.
+func (b *lockBackend) hold(name, key string, s *session) (*lock, error) {
+	l := &lock{
+		b:    b,
+		name: name,
+		key:  key,
+		s:    s,
+		lost: make(chan struct{}),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.discard(s, true)
+		return nil, fmt.Errorf("store: lock %q: %w", name, store.ErrClosed)
+	}
+	b.held[l] = struct{}{}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go l.watch()
+	return l, nil
+}
+
+// Close releases every held lock, closes the lock pool and waits for the
+// watchers. Locks whose session is gone need no release.
+func (b *lockBackend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.stop()
+	held := make([]*lock, 0, len(b.held))
+	for l := range b.held {
+		held = append(held, l)
+	}
+	free := b.free
+	b.free = nil
+	b.mu.Unlock()
+
+	var errs []error
+	for _, l := range held {
+		if err := l.Release(context.Background()); err != nil && !errors.Is(err, store.ErrLockLost) {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range free {
+		s.close(false)
+	}
+	b.wg.Wait()
+	if err := b.db.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// crash stops every watcher and drops every session without RELEASE_LOCK,
+// as a dying process would; the server frees the locks when it sees the
+// sessions end. For the conformance harness.
+func (b *lockBackend) crash() {
+	b.mu.Lock()
+	b.closed = true
+	b.stop()
+	held := b.held
+	b.held = make(map[*lock]struct{})
+	free := b.free
+	b.free = nil
+	b.mu.Unlock()
+	for l := range held {
+		l.mu.Lock()
+		l.stopWatcher()
+		l.state = lockLost
+		l.mu.Unlock()
+		b.discard(l.s, false)
+	}
+	for _, s := range free {
+		b.discard(s, false)
+	}
+	b.wg.Wait()
+	b.db.Close()
+}
+
+// heldSession returns the CONNECTION_ID of the session holding name for
+// this Store, for the harness's KILL.
+func (b *lockBackend) heldSession(name string) (uint64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for l := range b.held {
+		if l.name == name {
+			return l.s.id, true
+		}
+	}
+	return 0, false
+}
+
+const (
+	lockHeld = iota
+	lockReleased
+	lockLost
+)
+
+// lock is one held GET_LOCK and the watcher of its session.
+type lock struct {
+	b    *lockBackend
+	name string
+	key  string
+	s    *session
+
+	lost     chan struct{}
+	lostOnce sync.Once
+	stop     chan struct{} // closed to stop the watcher
+	done     chan struct{} // closed by the watcher on exit
+	stopOnce sync.Once
+
+	mu    sync.Mutex // serialises Release
+	state int
+}
+
+var _ store.Lock = (*lock)(nil)
+
+func (l *lock) Name() string { return l.name }
+
+func (l *lock) Lost() <-chan struct{} { return l.lost }
+
+// sessionID is the CONNECTION_ID of the session holding the lock.
+func (l *lock) sessionID() uint64 { return l.s.id }
+
+func (l *lock) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+func (l *lock) stopWatcher() {
+	l.stopOnce.Do(func() {
+		close(l.stop)
+		if l.s.peer != nil {
+			l.s.peer.interrupt()
+		}
+	})
+	<-l.done
+}
+
+// watch keeps an eye on the lock's session. Where the socket can be
+// watched it waits on it, and the server closing it (KILL, shutdown,
+// wait_timeout) fires Lost at once; in any case it asks the server every
+// watchEvery whether the session still owns the lock (IS_USED_LOCK), which
+// catches a server that stopped answering. A failed, late or wrong answer
+// means exclusivity can no longer be vouched for: the session is closed
+// (so the server frees whatever it still holds) and Lost fires. The watcher
+// never shares the connection: Release stops it before using the session.
+func (l *lock) watch() {
+	defer l.b.wg.Done()
+	defer close(l.done)
+	var t *time.Timer
+	if l.s.peer == nil {
+		t = time.NewTimer(watchEvery)
+		defer t.Stop()
+	}
+	for {
+		ev := peerQuiet
+		if l.s.peer != nil {
+			ev = l.s.peer.wait(watchEvery, l.stop)
+		} else {
+			t.Reset(watchEvery)
+			select {
+			case <-t.C:
+			case <-l.stop:
+			}
+		}
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		if ev == peerClosed {
+			l.lose()
+			return
+		}
+		// After a quiet period, or unsolicited bytes (a server's last
+		// words are an error packet): the ping reads them, or confirms.
+		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+		var owner sql.NullInt64
+		err := l.s.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", l.key).Scan(&owner)
+		cancel()
+		if err != nil || !owner.Valid || uint64(owner.Int64) != l.s.id {
+			l.lose()
+			return
+		}
+	}
+}
+
+// lose drops the session and fires Lost.
+func (l *lock) lose() {
+	_ = l.s.conn.Raw(func(any) error { return driver.ErrBadConn })
+	l.markLost()
+}
+
+// Release gives the lock back with RELEASE_LOCK on its own session. It runs
+// to completion even when ctx is already done (bounded by releaseTimeout):
+// abandoning it half way would only close the session, which frees the lock
+// anyway, so honouring ctx would gain nothing and lose the answer. A lock
+// whose session died, or which the server no longer attributes to it, is
+// reported as store.ErrLockLost, every time.
+func (l *lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case lockReleased:
+		return nil
+	case lockLost:
+		return l.lostErr()
+	}
+	l.stopWatcher()
+	defer l.b.forget(l)
+	select {
+	case <-l.lost:
+		l.state = lockLost
+		l.b.discard(l.s, false)
+		return l.lostErr()
+	default:
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	var r sql.NullInt64
+	err := l.s.conn.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", l.key).Scan(&r)
+	switch {
+	case err != nil && connLost(err):
+		// The session is gone, and with it the lock, possibly before this
+		// call: whoever relied on holding it must hear so.
+		l.state = lockLost
+		l.markLost()
+		l.b.discard(l.s, false)
+		return fmt.Errorf("%w: %w", l.lostErr(), err)
+	case err != nil:
+		l.state = lockReleased
+		l.b.discard(l.s, true)
+		return fmt.Errorf("store: release lock %q: %w", l.name, err)
+	case !r.Valid || r.Int64 != 1:
+		// NULL: no such lock; 0: another session holds it.
+		l.state = lockLost
+		l.markLost()
+		l.b.discard(l.s, false)
+		return l.lostErr()
+	}
+	l.state = lockReleased
+	l.b.release(l.s)
+	return nil
+}
+
+func (l *lock) lostErr() error {
+	return fmt.Errorf("store: release lock %q: %w", l.name, store.ErrLockLost)
+}
+
+func (b *lockBackend) forget(l *lock) {
+	b.mu.Lock()
+	delete(b.held, l)
+	b.mu.Unlock()
+}
+
+// canonicalDatabase is the name lock names are derived from: the server's
+// own spelling, folded to lower case where the server folds table names
+// (lower_case_table_names 1 or 2), so two DSNs naming one database in
+// different cases share one lock namespace.
+func canonicalDatabase(ctx context.Context, db *sql.DB) (string, error) {
+	var name sql.NullString
+	var lctn int
+	if err := db.QueryRowContext(ctx, "SELECT DATABASE(), @@lower_case_table_names").Scan(&name, &lctn); err != nil {
+		return "", err
+	}
+	if !name.Valid || name.String == "" {
+		return "", fmt.Errorf("%w: no database selected", store.ErrBadDSN)
+	}
+	if lctn != 0 {
+		return strings.ToLower(name.String), nil
+	}
+	return name.String, nil
+}

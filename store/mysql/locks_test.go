@@ -1,0 +1,408 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/mysql"
+)
+
+// open returns a Store (a tracker) on h's database, closed when t ends.
+func (h *harness) open(t testing.TB) store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), h.dsn)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func mustLock(t testing.TB, s store.Store, name string, timeout time.Duration) store.Lock {
+	t.Helper()
+	l, err := s.Lock(context.Background(), name, timeout)
+	if err != nil {
+		t.Fatalf("Lock(%.20q, %v): %v", name, timeout, err)
+	}
+	return l
+}
+
+func mustRelease(t testing.TB, l store.Lock) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release(%.20q): %v", l.Name(), err)
+	}
+}
+
+// usedBy is IS_USED_LOCK of name's server lock: the holding session, or 0.
+func (h *harness) usedBy(t testing.TB, name string) uint64 {
+	t.Helper()
+	var id sql.NullInt64
+	key := mysql.ServerLockName(h.database, name)
+	if err := h.admin.QueryRow("SELECT IS_USED_LOCK(?)", key).Scan(&id); err != nil {
+		t.Fatalf("IS_USED_LOCK: %v", err)
+	}
+	return uint64(id.Int64)
+}
+
+func (h *harness) kill(t testing.TB, id uint64) {
+	t.Helper()
+	if _, err := h.admin.Exec("KILL " + strconv.FormatUint(id, 10)); err != nil {
+		t.Fatalf("KILL %d: %v", id, err)
+	}
+}
+
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestServerLockName(t *testing.T) {
+	long := strings.Repeat("x", 254)
+	prefix64 := strings.Repeat("p", 64)
+	names := []string{
+		long + "a", long + "b", // 255 bytes, differing in the last one
+		"Lock", "lock", "LOCK", // case
+		prefix64, prefix64 + "1", prefix64 + "2", // a shared 64-character prefix
+		"a", "a ", "a\x00", "é", "e\u0301", // padding, NUL, Unicode normalisation
+	}
+	seen := map[string]string{}
+	for _, db := range []string{"mogilefs", "mogilefs2", "Mogilefs"} {
+		for _, n := range names {
+			k := mysql.ServerLockName(db, n)
+			if len(k) > 64 {
+				t.Errorf("ServerLockName(%q, %.20q) is %d bytes; want at most 64", db, n, len(k))
+			}
+			if k != strings.ToLower(k) || strings.ContainsFunc(k, func(r rune) bool { return r > 127 }) {
+				t.Errorf("ServerLockName(%q, %.20q) = %q; want lower-case ASCII, as servers that fold case compare it", db, n, k)
+			}
+			if prev, dup := seen[k]; dup {
+				t.Errorf("ServerLockName(%q, %.20q) = %q, same as for %s", db, n, k, prev)
+			}
+			seen[k] = db + "/" + n
+			if again := mysql.ServerLockName(db, n); again != k {
+				t.Errorf("ServerLockName(%q, %.20q) not deterministic: %q then %q", db, n, k, again)
+			}
+		}
+	}
+	// The separator keeps (database, name) pairs apart that concatenate alike.
+	if mysql.ServerLockName("ab", "c") == mysql.ServerLockName("a", "bc") {
+		t.Errorf(`ServerLockName("ab", "c") == ServerLockName("a", "bc")`)
+	}
+}
+
+// The server really holds the hashed name, on the lock's own session, and
+// two names that only differ where a naive mapping would lose the
+// difference are held at once by two Stores.
+func TestLock_ServerNames(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	long := strings.Repeat("n", 254)
+	pairs := [][2]string{{long + "1", long + "2"}, {"Case", "case"}, {strings.Repeat("p", 64) + "x", strings.Repeat("p", 64) + "y"}}
+	for _, p := range pairs {
+		la := mustLock(t, a, p[0], 0)
+		lb := mustLock(t, b, p[1], 0)
+		id, err := mysql.LockSessionID(a, la)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.usedBy(t, p[0]); got != id {
+			t.Errorf("IS_USED_LOCK(server name of %.20q) = %d; want the lock's session %d", p[0], got, id)
+		}
+		mustRelease(t, la)
+		mustRelease(t, lb)
+		if got := h.usedBy(t, p[0]); got != 0 {
+			t.Errorf("IS_USED_LOCK after Release = %d; want free", got)
+		}
+	}
+}
+
+// The classic bug: a lock taken on a pooled connection is released, or
+// granted again, by whatever else runs on that connection. Here the
+// Store's own pool runs RELEASE_LOCK and GET_LOCK of the very server name
+// on many connections while the lock is held: none may touch it.
+func TestLock_PoolActivityCannotTouchIt(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	l := mustLock(t, a, "pool", 0)
+	id, err := mysql.LockSessionID(a, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := mysql.ServerLockName(h.database, "pool")
+	pool := a.(interface{ DB() *sql.DB }).DB()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := 0; i < 16; i++ {
+		wg.Go(func() {
+			conn, err := pool.Conn(context.Background())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			for j := 0; j < 20; j++ {
+				var rel, got sql.NullInt64
+				if err := conn.QueryRowContext(context.Background(), "SELECT RELEASE_LOCK(?)", key).Scan(&rel); err != nil {
+					errs <- err
+					return
+				}
+				if rel.Valid && rel.Int64 == 1 {
+					errs <- errors.New("RELEASE_LOCK on a pooled connection released the held lock")
+				}
+				if err := conn.QueryRowContext(context.Background(), "SELECT GET_LOCK(?, 0)", key).Scan(&got); err != nil {
+					errs <- err
+					return
+				}
+				if got.Int64 == 1 {
+					errs <- errors.New("GET_LOCK on a pooled connection was granted the held lock")
+					conn.ExecContext(context.Background(), "DO RELEASE_LOCK(?)", key)
+				}
+				if _, err := a.Domains(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := h.usedBy(t, "pool"); got != id {
+		t.Errorf("after pool activity IS_USED_LOCK = %d; want the lock's session %d", got, id)
+	}
+	if _, err := b.Lock(context.Background(), "pool", 0); !errors.Is(err, store.ErrLockTimeout) {
+		t.Errorf("Lock by another Store after pool activity: got %v; want %v", err, store.ErrLockTimeout)
+	}
+	if isClosed(l.Lost()) {
+		t.Errorf("Lost fired on a lock nobody touched")
+	}
+	mustRelease(t, l)
+}
+
+// GET_LOCK's namespace is the whole server: two gomogile databases on it
+// (two test runs, two clusters) must not exclude each other.
+func TestLock_DatabasesDoNotShareNames(t *testing.T) {
+	h1, h2 := newHarness(t), newHarness(t)
+	a, b := h1.open(t), h2.open(t)
+	la := mustLock(t, a, "replicate", 0)
+	lb, err := b.Lock(context.Background(), "replicate", 0)
+	if err != nil {
+		t.Fatalf("Lock of the same name on another database: got %v; want it granted", err)
+	}
+	// And within one database they still exclude.
+	if _, err := h1.open(t).Lock(context.Background(), "replicate", 0); !errors.Is(err, store.ErrLockTimeout) {
+		t.Errorf("Lock on the first database while held: got %v; want %v", err, store.ErrLockTimeout)
+	}
+	mustRelease(t, la)
+	mustRelease(t, lb)
+}
+
+func TestLock_LostAfterKill(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	l := mustLock(t, a, "victim", 0)
+	id, err := mysql.LockSessionID(a, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold a while first, so a pinging watcher would have pinged.
+	time.Sleep(mysql.WatchEvery + 50*time.Millisecond)
+	start := time.Now()
+	h.kill(t, id)
+	if !waitFor(mysql.DeadOwnerBound, func() bool { return isClosed(l.Lost()) }) {
+		t.Fatalf("Lost not closed %v after KILL; want within %v", time.Since(start), mysql.DeadOwnerBound)
+	}
+	took := time.Since(start)
+	t.Logf("Lost fired %v after KILL", took)
+	if bound := mysql.WatchEvery + 100*time.Millisecond; took > bound {
+		t.Errorf("Lost fired %v after KILL; want within %v", took, bound)
+	}
+	lb := mustLock(t, b, "victim", time.Second)
+	for i := 0; i < 2; i++ {
+		if err := l.Release(context.Background()); !errors.Is(err, store.ErrLockLost) {
+			t.Errorf("Release %d of the killed lock: got %v; want %v", i+1, err, store.ErrLockLost)
+		}
+	}
+	if isClosed(lb.Lost()) {
+		t.Errorf("the new holder's Lost fired")
+	}
+	mustRelease(t, lb)
+}
+
+// A timeout is kept to the millisecond although MySQL's GET_LOCK counts
+// whole seconds: never early, and promptly after.
+func TestLock_TimeoutPrecision(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	l := mustLock(t, a, "busy", 0)
+	defer mustRelease(t, l)
+	for _, timeout := range []time.Duration{0, 300 * time.Millisecond, 1500 * time.Millisecond} {
+		start := time.Now()
+		_, err := b.Lock(context.Background(), "busy", timeout)
+		took := time.Since(start)
+		if !errors.Is(err, store.ErrLockTimeout) {
+			t.Fatalf("Lock(%v) of a held name: got %v; want %v", timeout, err, store.ErrLockTimeout)
+		}
+		if took < timeout {
+			t.Errorf("Lock(%v) gave up after %v; want no earlier than the timeout", timeout, took)
+		}
+		if late := took - timeout; late > 150*time.Millisecond {
+			t.Errorf("Lock(%v) gave up %v late; want within 150ms", timeout, late)
+		}
+		t.Logf("timeout %v: gave up after %v", timeout, took)
+	}
+}
+
+// A Lock cancelled while waiting leaves nothing held, even when the lock
+// is granted at the instant of cancellation: its session is closed and
+// KILLed, and the server frees what it had.
+func TestLock_CancelRacingGrantLeavesNothing(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	for i := 0; i < 15; i++ {
+		l := mustLock(t, a, "race", 0)
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan error, 1)
+		var got store.Lock
+		go func() {
+			var err error
+			got, err = b.Lock(ctx, "race", 10*time.Second)
+			res <- err
+		}()
+		time.Sleep(20 * time.Millisecond) // b is waiting in GET_LOCK
+		var wg sync.WaitGroup
+		wg.Go(func() { time.Sleep(time.Duration(i%5) * time.Millisecond); cancel() })
+		wg.Go(func() { mustRelease(t, l) })
+		wg.Wait()
+		start := time.Now()
+		err := <-res
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("round %d: cancelled Lock returned %v after the cancel; want promptly", i, took)
+		}
+		if err == nil {
+			mustRelease(t, got) // it won the race fairly
+		} else if !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: cancelled Lock: got %v; want %v or success", i, err, context.Canceled)
+		}
+		if !waitFor(time.Second, func() bool { return h.usedBy(t, "race") == 0 }) {
+			t.Fatalf("round %d: lock still held by session %d after a cancelled Lock (err %v)", i, h.usedBy(t, "race"), err)
+		}
+	}
+}
+
+// A session goes back on the free list only holding nothing, and a free
+// session the server closed meanwhile is replaced, not reported.
+func TestLock_SessionReuse(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	mustRelease(t, mustLock(t, a, "first", 0))
+	free, err := mysql.FreeSessionIDs(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(free) != 1 {
+		t.Fatalf("free sessions after a release: %v; want 1", free)
+	}
+	l := mustLock(t, a, "second", 0) // on the reused session
+	if id, _ := mysql.LockSessionID(a, l); id != free[0] {
+		t.Errorf("second lock on session %d; want the free session %d reused", id, free[0])
+	}
+	mustRelease(t, mustLock(t, b, "first", 0)) // the reused session kept nothing
+	mustRelease(t, l)
+
+	free, _ = mysql.FreeSessionIDs(a)
+	for _, id := range free {
+		h.kill(t, id)
+	}
+	time.Sleep(50 * time.Millisecond)
+	l = mustLock(t, a, "third", 0)
+	if id, _ := mysql.LockSessionID(a, l); h.usedBy(t, "third") != id {
+		t.Errorf("third lock not held by its session %d", id)
+	}
+	mustRelease(t, l)
+}
+
+// Close releases every lock, ends every lock session and stops every
+// goroutine the Store started.
+func TestLock_CloseLeavesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.usedBy(t, "one") // the admin pool's connection (and its goroutine) exists before counting
+	before := runtime.NumGoroutine()
+	s, err := store.Open(context.Background(), h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"one", "two", "three"}
+	for _, n := range names {
+		mustLock(t, s, n, 0)
+	}
+	mustRelease(t, mustLock(t, s, "four", 0)) // leaves a free session
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for _, n := range names {
+		if id := h.usedBy(t, n); id != 0 {
+			t.Errorf("lock %q still held by session %d after Close", n, id)
+		}
+	}
+	sessions := func() int {
+		var n int
+		h.admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()", h.database).Scan(&n)
+		return n
+	}
+	if !waitFor(2*time.Second, func() bool { return sessions() == 0 }) {
+		t.Errorf("%d sessions on the database after Close; want 0", sessions())
+	}
+	if !waitFor(2*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after Close; had %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func TestLock_CrashFreesLocks(t *testing.T) {
+	h := newHarness(t)
+	a, err := store.Open(context.Background(), h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := h.open(t)
+	mustLock(t, a, "held", 0)
+	if err := mysql.Crash(a); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l := mustLock(t, b, "held", mysql.DeadOwnerBound)
+	t.Logf("lock free %v after the crash", time.Since(start))
+	mustRelease(t, l)
+	a.Close() // must not panic; its error does not matter
+}

@@ -1,0 +1,266 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+func init() {
+	store.Register("mysql", Driver{}, "mariadb")
+}
+
+// Driver opens MySQL and MariaDB Stores; it is registered as "mysql" and
+// "mariadb". Most programs use store.Open with a DSN instead.
+type Driver struct{}
+
+var _ store.Driver = Driver{}
+
+// Open connects, pings, creates or checks the schema and returns a Store.
+// The database must exist. See the package documentation for the DSN.
+func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
+	cfg, err := configure(d)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := gomysql.NewConnector(cfg.main)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
+	}
+	dial := newDialer()
+	cfg.lock.DialFunc = dial.dial
+	lc, err := gomysql.NewConnector(cfg.lock)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
+	}
+	db := sql.OpenDB(readCommitted{mc})
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql: connect: %w", err)
+	}
+	database, err := canonicalDatabase(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	if err := checkOldSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	locks := newLockBackend(sql.OpenDB(lc), dial, db, database)
+	s, err := sqlstore.New(ctx, sqlstore.Config{
+		DB:      db,
+		Dialect: dialect{},
+		Locks:   locks,
+		Capabilities: store.Capabilities{
+			LockMechanism:  "session",
+			CrossProcess:   true,
+			DeadOwnerBound: deadOwnerBound,
+		},
+	})
+	if err != nil {
+		locks.Close()
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkOldSchema refuses a MogileFS database below schema 17: its tables
+// lack columns the shared SQL uses, and CREATE TABLE IF NOT EXISTS would
+// not add them. MogileFS's own mogdbsetup upgrades it.
+func checkOldSchema(ctx context.Context, db *sql.DB) error {
+	var v sql.NullString
+	err := db.QueryRowContext(ctx, "SELECT value FROM server_settings WHERE field = 'schema_version'").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) || mysqlErrno(err) == erNoSuchTable {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mysql: check schema: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v.String))
+	if err == nil && n > 0 && n < store.SchemaVersion {
+		return fmt.Errorf("mysql: %w: database has MogileFS schema %d; upgrade it to %d with mogdbsetup first",
+			store.ErrSchemaMismatch, n, store.SchemaVersion)
+	}
+	return nil
+}
+
+// readCommitted sets every pooled session to READ COMMITTED, as MogileFS's
+// queries expect of InnoDB (the server default is REPEATABLE READ, whose
+// gap locks make concurrent queue and file inserts deadlock far more). The
+// statement form works on MySQL 8 and MariaDB alike, unlike the system
+// variable, which is tx_isolation on MariaDB 10.11 and
+// transaction_isolation on MySQL 8.
+type readCommitted struct{ driver.Connector }
+
+func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("mysql: driver connection %T cannot execute statements", conn)
+	}
+	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// configs are the driver settings of the Store's pool and of its lock pool.
+type configs struct {
+	main, lock *gomysql.Config
+}
+
+// dsnParams maps each accepted parameter name, lower-cased, to the setting
+// it controls; the mysql_* spellings are Perl DBD::mysql's, so a MogileFS
+// db_dsn keeps working.
+var dsnParams = map[string]string{
+	"tls":                   "tls",
+	"mysql_ssl":             "tls",
+	"timeout":               "timeout",
+	"connect_timeout":       "timeout",
+	"mysql_connect_timeout": "timeout",
+	"readtimeout":           "readTimeout",
+	"read_timeout":          "readTimeout",
+	"mysql_read_timeout":    "readTimeout",
+	"writetimeout":          "writeTimeout",
+	"write_timeout":         "writeTimeout",
+	"mysql_write_timeout":   "writeTimeout",
+	"socket":                "socket",
+	"mysql_socket":          "socket",
+}
+
+// configure turns a parsed DSN into driver settings. It is pure: no
+// connection is made.
+func configure(d *store.DSN) (*configs, error) {
+	if d.Database == "" {
+		return nil, fmt.Errorf("%w: mysql: no database name", store.ErrBadDSN)
+	}
+	cfg := gomysql.NewConfig()
+	cfg.User, cfg.Passwd = d.User, d.Password
+	cfg.DBName = d.Database
+	// One round trip per statement: placeholders are filled in by the
+	// client instead of a prepare/execute/close cycle.
+	cfg.InterpolateParams = true
+	// Chosen in the handshake (no SET NAMES round trip); known by MySQL 8
+	// and MariaDB, and safe for client-side interpolation.
+	cfg.Collation = "utf8mb4_general_ci"
+	host, port := d.Host, d.Port
+	for k, vs := range d.Params {
+		name, ok := dsnParams[strings.ToLower(k)]
+		if !ok {
+			return nil, fmt.Errorf("%w: mysql: unknown parameter %q (known: tls, timeout, readTimeout, writeTimeout, socket)", store.ErrBadDSN, k)
+		}
+		if len(vs) != 1 {
+			return nil, fmt.Errorf("%w: mysql: parameter %q given %d times", store.ErrBadDSN, k, len(vs))
+		}
+		v := vs[0]
+		switch name {
+		case "tls":
+			t, err := tlsMode(strings.ToLower(k), v)
+			if err != nil {
+				return nil, err
+			}
+			cfg.TLSConfig = t
+		case "timeout", "readTimeout", "writeTimeout":
+			dur, err := parseSeconds(v)
+			if err != nil {
+				return nil, fmt.Errorf("%w: mysql: parameter %q: %v", store.ErrBadDSN, k, err)
+			}
+			switch name {
+			case "timeout":
+				cfg.Timeout = dur
+			case "readTimeout":
+				cfg.ReadTimeout = dur
+			default:
+				cfg.WriteTimeout = dur
+			}
+		case "socket":
+			if !strings.HasPrefix(v, "/") {
+				return nil, fmt.Errorf("%w: mysql: socket %q is not an absolute path", store.ErrBadDSN, v)
+			}
+			host, port = v, 0
+		}
+	}
+	if strings.HasPrefix(host, "/") {
+		if port != 0 {
+			return nil, fmt.Errorf("%w: mysql: a port with socket %q", store.ErrBadDSN, host)
+		}
+		cfg.Net, cfg.Addr = "unix", host
+	} else {
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		if port == 0 {
+			port = 3306
+		}
+		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	}
+
+	lock := cfg.Clone()
+	// A lock session sits in GET_LOCK for as long as the caller's timeout:
+	// a read timeout would break it, and the watcher bounds silence anyway.
+	lock.ReadTimeout = 0
+	// Killed lock sessions are expected and reported through Lost and
+	// errors; the driver's own log lines about them would only be noise.
+	lock.Logger = &gomysql.NopLogger{}
+	return &configs{main: cfg, lock: lock}, nil
+}
+
+// tlsMode maps tls=true|false|skip-verify|preferred, and DBD::mysql's
+// mysql_ssl=0|1, onto the driver's modes.
+func tlsMode(key, v string) (string, error) {
+	lv := strings.ToLower(v)
+	if key == "mysql_ssl" {
+		switch lv {
+		case "1":
+			return "true", nil
+		case "0":
+			return "false", nil
+		}
+	} else {
+		switch lv {
+		case "true", "false", "skip-verify", "preferred":
+			return lv, nil
+		case "1":
+			return "true", nil
+		case "0":
+			return "false", nil
+		}
+	}
+	return "", fmt.Errorf("%w: mysql: parameter %q: bad value %q (want true, false, skip-verify or preferred)", store.ErrBadDSN, key, v)
+}
+
+// parseSeconds reads a Go duration ("1.5s") or, as DBD::mysql writes it, a
+// whole number of seconds.
+func parseSeconds(v string) (time.Duration, error) {
+	if n, err := strconv.Atoi(v); err == nil {
+		if n <= 0 {
+			return 0, fmt.Errorf("want a positive duration, got %q", v)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want a positive duration, got %q", v)
+	}
+	return d, nil
+}

@@ -1,0 +1,95 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"testing"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/mysql"
+)
+
+// harness runs the conformance suite on a database of its own.
+type harness struct {
+	dsn      string
+	database string
+	admin    *sql.DB // a pool of its own, for Reset and KILL
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	dsn := testdb.MySQL(t)
+	d, err := store.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("ParseDSN(%q): %v", dsn, err)
+	}
+	return &harness{dsn: dsn, database: d.Database, admin: openRaw(t, d)}
+}
+
+// openRaw opens a plain driver pool on d, outside any Store.
+func openRaw(t testing.TB, d *store.DSN) *sql.DB {
+	t.Helper()
+	cfg, _, err := mysql.Configure(d)
+	if err != nil {
+		t.Fatalf("Configure(%s): %v", d.Redacted(), err)
+	}
+	c, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatalf("NewConnector: %v", err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func (h *harness) Name() string { return "mysql" }
+func (h *harness) DSN() string  { return h.dsn }
+
+// Reset deletes every row of every table of the database, whoever created
+// it (schema 17, the shared layer's own tables), keeping the tables.
+func (h *harness) Reset(ctx context.Context) error {
+	rows, err := h.admin.QueryContext(ctx,
+		"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", h.database)
+	if err != nil {
+		return err
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		tables = append(tables, n)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, n := range tables {
+		if _, err := h.admin.ExecContext(ctx, "DELETE FROM `"+n+"`"); err != nil {
+			return fmt.Errorf("reset %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// KillLockSession KILLs the session pinned to l, as an operator would.
+func (h *harness) KillLockSession(ctx context.Context, s store.Store, l store.Lock) error {
+	id, err := mysql.LockSessionID(s, l)
+	if err != nil {
+		return err
+	}
+	_, err = h.admin.ExecContext(ctx, "KILL "+strconv.FormatUint(id, 10))
+	return err
+}
+
+// CrashOwner drops s's lock sessions and pool without a RELEASE_LOCK and
+// stops its watchers, as a dying tracker process would.
+func (h *harness) CrashOwner(ctx context.Context, s store.Store) error {
+	return mysql.Crash(s)
+}
