@@ -47,5 +47,11 @@
 //     descriptor limit (Perlbal max_connections = RLIMIT_NOFILE) amounted to.
 //   - Close stops accepting, lets uploads in flight finish for up to
 //     ShutdownTimeout, then cuts them (their temporary files are removed) and
-//     returns.
+//     returns. Temporaries orphaned by a crash or kill -9 are swept by a
+//     background walk after the next Open once they are an hour old.
+//
+// Main is the mogstored command (cmd/mogstored only wires signals to it): the
+// original's flags and mogstored.conf keys, with flags overriding the file.
+// --daemonize re-executes the binary detached with setsid and returns once
+// the child reports that it serves, or with the child's start-up error.
 package mogstored
