@@ -326,10 +326,10 @@ func (c *Client) roundTrip(ctx context.Context, t *tracker, line string) (url.Va
 	reply, perr := ParseReply(raw)
 	// If the AfterFunc already ran (or is running), the connection's
 	// deadline is being set to the past: it cannot be handed on.
-	if !stop() || errors.Is(perr, ErrProtocol) || c.closed.Load() {
+	if !stop() || errors.Is(perr, ErrProtocol) {
 		cn.nc.Close()
 	} else {
-		t.putConn(cn)
+		c.putConn(t, cn)
 	}
 	return reply, st, perr
 }
@@ -358,10 +358,17 @@ func (c *Client) getConn(ctx context.Context, t *tracker) (*conn, bool, error) {
 	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}, false, nil
 }
 
-func (t *tracker) putConn(cn *conn) {
+// putConn keeps cn as the tracker's idle connection. closed is read under
+// t.mu, which Close also takes after setting it, so a connection returned
+// during Close is either swept by Close or closed here.
+func (c *Client) putConn(t *tracker, cn *conn) {
 	t.mu.Lock()
 	old := t.idle
-	t.idle = cn
+	if c.closed.Load() {
+		old, t.idle = cn, nil
+	} else {
+		t.idle = cn
+	}
 	t.deadUntil = time.Time{}
 	t.mu.Unlock()
 	if old != nil {

@@ -216,9 +216,9 @@ func TestClient_Do_Reconnect(t *testing.T) {
 		if err := c.Delete(t.Context(), "d", "k"); err != nil {
 			t.Fatalf("Delete #%d: %v", i, err)
 		}
-		// Let the close reach the client's socket.
-		waitFor(t, func() bool { return p.Accepts() == i+1 })
-		time.Sleep(20 * time.Millisecond)
+		// On loopback the FIN is queued at the client by the
+		// time the peer's close returns.
+		waitFor(t, func() bool { return p.Closed() == i+1 })
 	}
 	if n := countCmd(p.Requests(), "delete"); n != 3 {
 		t.Fatalf("tracker got %d deletes; want 3", n)

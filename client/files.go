@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // StoreOptions are the optional parts of StoreFileWith.
@@ -221,40 +222,61 @@ func (c *Client) put(ctx context.Context, path string, b *body, size int64, h ha
 	if h != nil {
 		r = io.TeeReader(r, h)
 	}
-	cr := &countReader{r: r}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, path, cr)
+	pb := &putBody{r: r, done: make(chan struct{})}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, path, pb)
 	if err != nil {
 		return 0, err
 	}
 	req.ContentLength = size
 	if size == 0 {
-		// A nil-length body would be sent without Content-Length.
+		// A zero-length reader body would go out chunked; NoBody
+		// sends "Content-Length: 0".
 		req.Body = http.NoBody
+		pb.Close()
 	}
 	resp, err := c.http.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}
+	// The transport may still be reading the body after Do returns (a
+	// storage node that answered early); wait until it lets go, so the
+	// data can be rewound for the next destination without a race.
+	select {
+	case <-pb.done:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return 0, fmt.Errorf("PUT: HTTP %s", resp.Status)
 	}
-	if cr.n != size {
-		return 0, fmt.Errorf("PUT: sent %d of %d bytes", cr.n, size)
+	if pb.n != size {
+		return 0, fmt.Errorf("PUT: sent %d of %d bytes", pb.n, size)
 	}
-	return cr.n, nil
+	return pb.n, nil
 }
 
-type countReader struct {
-	r io.Reader
-	n int64
+// putBody counts what the transport read and reports when it is done
+// with the body (RoundTrip always closes it, on errors too).
+type putBody struct {
+	r    io.Reader
+	n    int64
+	once sync.Once
+	done chan struct{}
 }
 
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
+func (p *putBody) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n += int64(n)
 	return n, err
+}
+
+func (p *putBody) Close() error {
+	p.once.Do(func() { close(p.done) })
+	return nil
 }
 
 // PathOptions tune GetPaths. A nil *PathOptions asks for the defaults.

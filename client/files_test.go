@@ -106,6 +106,24 @@ func TestClient_StoreFile(t *testing.T) {
 	}
 }
 
+func TestClient_StoreFile_EarlyRefusal(t *testing.T) {
+	// The first node refuses before reading the body, while the client is
+	// still sending it; the second must still get every byte, in order.
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	s := startStorage(t)
+	st := &storeTracker{}
+	p := startPeer(t, st.handler(8, s.URL+"/early/a.fid", s.URL+"/dev2/b.fid"))
+	c := newClient(t, []string{p.Addr()}, nil)
+	n, err := c.StoreFile(t.Context(), "d", "big", "", bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.blob("/dev2/b.fid")
+	if n != int64(len(data)) || !bytes.Equal(got, data) {
+		t.Fatalf("stored %d bytes (reported %d); want the %d bytes sent", len(got), n, len(data))
+	}
+}
+
 func TestClient_StoreFile_AllFail(t *testing.T) {
 	s := startStorage(t)
 	st := &storeTracker{}

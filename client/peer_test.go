@@ -27,6 +27,7 @@ type peer struct {
 	mu      sync.Mutex
 	reqs    []request
 	accepts int
+	closed  int // connections the peer has closed
 	conns   []net.Conn
 
 	done chan struct{}
@@ -89,7 +90,12 @@ func (p *peer) acceptLoop() {
 
 func (p *peer) serve(c net.Conn) {
 	defer p.wg.Done()
-	defer c.Close()
+	defer func() {
+		c.Close()
+		p.mu.Lock()
+		p.closed++
+		p.mu.Unlock()
+	}()
 	br := bufio.NewReader(c)
 	for {
 		raw, err := br.ReadString('\n')
@@ -150,6 +156,12 @@ func (p *peer) Requests() []request {
 	return append([]request(nil), p.reqs...)
 }
 
+func (p *peer) Closed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
 func (p *peer) Accepts() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -179,8 +191,9 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
-// storage is a storage node: PUT stores, GET serves, and any path under
-// /fail/ answers 500 after reading the body.
+// storage is a storage node: PUT stores, GET serves, any path under
+// /fail/ answers 500 after reading the body and any under /early/ answers
+// 500 without reading it.
 type storage struct {
 	*httptest.Server
 	mu    sync.Mutex
@@ -199,6 +212,11 @@ func startStorage(t *testing.T) *storage {
 			s.gets = append(s.gets, r.URL.Path)
 		}
 		s.mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/early/") {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "no space", http.StatusInsufficientStorage)
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, "/fail/") {
 			io.Copy(io.Discard, r.Body)
 			http.Error(w, "disk on fire", http.StatusInternalServerError)
