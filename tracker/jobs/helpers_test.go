@@ -174,6 +174,8 @@ func (c *cluster) upload(devid int, fid int64, data []byte) {
 		c.t.Fatalf("PUT: %v", err)
 	}
 	resp.Body.Close()
+	// Keep no idle connection: leak checks count transport goroutines.
+	http.DefaultClient.CloseIdleConnections()
 	if resp.StatusCode/100 != 2 {
 		c.t.Fatalf("PUT %s: HTTP %d", p, resp.StatusCode)
 	}

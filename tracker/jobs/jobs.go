@@ -95,13 +95,14 @@ type JobStat struct {
 
 // Manager owns the workers of one tracker.
 type Manager struct {
-	st     store.Store
-	opts   Options
-	log    *slog.Logger
-	nodes  *nodes
-	obs    *observations
-	host   string
-	closed chan struct{} // closed by Close; nothing new starts after it
+	st      store.Store
+	opts    Options
+	log     *slog.Logger
+	nodes   *nodes
+	ownHTTP bool // the client is ours: Close drops its idle connections
+	obs     *observations
+	host    string
+	closed  chan struct{} // closed by Close; nothing new starts after it
 
 	mu        sync.Mutex
 	opened    bool
@@ -159,13 +160,14 @@ func New(st store.Store, opts Options) *Manager {
 		host, _ = os.Hostname()
 	}
 	m := &Manager{
-		st:     st,
-		opts:   opts,
-		log:    opts.Logger.With("component", "jobs"),
-		nodes:  &nodes{c: c},
-		obs:    newObservations(),
-		host:   host,
-		closed: make(chan struct{}),
+		st:      st,
+		opts:    opts,
+		log:     opts.Logger.With("component", "jobs"),
+		nodes:   &nodes{c: c},
+		ownHTTP: opts.HTTPClient == nil,
+		obs:     newObservations(),
+		host:    host,
+		closed:  make(chan struct{}),
 	}
 	m.classes = map[string]*jobClass{
 		JobReplicate: {name: JobReplicate, pooled: true, want: max(opts.ReplicateWorkers, 0)},
@@ -327,6 +329,9 @@ func (m *Manager) Close() error {
 	}
 	m.workStop()
 	<-done
+	if m.ownHTTP {
+		m.nodes.c.CloseIdleConnections()
+	}
 	return nil
 }
 

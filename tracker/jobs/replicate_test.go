@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +198,45 @@ func TestManager_CloseHandsBack(t *testing.T) {
 		if s.Running != 0 {
 			t.Errorf("%s: %d running after close; want 0", s.Name, s.Running)
 		}
+	}
+}
+
+// After Close no goroutine of the Manager is left.
+func TestManager_CloseLeavesNoGoroutines(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	cls := c.class("c", 2, store.HashNone)
+	fid := c.putFile("k", cls, []byte("leak check"), 1)
+	o := fastOptions(t)
+	o.ReplicateWorkers, o.DeleteWorkers, o.FsckWorkers = 3, 2, 2
+	m := jobs.New(c.st, o)
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "replication", func() bool { return len(fileOn(t, c.st, fid)) == 2 })
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing of the Manager may run: no worker, no HTTP connection of its
+	// client.
+	leaked := func() string {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "gomogile/tracker/jobs.(*") || strings.Contains(g, "net/http.(*persistConn)") {
+				return g
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	g := leaked()
+	for g != "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		g = leaked()
+	}
+	if g != "" {
+		t.Errorf("goroutine left after Close:\n%s", g)
 	}
 }
