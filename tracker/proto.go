@@ -59,7 +59,7 @@ func ParseRequest(line string) (Request, error) {
 	if len(line) > MaxLineBytes {
 		return Request{}, ErrLineTooLong
 	}
-	if strings.TrimSpace(line) == "" {
+	if line == "" {
 		return Request{}, ErrEmptyLine
 	}
 	if line[0] == '!' {
