@@ -322,8 +322,8 @@ func TestRun_FlagBeatsEnv(t *testing.T) {
 	deadAddr := dead.Addr().String()
 	dead.Close()
 	m := &Main{Getenv: func(string) string { return deadAddr }}
-	if _, _, err := run(t, m, "--trackers="+tr.ln.Addr().String(), "raw", "noop"); err != nil {
-		t.Fatal(err)
+	if out, _, err := run(t, m, "--trackers="+tr.ln.Addr().String(), "raw", "noop"); err != nil || out != "OK\n" {
+		t.Fatalf("raw noop = %q, %v; want OK", out, err)
 	}
 	if _, _, err := run(t, m, "raw", "noop"); !errors.Is(err, client.ErrNoTracker) || !strings.Contains(err.Error(), deadAddr) {
 		t.Fatalf("with only the env tracker: %v; want ErrNoTracker naming %s", err, deadAddr)

@@ -734,8 +734,9 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 }
 
 // cmdRaw sends any command and prints the reply's arguments decoded, one
-// "key=value" per line in key order; values are escaped again only where
-// they hold a line break, so the output stays one pair per line.
+// "key=value" per line in key order, or "OK" for a reply without any.
+// Line breaks in keys and values are shown as \r and \n, so the output
+// stays one pair per line.
 func cmdRaw(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return usagef("raw: usage: raw CMD [key=value ...]")
@@ -752,6 +753,10 @@ func cmdRaw(ctx context.Context, e *env, args []string) error {
 	reply, err := e.c.Do(ctx, cmd, v)
 	if err != nil {
 		return err
+	}
+	if len(reply) == 0 {
+		fmt.Fprintln(e.stdout, "OK")
+		return nil
 	}
 	keys := make([]string, 0, len(reply))
 	for k := range reply {
