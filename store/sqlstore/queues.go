@@ -212,33 +212,39 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 			return rows.Err()
 		})
 		if err != nil {
-			return out, s.wrap(op, err)
+			return nil, s.wrap(op, err)
 		}
 		if len(cands) == 0 {
 			break
 		}
 		until := min(now+secondsCeil(lease), endOfTime-1)
-		slices.SortFunc(cands, func(a, b store.QueueItem) int { return cmpInt64(a.Fid, b.Fid) })
-		var got []store.QueueItem
+		// Claim in fid order, so two Stores lock shared rows in one order;
+		// report in due order.
+		byFid := slices.Clone(cands)
+		slices.SortFunc(byFid, func(a, b store.QueueItem) int { return cmpInt64(a.Fid, b.Fid) })
+		claimed := map[int64]bool{}
 		err = s.tx(ctx, func(tx *sql.Tx) error {
-			got = got[:0]
-			for _, c := range cands {
+			clear(claimed)
+			for _, c := range byFid {
 				n, err := s.execN(ctx, tx, "UPDATE "+t.table+" SET nexttry = ? WHERE fid = ? AND nexttry = ?"+t.where,
 					until, c.Fid, c.NextTry.Unix())
 				if err != nil {
 					return err
 				}
-				if n == 1 {
-					c.NextTry = time.Unix(until, 0)
-					got = append(got, c)
-				}
+				claimed[c.Fid] = n == 1
 			}
 			return nil
 		})
 		if err != nil {
-			return out, s.wrap(op, err)
+			return nil, s.wrap(op, err)
 		}
-		slices.SortStableFunc(got, func(a, b store.QueueItem) int { return cmpInt64(a.NextTry.Unix(), b.NextTry.Unix()) })
+		var got []store.QueueItem
+		for _, c := range cands {
+			if claimed[c.Fid] {
+				c.NextTry = time.Unix(until, 0)
+				got = append(got, c)
+			}
+		}
 		out = append(out, got...)
 		if len(got) == len(cands) {
 			break // nobody competed; what was due has been taken

@@ -21,10 +21,12 @@ const endOfTime = 2147483647
 // OwnSchema lists the tables this package adds to schema 17, in portable SQL.
 // New creates them; harnesses may use the list to know every table.
 //
-// gomogile_counter holds allocators that must never go backwards (the fid
-// counter, so a fid is never reused even after MySQL's AUTO_INCREMENT resets).
+// gomogile_counter row "fid" is the last fid handed out, so a fid is never
+// reused even after MySQL's AUTO_INCREMENT resets or rows are deleted; the
+// rows "dmid", "classid", "hostid" and "devid" are only locked (their value
+// counts allocations), so allocators of one kind take turns.
 // gomogile_commit remembers which fid a commit replaced, so a retried commit
-// returns the result of the one that applied.
+// returns the result of the one that applied; DeleteFile removes its row.
 var OwnSchema = []string{
 	`CREATE TABLE IF NOT EXISTS gomogile_counter (
 	name  VARCHAR(64) NOT NULL PRIMARY KEY,
