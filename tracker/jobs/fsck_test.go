@@ -181,3 +181,50 @@ func TestFsck_BadCopyReplaced(t *testing.T) {
 		t.Errorf("event counts %v; want one REPL and no BSUM", counts)
 	}
 }
+
+// With NoJobMaster a tracker named by fsck_host injects nothing; its fsck
+// workers still work what others queue.
+func TestFsck_NoJobMaster(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	ctx := t.Context()
+	cls := c.class("two", 2, store.HashNone)
+	a := c.putFile("a", cls, []byte("a"), 1, 2)
+	b := c.putFile("b", cls, []byte("b"), 1, 2)
+	for _, fid := range []int64{a, b} {
+		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rawDB(t, c.st).ExecContext(ctx, "UPDATE file SET devcount = 9 WHERE fid IN (?, ?)", a, b); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	o.NoJobMaster = true
+	startFsck(t, c.st, o.Hostname)
+	m := start(t, c.st, o)
+	// b is queued by hand, as another tracker's job master would.
+	if err := c.st.Enqueue(ctx, store.QueueFsck, store.QueueEntry{Fid: b}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "b to be checked", func() bool { return queueLen(t, c.st, store.QueueFsck) == 0 })
+	// Give a job master, were there one, several polls to inject a.
+	time.Sleep(300 * time.Millisecond)
+	if n := queueLen(t, c.st, store.QueueFsck); n != 0 {
+		t.Errorf("fsck queue has %d rows; want nothing injected", n)
+	}
+	if v, err := c.st.ServerSetting(ctx, "fsck_host"); err != nil || v != o.Hostname {
+		t.Errorf("fsck_host = %q, %v; want left at %q", v, err, o.Hostname)
+	}
+	fa, _ := c.st.File(ctx, a)
+	fb, _ := c.st.File(ctx, b)
+	if fa.DevCount != 9 || fb.DevCount != 2 {
+		t.Errorf("devcount a=%d b=%d; want a untouched (9), b repaired (2)", fa.DevCount, fb.DevCount)
+	}
+	for _, s := range m.Stats() {
+		if s.Name == "job_master" && (s.Wanted != 0 || s.Running != 0) {
+			t.Errorf("job_master wanted %d running %d; want 0, 0", s.Wanted, s.Running)
+		}
+	}
+}

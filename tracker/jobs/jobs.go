@@ -386,9 +386,11 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 			if stop.Err() != nil {
 				return
 			}
-			items, err := m.st.Lease(stop, q, 1, m.opts.Lease)
+			// Lease under the work context: a lease granted while a stop
+			// interrupts the call would hide the row until it expires.
+			items, err := m.st.Lease(m.workCtx, q, 1, m.opts.Lease)
 			if err != nil {
-				if !isCtxErr(stop, err) {
+				if !isCtxErr(m.workCtx, err) {
 					jc.errors.Add(1)
 					log.Error("lease", "queue", q, "err", err)
 				}

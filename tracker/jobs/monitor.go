@@ -97,9 +97,10 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 			}
 			jc.errors.Add(1)
 			log.Error("pass", "err", err)
-		} else {
-			m.obs.once.Do(func() { close(m.obs.firstPass) })
 		}
+		// Workers wait for one pass, failed or not: a failed pass leaves
+		// devices unobserved, which they treat as unusable, as they should.
+		m.obs.once.Do(func() { close(m.obs.firstPass) })
 		jc.processed.Add(1)
 		select {
 		case <-ctx.Done():
@@ -130,6 +131,7 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("jobs: monitor: %w", err)
 	}
 
+	var firstErr error
 	skipHost := map[int]bool{}
 	for _, id := range sortedIDs(w.devs) {
 		d := w.devs[id]
@@ -158,13 +160,14 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 		d.hostOK = true
 		m.obs.update(d.ID, func(o *devObs) { o.totalKB, o.usedKB, o.hostID = totalKB, usedKB, d.HostID })
 		if canUpdate && (d.MBAsOf.IsZero() || d.MBAsOf.Add(updateDBEvery).Before(now)) {
-			if err := m.st.SetDeviceUsage(ctx, d.ID, totalKB/1024, usedKB/1024); err != nil {
-				return fmt.Errorf("jobs: monitor: usage of dev%d: %w", d.ID, err)
+			// A failed write must not keep the other devices unobserved.
+			if err := m.st.SetDeviceUsage(ctx, d.ID, totalKB/1024, usedKB/1024); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("jobs: monitor: usage of dev%d: %w", d.ID, err)
 			}
 		}
 		m.checkWrite(ctx, d)
 	}
-	return nil
+	return firstErr
 }
 
 type usageError struct {
