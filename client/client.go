@@ -255,7 +255,8 @@ func ctxDone(ctx context.Context) error {
 // those recently unreachable moved to the end.
 func (c *Client) order() []*tracker {
 	n := len(c.trackers)
-	start := int(c.next.Add(1)-1) % n
+	// Modulo in uint64: int(counter) would go negative on 32-bit hosts.
+	start := int((c.next.Add(1) - 1) % uint64(n))
 	now := time.Now()
 	live := make([]*tracker, 0, n)
 	var dead []*tracker
