@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -184,5 +185,17 @@ func TestClient_Settings(t *testing.T) {
 		CurrentTime: 1700000100, MaxLogID: 7, Counts: map[string]int64{"NOPA": 2, "REPL": 3}}
 	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("FsckStatus = %+v; want %+v", st, want)
+	}
+}
+
+func TestClient_UpdateClass_Missing(t *testing.T) {
+	p := startPeer(t, replies(map[string]string{"get_domains": getDomainsReply, "update_class": "OK "}))
+	c := newClient(t, []string{p.Addr()}, nil)
+	err := c.UpdateClass(t.Context(), "testdom", client.Class{Name: "nope", HashType: "MD5"})
+	if !errors.Is(err, client.ErrClassNotFound) {
+		t.Fatalf("UpdateClass error = %v; want ErrClassNotFound", err)
+	}
+	if n := countCmd(p.Requests(), "update_class"); n != 0 {
+		t.Fatalf("tracker got %d update_class; want 0", n)
 	}
 }

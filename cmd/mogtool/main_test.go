@@ -329,3 +329,38 @@ func TestRun_FlagBeatsEnv(t *testing.T) {
 		t.Fatalf("with only the env tracker: %v; want ErrNoTracker naming %s", err, deadAddr)
 	}
 }
+
+func TestRun_HostFsckSettings(t *testing.T) {
+	tr := startTracker(t, fixed(map[string]string{
+		// cmd_create_host replies through cmd_clear_cache.
+		"create_host": "OK hostid=7&hostname=hostC",
+		// cmd_fsck_status and cmd_server_settings.
+		"fsck_status":     "OK running=0&host=&max_fid_checked=50&policy_only=1&end_fid=80&start_time=1700000000&stop_time=1700000090&current_time=1700000100&max_logid=3&num_MISS=4",
+		"server_settings": "OK key_count=2&key_1=schema_version&value_1=17&key_2=memcache_ttl&value_2=60",
+	}))
+	addr := "--trackers=" + tr.ln.Addr().String()
+	out, _, err := run(t, nil, addr, "host", "add", "hostC", "--ip=10.0.0.3")
+	if err != nil || out != "host hostC has id 7\n" {
+		t.Fatalf("host add = %q, %v", out, err)
+	}
+	// mogstored's port is filled in; the tracker needs one.
+	if want := "create_host host=hostC&ip=10.0.0.3&port=7500\r\n"; tr.Lines()[0] != want {
+		t.Fatalf("host add sent %q; want %q", tr.Lines()[0], want)
+	}
+	out, _, err = run(t, nil, addr, "fsck", "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"running:", "no", "50 of 80", "elapsed:", "1m30s", "MISS:", "4", "policy only:", "true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("fsck status output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = run(t, nil, addr, "settings", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "memcache_ttl    60\nschema_version  17\n"; out != want {
+		t.Fatalf("settings list = %q; want %q", out, want)
+	}
+}
