@@ -30,7 +30,7 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 	log := m.log.With("job", JobMaster)
 	t := time.NewTicker(m.opts.QueuePoll)
 	defer t.Stop()
-	drain := &drainCursor{next: map[int]int64{}}
+	drain := &drainCursor{next: map[int]int64{}, restart: map[int]time.Time{}}
 	// Placement needs to know which devices are writeable.
 	if !m.waitMonitor(ctx) {
 		return
@@ -70,11 +70,16 @@ func (m *Manager) jobMasterPass(ctx context.Context, log *slog.Logger, drain *dr
 	return m.injectDrain(ctx, drain)
 }
 
+// drainRestart is how long a drain waits after a full pass over a device
+// before starting over, so that files whose move failed (no destination,
+// say) are retried without churning the queue.
+const drainRestart = 30 * time.Second
+
 // drainCursor remembers, per draining device, the fid after which the next
-// batch starts; a pass that finds nothing starts over, so files whose move
-// failed are tried again.
+// batch starts, and when a finished pass may start over.
 type drainCursor struct {
-	next map[int]int64
+	next    map[int]int64
+	restart map[int]time.Time
 }
 
 // injectDrain queues the files of every device in state drain into the
@@ -99,6 +104,10 @@ func (m *Manager) injectDrain(ctx context.Context, c *drainCursor) error {
 	for _, d := range devs {
 		if d.Status != store.DeviceDrain || owned[d.ID] {
 			delete(c.next, d.ID)
+			delete(c.restart, d.ID)
+			continue
+		}
+		if time.Now().Before(c.restart[d.ID]) {
 			continue
 		}
 		fids, err := m.st.FidsOnDevice(ctx, d.ID, c.next[d.ID], drainBatch)
@@ -106,6 +115,9 @@ func (m *Manager) injectDrain(ctx context.Context, c *drainCursor) error {
 			return fmt.Errorf("jobs: fids on dev%d: %w", d.ID, err)
 		}
 		if len(fids) == 0 {
+			if c.next[d.ID] != 0 {
+				c.restart[d.ID] = time.Now().Add(drainRestart)
+			}
 			delete(c.next, d.ID)
 			continue
 		}
@@ -163,7 +175,7 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 	if res == replNoFid {
 		return nil
 	}
-	if res == replWouldWors {
+	if res == replWouldWorsen {
 		return fmt.Errorf("jobs: rebalance fid %d off dev%d: no suitable destination devices", fid, src)
 	}
 	on, err := m.st.FileOn(ctx, fid)

@@ -27,10 +27,10 @@ const (
 type replResult int
 
 const (
-	replDone      replResult = iota + 1 // copies made, policy met
-	replLostRace                        // policy met before we did anything
-	replNoFid                           // the file is gone
-	replWouldWors                       // rebalance: only non-ideal places left
+	replDone        replResult = iota + 1 // copies made, policy met
+	replLostRace                          // policy met before we did anything
+	replNoFid                             // the file is gone
+	replWouldWorsen                       // rebalance: only non-ideal places left
 )
 
 // replError codes mirror replicate()'s errref values.
@@ -185,7 +185,7 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 			if ddev == nil {
 				// Masking left only non-ideal places: moving there would
 				// worsen the layout, so rebalance must not.
-				return replWouldWors, nil
+				return replWouldWorsen, nil
 			}
 		} else if len(rr.desp) > 0 {
 			ddev = rr.desp[0]
@@ -298,9 +298,8 @@ func (m *Manager) replicateItem(ctx context.Context, it store.QueueItem) error {
 	}
 	defer m.release(l)
 
-	res, err := m.replicate(ctx, it.Fid, replOpts{source: it.DevID})
-	if err == nil {
-		_ = res
+	// Done, lost the race, or the file is gone: the row's work is over.
+	if _, err = m.replicate(ctx, it.Fid, replOpts{source: it.DevID}); err == nil {
 		return m.finish(ctx, q, it.Fid)
 	}
 	if ctx.Err() != nil {
