@@ -1,0 +1,67 @@
+package postgres_test
+
+import (
+	"database/sql"
+	"testing"
+
+	"github.com/gomogile/gomogile/internal/testdb"
+)
+
+// BenchmarkLockCycle compares one Lock+Release of a free lock with the raw
+// SQL alternatives, in the same run on the same server:
+//
+//   - Store: this backend (an INSERT and a DELETE on unlogged tables, each
+//     one round trip, the DELETE also notifying).
+//   - Advisory: pg_advisory_lock + pg_advisory_unlock on one session, what
+//     MogileFS did (and what cannot work behind a transaction pooler).
+//   - LoggedInsertDelete: a durable INSERT then DELETE, each its own
+//     transaction, as a lock table without UNLOGGED would cost.
+//   - UnloggedInsertDelete: the same on an UNLOGGED table.
+func BenchmarkLockCycle(b *testing.B) {
+	dsn := testdb.Postgres(b)
+	b.Run("Store", func(b *testing.B) {
+		s := open(b, dsn)
+		ctx := b.Context()
+		for b.Loop() {
+			l, err := s.Lock(ctx, "bench", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	raw := func(b *testing.B, setup string, cycle ...string) {
+		s := open(b, dsn) // a pool through the same adapter as the Store's
+		conn, err := s.(interface{ DB() *sql.DB }).DB().Conn(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		ctx := b.Context()
+		if setup != "" {
+			if _, err := conn.ExecContext(ctx, setup); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for b.Loop() {
+			for _, q := range cycle {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("Advisory", func(b *testing.B) {
+		raw(b, "", "SELECT pg_advisory_lock(42)", "SELECT pg_advisory_unlock(42)")
+	})
+	b.Run("LoggedInsertDelete", func(b *testing.B) {
+		raw(b, "CREATE TABLE IF NOT EXISTS bench_logged (name BYTEA PRIMARY KEY, owner BIGINT NOT NULL)",
+			"INSERT INTO bench_logged VALUES ('\\x6c6f636b', 1)", "DELETE FROM bench_logged WHERE name = '\\x6c6f636b' AND owner = 1")
+	})
+	b.Run("UnloggedInsertDelete", func(b *testing.B) {
+		raw(b, "CREATE UNLOGGED TABLE IF NOT EXISTS bench_unlogged (name BYTEA PRIMARY KEY, owner BIGINT NOT NULL)",
+			"INSERT INTO bench_unlogged VALUES ('\\x6c6f636b', 1)", "DELETE FROM bench_unlogged WHERE name = '\\x6c6f636b' AND owner = 1")
+	})
+}
