@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -267,21 +266,21 @@ func cmdFetch(ctx context.Context, e *env, args []string) error {
 		_, err = io.Copy(e.stdout, rc)
 		return err
 	}
-	// Write next to the target and rename, so a failed download never
-	// leaves a truncated file under the requested name.
-	tmp, err := os.CreateTemp(filepath.Dir(*out), ".mogtool-*")
+	f, err := os.Create(*out)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, rc); err != nil {
-		tmp.Close()
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		// A truncated download must not pass for the file.
+		os.Remove(*out)
 		return fmt.Errorf("fetch %q: %w", *key, err)
 	}
-	if err := tmp.Close(); err != nil {
+	if err := f.Close(); err != nil {
+		os.Remove(*out)
 		return err
 	}
-	return os.Rename(tmp.Name(), *out)
+	return nil
 }
 
 func cmdDelete(ctx context.Context, e *env, args []string) error {
