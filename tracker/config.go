@@ -219,8 +219,10 @@ var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
 
 func validHostname(h string) bool { return len(h) <= 253 && hostnameRE.MatchString(h) }
 
-// configLine is the original's file grammar: key, optional '=', value.
-var configLine = regexp.MustCompile(`^\s*([\w.]+)\s+=?\s*(.+?)\s*$|^\s*([\w.]+)\s*=\s*(.+?)\s*$`)
+// configLine is the original's file grammar, "key = value" or "key value",
+// extended to accept an empty value after '=' (the original refused
+// "db_pass =", leaving no way to write an empty password).
+var configLine = regexp.MustCompile(`^\s*([\w.]+)(?:\s*=\s*(.*?)|\s+(.+?))\s*$`)
 
 // ParseConfig reads a mogilefsd.conf onto the defaults. Errors name the
 // line. Unknown keys are errors, unlike in the original, so a typo is not
@@ -250,8 +252,8 @@ func FileValues(r io.Reader) (map[string]string, error) {
 			return nil, fmt.Errorf("config line %d: malformed: %q (want \"key = value\")", n, line)
 		}
 		k, v := m[1], m[2]
-		if k == "" {
-			k, v = m[3], m[4]
+		if m[3] != "" {
+			v = m[3]
 		}
 		if _, ok := configKeys[k]; !ok {
 			return nil, fmt.Errorf("config line %d: unknown key %q (known: %s)", n, k, strings.Join(ConfigKeys(), ", "))

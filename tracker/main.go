@@ -38,7 +38,7 @@ type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (Jobs, error
 //	-p, --confport PORT      conf_port
 //	-l, --listen ADDR        listen (repeatable, or comma-separated)
 //	-w, --workers N          query_jobs
-//	    --no-job_master      run no background jobs in this tracker
+//	    --no-job_master      feed no fsck/rebalance/drain work from this tracker
 //	    --pidfile FILE, --max_disk_age, --min_free_space, --default_mindevcount,
 //	    --node_timeout, --conn_timeout, --conn_pool_size, --max_handles,
 //	    --no_schema_check, --repl_use_get_port, --local_network,
@@ -51,7 +51,8 @@ type Main struct {
 	Stdout, Stderr io.Writer
 	// Environ is the environment; nil = os.Environ().
 	Environ []string
-	// NewJobs builds the background workers; nil runs none.
+	// NewJobs builds the background workers (NewJobs is the standard
+	// one); nil runs none.
 	NewJobs JobsFactory
 	// Ready, when set, is called with the tracker once it listens (tests).
 	Ready func(*Tracker)
@@ -291,7 +292,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	log.Info("database open", "dsn", dsn.Redacted())
 
 	opts := &Options{Logger: log}
-	if m.NewJobs != nil && cfg.JobMaster {
+	if m.NewJobs != nil {
 		j, err := m.NewJobs(st, cfg, log)
 		if err != nil {
 			return fmt.Errorf("jobs: %w", err)

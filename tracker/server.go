@@ -70,8 +70,8 @@ type JobMessenger interface {
 type Options struct {
 	// Logger is the parent logger; the tracker logs under component=tracker.
 	Logger *slog.Logger
-	// Jobs is started by Open when Config.JobMaster is set and closed by
-	// Close. Nil runs no background work.
+	// Jobs is started by Open and closed by Close. Nil runs no background
+	// work (and devices are then judged by their database state alone).
 	Jobs Jobs
 	// HTTPClient talks to storage nodes (MKCOL, HEAD, GET). Default: one
 	// built from conn_timeout, node_timeout and conn_pool_size.
@@ -167,8 +167,8 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 // Config returns the tracker's configuration.
 func (t *Tracker) Config() Config { return t.cfg }
 
-// Open listens on every configured address, then starts the jobs manager
-// when job_master is on. On error nothing stays open.
+// Open listens on every configured address, then starts the jobs manager.
+// On error nothing stays open.
 func (t *Tracker) Open(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -190,7 +190,7 @@ func (t *Tracker) Open(ctx context.Context) error {
 		}
 		t.listeners = append(t.listeners, ln)
 	}
-	if t.jobs != nil && t.cfg.JobMaster {
+	if t.jobs != nil {
 		if err := t.jobs.Open(ctx); err != nil {
 			for _, l := range t.listeners {
 				l.Close()

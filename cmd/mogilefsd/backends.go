@@ -1,3 +1,8 @@
 package main
 
-// Metadata backends are linked in here; db_dsn's scheme picks one.
+// Metadata backends linked into mogilefsd; db_dsn's scheme picks one.
+import (
+	_ "github.com/gomogile/gomogile/store/mysql"
+	_ "github.com/gomogile/gomogile/store/postgres"
+	_ "github.com/gomogile/gomogile/store/sqlite"
+)
