@@ -65,8 +65,8 @@ func init() {
 	store.Register("sqlite", driver{})
 }
 
-// Capabilities of this backend.
-var Capabilities = store.Capabilities{
+// capabilities are this backend's legitimate differences (see # Capabilities).
+var capabilities = store.Capabilities{
 	LockMechanism:  "in-process",
 	CrossProcess:   false,
 	DeadOwnerBound: 0,
@@ -122,11 +122,16 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		f.release()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	if err := upgradeColumns(ctx, db); err != nil {
+		db.Close()
+		f.release()
+		return nil, err
+	}
 	s, err := sqlstore.New(ctx, sqlstore.Config{
 		DB:           db,
 		Dialect:      dialect{},
 		Locks:        newLockBackend(f.f.locks),
-		Capabilities: Capabilities,
+		Capabilities: capabilities,
 		OnClose:      f.release,
 	})
 	if err != nil {

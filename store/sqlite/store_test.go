@@ -639,3 +639,44 @@ func TestStore_Accessors(t *testing.T) {
 		t.Errorf("Info = %+v, %v", info, err)
 	}
 }
+
+// A database made by an older mogdbsetup: class lacks the columns MogileFS
+// later added with ALTER TABLE.
+func TestOpen_UpgradesOldSchema(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	db, err := rawDB(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE class (dmid SMALLINT UNSIGNED NOT NULL, classid TINYINT UNSIGNED NOT NULL,
+			classname VARCHAR(50), mindevcount TINYINT UNSIGNED NOT NULL,
+			UNIQUE (dmid, classid), UNIQUE (dmid, classname))`,
+		`CREATE TABLE server_settings (field VARCHAR(50) PRIMARY KEY, value TEXT)`,
+		`INSERT INTO server_settings VALUES ('schema_version', '10')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s := openStore(t, h)
+	d, err := s.CreateDomain(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.Class{DomainID: d.ID, Name: "c", MinDevCount: 2, ReplPolicy: "MultipleHosts(2)", HashType: store.HashMD5}
+	got, err := s.CreateClass(ctx, want)
+	if err != nil {
+		t.Fatalf("CreateClass on an upgraded class table: %v", err)
+	}
+	cs, err := s.Classes(ctx)
+	want.ID = got.ID
+	if err != nil || len(cs) != 1 || cs[0] != want {
+		t.Errorf("Classes = %+v, %v; want [%+v]", cs, err, want)
+	}
+	if v, err := s.ServerSetting(ctx, "schema_version"); err != nil || v != "17" {
+		t.Errorf("schema_version = %q, %v; want 17", v, err)
+	}
+}
