@@ -1,16 +1,3 @@
-// Package jobs runs a tracker's background workers: replicate, delete,
-// reaper, monitor, fsck, and the job master that feeds the fsck and
-// rebalance queues and drains devices, as MogileFS's Worker::* do.
-//
-// Workers reach the metadata database only through the store contract, and
-// they are safe to run in several trackers at once on one database: queue
-// rows are leased (no two trackers hold one row) and per-fid work happens
-// under the original's named locks (mgfs:fid:<fid>:replicate for copying,
-// deleting and fscking a fid, mgfs:fid:<fid> around devcount changes).
-//
-// A [Manager] is built with [New], started with [Manager.Open] and stopped
-// with [Manager.Close], which stops leasing, lets in-flight items finish for
-// a grace period, then hands the rest back due now and releases their locks.
 package jobs
 
 import (
@@ -102,7 +89,6 @@ type Manager struct {
 	ownHTTP bool // the client is ours: Close drops its idle connections
 	obs     *observations
 	host    string
-	closed  chan struct{} // closed by Close; nothing new starts after it
 
 	mu        sync.Mutex
 	opened    bool
@@ -167,7 +153,6 @@ func New(st store.Store, opts Options) *Manager {
 		ownHTTP: opts.HTTPClient == nil,
 		obs:     newObservations(),
 		host:    host,
-		closed:  make(chan struct{}),
 	}
 	m.classes = map[string]*jobClass{
 		JobReplicate: {name: JobReplicate, pooled: true, want: max(opts.ReplicateWorkers, 0)},
@@ -307,7 +292,6 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.isClosed = true
-	close(m.closed)
 	if !m.opened {
 		m.mu.Unlock()
 		return nil

@@ -82,8 +82,8 @@ func (m *Manager) reapTempFiles(ctx context.Context) error {
 			continue
 		}
 		for _, devid := range tf.DevIDs {
-			if _, err := m.st.AddFileOn(ctx, tf.Fid, devid); err != nil {
-				return fmt.Errorf("jobs: note tempfile %d on dev%d: %w", tf.Fid, devid, err)
+			if err := m.noteOnDevice(ctx, tf.Fid, devid); err != nil {
+				return err
 			}
 		}
 		if err := m.st.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: tf.Fid}); err != nil {

@@ -1,0 +1,52 @@
+// Package jobs runs a tracker's background workers, as MogileFS's
+// Worker::* do: it keeps every file at its class's replica count, deletes
+// the blobs of deleted files, cleans up after abandoned uploads and dead
+// devices, watches the storage nodes, checks files (fsck), and moves files
+// off draining devices or by a rebalance policy.
+//
+// Workers reach the metadata database only through the store contract and
+// are safe to run in several trackers on one database: queue rows are
+// leased (no two trackers hold one row) and per-fid work happens under the
+// original's named locks, mgfs:fid:<fid>:replicate while copying, deleting,
+// moving or fixing a fid and mgfs:fid:<fid> around file_on changes.
+//
+// A [Manager] is built with [New], started with [Manager.Open] and stopped
+// with [Manager.Close], which stops leasing, lets in-flight items finish for
+// a grace period, then hands the rest back due now and releases their locks.
+//
+// # Workers
+//
+//   - replicate (pooled): leases file_to_replicate, copies with HTTP GET and
+//     PUT until the class's policy (MultipleHosts(N) or MultipleDevices(N))
+//     is met, backs off 15 s, 1 m, 5 m … 24 h on failure, parks a fid with
+//     no copy at all. It also works the rebalance queue.
+//   - delete (pooled): leases file_to_delete2, DELETEs every copy (404 is
+//     done), then drops file_on, checksum and queue rows.
+//   - fsck (pooled): leases the fsck queue and checks each fid, logging the
+//     original's codes (NOPA, POVI, MISS, BLEN, BCNT, REPL, BSUM, NSUM, MSUM,
+//     BALG, SRCH, FOND, GONE).
+//   - reaper: turns expired tempfiles into deletions and forgets the copies
+//     on dead devices after queueing their fids for replication.
+//   - monitor: reads /dev<N>/usage, records usage, test-writes devices, and
+//     keeps the observed states the others place files by.
+//   - job_master (unless NoJobMaster): injects fsck batches while fsck_host
+//     names this tracker, rebalance batches while rebal_host does, and the
+//     files of devices in state drain.
+//
+// # Differences from the original
+//
+//   - A fid with more copies than its policy wants is left as it is (the
+//     original tries to shed one by rebalancing).
+//   - Copies are checked by length (HEAD after PUT) and, when the checksum is
+//     known, by MD5 of the bytes moved; a checksum digest over mogstored's
+//     management port is not used (fsck GETs the blob).
+//   - Devices in state drain are emptied automatically; the original only
+//     keeps new files off them and leaves moving to a rebalance.
+//   - Rebalance policies support fid_age=old only (the contract lists fids
+//     on a device ascending) and limit_by none, count and size (the original
+//     does not implement percent either).
+//   - The Union replication policy is not supported (a class using it is
+//     retried with backoff and logged).
+//   - Placement weighs a device by free space times its weight/100; the
+//     original ignores weight when replicating.
+package jobs
