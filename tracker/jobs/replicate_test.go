@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,4 +242,57 @@ func TestManager_CloseLeavesNoGoroutines(t *testing.T) {
 	if g != "" {
 		t.Errorf("goroutine left after Close:\n%s", g)
 	}
+}
+
+// failingTransport answers 500 to blob PUTs whose path has a given prefix.
+type failingTransport struct {
+	base   http.RoundTripper
+	prefix string
+	mu     sync.Mutex
+	failed int
+}
+
+func (f *failingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, f.prefix) {
+		f.mu.Lock()
+		f.failed++
+		f.mu.Unlock()
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 broken disk",
+			Body: io.NopCloser(strings.NewReader("")), Header: http.Header{}, Request: r}, nil
+	}
+	return f.base.RoundTrip(r)
+}
+
+// A destination that refuses the PUT makes the policy pick another device
+// in the same attempt; the file is not failed.
+func TestReplicate_DestinationFailureTriesAnother(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	c.addNode(4)
+	// dev4 is nearly weightless, so dev2 is almost always tried first.
+	if err := c.st.SetDeviceWeight(t.Context(), 4, 1); err != nil {
+		t.Fatal(err)
+	}
+	cls := c.class("c", 2, store.HashMD5)
+	data := []byte("needs a second home")
+	fid := c.putFile("k", cls, data, 1)
+	ft := &failingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), prefix: "/dev2/"}
+	o := fastOptions(t)
+	o.HTTPClient = &http.Client{Transport: ft}
+	start(t, c.st, o)
+	waitFor(t, 10*time.Second, "replication", func() bool { return !inQueue(t, c.st, store.QueueReplicate, fid) })
+	if on := fileOn(t, c.st, fid); len(on) != 2 || on[0] != 1 || on[1] != 4 {
+		t.Errorf("file_on = %v; want [1 4]", on)
+	}
+	if c.hasBlob(2, fid) {
+		t.Errorf("dev2 holds a blob though its PUT failed")
+	}
+	if got := c.blob(4, fid); !bytes.Equal(got, data) {
+		t.Errorf("dev4 holds %q; want %q", got, data)
+	}
+	t.Logf("PUTs refused by dev2: %d", ft.failed)
 }
