@@ -197,7 +197,10 @@ func configure(d *store.DSN) (*configs, error) {
 			if !strings.HasPrefix(v, "/") {
 				return nil, fmt.Errorf("%w: mysql: socket %q is not an absolute path", store.ErrBadDSN, v)
 			}
-			host, port = v, 0
+			if d.Port != 0 {
+				return nil, fmt.Errorf("%w: mysql: both port %d and socket %q", store.ErrBadDSN, d.Port, v)
+			}
+			host = v
 		}
 	}
 	if strings.HasPrefix(host, "/") {

@@ -1,0 +1,80 @@
+package mysql_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/mysql"
+)
+
+func TestConfigure(t *testing.T) {
+	tests := []struct {
+		dsn                 string
+		net, addr, user, db string
+		tls                 string
+		dial, read, write   time.Duration
+	}{
+		{dsn: "mysql://mogile:secret@db1:3307/mogilefs", net: "tcp", addr: "db1:3307", user: "mogile", db: "mogilefs"},
+		{dsn: "mysql:///mogilefs", net: "tcp", addr: "127.0.0.1:3306", db: "mogilefs"},
+		{dsn: "mariadb://u@[::1]/m", net: "tcp", addr: "[::1]:3306", user: "u", db: "m"},
+		{dsn: "DBI:mysql:mogilefs", net: "tcp", addr: "127.0.0.1:3306", db: "mogilefs"},
+		{dsn: "DBI:mysql:database=m;host=db2;port=3310;user=u", net: "tcp", addr: "db2:3310", user: "u", db: "m"},
+		{dsn: "DBI:mysql:database=m;host=/run/mysqld/mysqld.sock", net: "unix", addr: "/run/mysqld/mysqld.sock", db: "m"},
+		{dsn: "DBI:mysql:database=m;mysql_socket=/tmp/my.sock;mysql_connect_timeout=7", net: "unix", addr: "/tmp/my.sock", db: "m", dial: 7 * time.Second},
+		{dsn: "mysql://u@/m?socket=/tmp/my.sock", net: "unix", addr: "/tmp/my.sock", user: "u", db: "m"},
+		{dsn: "mysql://h/m?tls=skip-verify&timeout=2s&readTimeout=1.5s&writeTimeout=3", net: "tcp", addr: "h:3306", db: "m",
+			tls: "skip-verify", dial: 2 * time.Second, read: 1500 * time.Millisecond, write: 3 * time.Second},
+		{dsn: "DBI:mysql:database=m;mysql_ssl=1;mysql_read_timeout=4", net: "tcp", addr: "127.0.0.1:3306", db: "m", tls: "true", read: 4 * time.Second},
+	}
+	for _, tt := range tests {
+		d, err := store.ParseDSN(tt.dsn)
+		if err != nil {
+			t.Fatalf("ParseDSN(%q): %v", tt.dsn, err)
+		}
+		main, lock, err := mysql.Configure(d)
+		if err != nil {
+			t.Errorf("Configure(%q): %v", tt.dsn, err)
+			continue
+		}
+		if main.Net != tt.net || main.Addr != tt.addr || main.User != tt.user || main.DBName != tt.db {
+			t.Errorf("Configure(%q) = %s %s user %q db %q; want %s %s user %q db %q",
+				tt.dsn, main.Net, main.Addr, main.User, main.DBName, tt.net, tt.addr, tt.user, tt.db)
+		}
+		if main.TLSConfig != tt.tls || main.Timeout != tt.dial || main.ReadTimeout != tt.read || main.WriteTimeout != tt.write {
+			t.Errorf("Configure(%q): tls %q timeouts %v/%v/%v; want %q %v/%v/%v",
+				tt.dsn, main.TLSConfig, main.Timeout, main.ReadTimeout, main.WriteTimeout, tt.tls, tt.dial, tt.read, tt.write)
+		}
+		if !main.InterpolateParams || main.Collation != "utf8mb4_general_ci" {
+			t.Errorf("Configure(%q): interpolateParams %v collation %q; want true, utf8mb4_general_ci", tt.dsn, main.InterpolateParams, main.Collation)
+		}
+		// Lock sessions wait in GET_LOCK as long as asked: no read timeout.
+		if lock.ReadTimeout != 0 || lock.Addr != main.Addr || lock.DBName != main.DBName || lock.WriteTimeout != main.WriteTimeout {
+			t.Errorf("Configure(%q): lock config read timeout %v addr %s db %s; want 0, %s, %s", tt.dsn, lock.ReadTimeout, lock.Addr, lock.DBName, main.Addr, main.DBName)
+		}
+	}
+}
+
+func TestConfigure_Refuses(t *testing.T) {
+	for _, dsn := range []string{
+		"mysql://h/",                               // no database
+		"mysql://h/m?charset=latin1",               // unknown parameter
+		"mysql://h/m?tls=maybe",                    // bad value
+		"mysql://h/m?timeout=-1s",                  // not positive
+		"mysql://h/m?timeout=soon",                 // not a duration
+		"mysql://h/m?socket=relative.sock",         // not absolute
+		"mysql://h:3307/m?socket=/tmp/s",           // both a port and a socket
+		"mysql://h/m?timeout=1s&timeout=2s",        // twice
+		"DBI:mysql:database=m;mysql_ssl=yes",       // DBD::mysql takes 0 or 1
+		"DBI:mysql:database=m;mysql_compression=1", // known to DBD::mysql, not here
+	} {
+		d, err := store.ParseDSN(dsn)
+		if err != nil {
+			t.Fatalf("ParseDSN(%q): %v", dsn, err)
+		}
+		if _, _, err := mysql.Configure(d); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("Configure(%q): got %v; want %v", dsn, err, store.ErrBadDSN)
+		}
+	}
+}
