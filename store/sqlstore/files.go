@@ -68,6 +68,14 @@ func (s *Store) topFid(ctx context.Context, q querier) (int64, error) {
 	return max(a.Int64, b.Int64), nil
 }
 
+// keyIs matches dkey against a key given twice: the plain comparison lets
+// the (dmid, dkey) index find the row, the byte comparison keeps a
+// case-insensitive or PAD SPACE collation from matching "K" or "k " for "k"
+// (which, in a commit, would replace another key's file).
+func (s *Store) keyIs() string {
+	return "dkey = ? AND " + s.d.ByteOrder("dkey") + " = ?"
+}
+
 func checkKey(key string) error { return checkText("key", key, maxKey, true) }
 
 func joinDevIDs(ids []int) (string, error) {
@@ -325,7 +333,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store
 		return res, err
 	}
 	var old int64
-	err = s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND dkey = ?", c.DomainID, c.Key).Scan(&old)
+	err = s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs(), c.DomainID, c.Key, c.Key).Scan(&old)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -418,7 +426,7 @@ func (s *Store) FileByKey(ctx context.Context, dmid int, key string) (store.File
 	var f store.File
 	err := s.read(ctx, func() error {
 		var err error
-		f, err = scanFile(s.queryRow(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE dmid = ? AND dkey = ?", dmid, key))
+		f, err = scanFile(s.queryRow(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, key, key))
 		return err
 	})
 	return f, s.wrap(op, err)
@@ -555,13 +563,13 @@ func (s *Store) RenameFile(ctx context.Context, dmid int, from, to string) error
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var fid int64
-		if err := s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND dkey = ?", dmid, from).Scan(&fid); err != nil {
+		if err := s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, from, from).Scan(&fid); err != nil {
 			return err
 		}
 		if from == to {
 			return nil
 		}
-		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM file WHERE dmid = ? AND dkey = ?", dmid, to); err != nil || ok {
+		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, to, to); err != nil || ok {
 			return hasErr(err, store.ErrDuplicate)
 		}
 		_, err := s.exec(ctx, tx, "UPDATE file SET dkey = ? WHERE fid = ?", to, fid)
