@@ -1,0 +1,222 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	msqlite "modernc.org/sqlite"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// These tests put a fault-injecting database/sql driver between the shared
+// layer and a real SQLite database, to reach the paths a network database
+// takes: an acknowledgement lost after COMMIT, and conflicts that roll a
+// transaction back.
+
+var (
+	errAckLost = errors.New("faults: connection lost after COMMIT")
+	errBusy    = errors.New("faults: conflict, transaction rolled back")
+)
+
+type faults struct {
+	ackLost   atomic.Int32 // COMMITs that apply and then report errAckLost
+	busyAtEnd atomic.Int32 // COMMITs that roll back and report errBusy
+	busyExec  atomic.Int32 // statements in a transaction that fail with errBusy
+}
+
+// take uses up one fault of a counter.
+func take(c *atomic.Int32) bool {
+	for {
+		n := c.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+type faultDriver struct {
+	f   *faults
+	dsn string
+}
+
+func (d faultDriver) Open(string) (sqldriver.Conn, error) { return d.Connect(context.Background()) }
+func (d faultDriver) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	c, err := (&msqlite.Driver{}).Open(d.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &faultConn{c: c.(fullConn), f: d.f}, nil
+}
+func (d faultDriver) Driver() sqldriver.Driver { return d }
+
+type fullConn interface {
+	sqldriver.Conn
+	sqldriver.ConnBeginTx
+	sqldriver.ExecerContext
+	sqldriver.QueryerContext
+}
+
+type faultConn struct {
+	c    fullConn
+	f    *faults
+	inTx bool
+}
+
+func (c *faultConn) Prepare(q string) (sqldriver.Stmt, error) { return c.c.Prepare(q) }
+func (c *faultConn) Close() error                          { return c.c.Close() }
+func (c *faultConn) Begin() (sqldriver.Tx, error) {
+	return c.BeginTx(context.Background(), sqldriver.TxOptions{})
+}
+func (c *faultConn) BeginTx(ctx context.Context, o sqldriver.TxOptions) (sqldriver.Tx, error) {
+	tx, err := c.c.BeginTx(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	c.inTx = true
+	return &faultTx{tx: tx, c: c}, nil
+}
+func (c *faultConn) ExecContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Result, error) {
+	if c.inTx && take(&c.f.busyExec) {
+		return nil, errBusy
+	}
+	return c.c.ExecContext(ctx, q, args)
+}
+func (c *faultConn) QueryContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	return c.c.QueryContext(ctx, q, args)
+}
+
+type faultTx struct {
+	tx sqldriver.Tx
+	c  *faultConn
+}
+
+func (t *faultTx) Commit() error {
+	t.c.inTx = false
+	if take(&t.c.f.busyAtEnd) {
+		if err := t.tx.Rollback(); err != nil {
+			return err
+		}
+		return errBusy
+	}
+	if err := t.tx.Commit(); err != nil {
+		return err
+	}
+	if take(&t.c.f.ackLost) {
+		return errAckLost
+	}
+	return nil
+}
+func (t *faultTx) Rollback() error { t.c.inTx = false; return t.tx.Rollback() }
+
+// faultDialect is SQLite's, reading the injected errors as a network
+// database's driver would report them.
+type faultDialect struct{ dialect }
+
+func (d faultDialect) Classify(err error) sqlstore.ErrorKind {
+	switch {
+	case errors.Is(err, errAckLost):
+		return sqlstore.ErrKindConnLost
+	case errors.Is(err, errBusy):
+		return sqlstore.ErrKindRetry
+	}
+	return d.dialect.Classify(err)
+}
+
+func openFaulty(t *testing.T) (*sqlstore.Store, *faults) {
+	t.Helper()
+	f := &faults{}
+	path := filepath.Join(t.TempDir(), "faults.db")
+	db := sql.OpenDB(faultDriver{f: f, dsn: path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"})
+	s, err := sqlstore.New(t.Context(), sqlstore.Config{
+		DB:           db,
+		Dialect:      faultDialect{},
+		Locks:        newLockBackend(&lockTable{sems: map[string]chan struct{}{}}),
+		Capabilities: capabilities,
+	})
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, f
+}
+
+// A commit whose acknowledgement is lost is reported as an unknown
+// outcome, and the tracker's retry returns what the applied commit did.
+func TestStore_CommitFileAckLost(t *testing.T) {
+	s, f := openFaulty(t)
+	ctx := t.Context()
+	d, err := s.CreateDomain(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(key string) int64 {
+		fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fid
+	}
+	old := mk("k")
+	if _, err := s.CommitFile(ctx, store.Commit{Fid: old, DomainID: d.ID, Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	fid := mk("k")
+	c := store.Commit{Fid: fid, DomainID: d.ID, Key: "k", Length: 7, DevIDs: []int{1, 2}, Replicate: true}
+	f.ackLost.Store(1)
+	_, err = s.CommitFile(ctx, c)
+	if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, errAckLost) {
+		t.Fatalf("CommitFile with a lost acknowledgement = %v; want ErrUnknownOutcome wrapping the driver error", err)
+	}
+	res, err := s.CommitFile(ctx, c)
+	if err != nil {
+		t.Fatalf("retry of the applied commit: %v", err)
+	}
+	want := store.File{Fid: fid, DomainID: d.ID, Key: "k", Length: 7, DevCount: 2}
+	if res.File != want || res.ReplacedFid != old {
+		t.Errorf("retry = %+v; want {File:%+v ReplacedFid:%d}", res, want, old)
+	}
+	for q, n := range map[store.Queue]int64{store.QueueReplicate: 1, store.QueueDelete: 1} {
+		if got, err := s.QueueLength(ctx, q); err != nil || got != n {
+			t.Errorf("QueueLength(%s) = %d, %v; want %d", q, got, err, n)
+		}
+	}
+}
+
+// Conflicts roll the whole transaction back and run it again, so the write
+// applies exactly once.
+func TestStore_TxRetriesConflicts(t *testing.T) {
+	s, f := openFaulty(t)
+	ctx := t.Context()
+	f.busyExec.Store(2)
+	f.busyAtEnd.Store(2)
+	n, err := s.IncrServerSetting(ctx, "n", 5)
+	if err != nil || n != 5 {
+		t.Fatalf("IncrServerSetting through 4 conflicts = %d, %v; want 5", n, err)
+	}
+	if v, err := s.ServerSetting(ctx, "n"); err != nil || v != "5" {
+		t.Errorf("setting after retries = %q, %v; want 5", v, err)
+	}
+	if f.busyExec.Load() != 0 || f.busyAtEnd.Load() != 0 {
+		t.Errorf("faults left unused: exec %d, commit %d; want the retries to have met them all", f.busyExec.Load(), f.busyAtEnd.Load())
+	}
+	// Endless conflicts end in an error, not a hang.
+	f.busyAtEnd.Store(1000)
+	if _, err := s.IncrServerSetting(ctx, "n", 1); !errors.Is(err, errBusy) {
+		t.Errorf("IncrServerSetting under endless conflicts = %v; want the conflict error", err)
+	}
+	f.busyAtEnd.Store(0)
+	if v, err := s.ServerSetting(ctx, "n"); err != nil || v != "5" {
+		t.Errorf("setting after a failed increment = %q, %v; want 5", v, err)
+	}
+}
