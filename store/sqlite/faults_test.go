@@ -73,7 +73,7 @@ type faultConn struct {
 }
 
 func (c *faultConn) Prepare(q string) (sqldriver.Stmt, error) { return c.c.Prepare(q) }
-func (c *faultConn) Close() error                          { return c.c.Close() }
+func (c *faultConn) Close() error                             { return c.c.Close() }
 func (c *faultConn) Begin() (sqldriver.Tx, error) {
 	return c.BeginTx(context.Background(), sqldriver.TxOptions{})
 }
