@@ -29,7 +29,12 @@
 //     gives the same results.
 //   - Lock names and timeouts have been checked with store.CheckLock, calls
 //     after Close are refused, and Unlock finds the handle itself: a
-//     LockBackend only acquires, and releases through its own handles.
+//     LockBackend only acquires, and releases through its own handles. The
+//     handle Store.Lock returns wraps the backend's; its method
+//     Unwrap() store.Lock gives the backend's back (for harnesses that must
+//     reach a lock's session).
+//   - Close calls LockBackend.Close, then Config.OnClose, then DB.Close,
+//     once, whatever state the Store is in.
 //
 // And must provide:
 //
