@@ -204,7 +204,7 @@ func (d *diff) devSubset() []int {
 func (d *diff) someDomain(unknown float64) (int, bool) {
 	ids := d.m.domainIDs()
 	if len(ids) == 0 || d.chance(unknown) {
-		return 99999, false
+		return 9999, false
 	}
 	return pick(d, ids), true
 }
