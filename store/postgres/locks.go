@@ -140,6 +140,7 @@ type lockBackend struct {
 
 	mu        sync.Mutex
 	cur       *incarnation  // nil between a loss and the next registration
+	lastID    int64         // the newest incarnation, current or lost
 	ready     chan struct{} // closed when cur is set
 	closed    bool
 	crashed   bool
@@ -180,7 +181,10 @@ type pgLock struct {
 	token int64
 	lost  chan struct{}
 	relMu sync.Mutex // one Release at a time
-	state lockState  // guarded by b.mu
+	// tried records a Release that failed after its DELETE may have been
+	// applied, so a missing row later is ours gone, not a loss.
+	tried bool      // guarded by relMu
+	state lockState // guarded by b.mu
 }
 
 var _ store.Lock = (*pgLock)(nil)
@@ -254,6 +258,7 @@ func (b *lockBackend) register(ctx context.Context, conn *pgx.Conn) error {
 		}
 		b.mu.Lock()
 		b.cur = &incarnation{id: id, deadline: sent.Add(b.cfg.lease - b.cfg.margin()), locks: map[*pgLock]struct{}{}}
+		b.lastID = id
 		b.renewPID = conn.PgConn().PID()
 		close(b.ready)
 		b.mu.Unlock()
@@ -720,23 +725,22 @@ func (l *pgLock) Release(ctx context.Context) error {
 	case lost:
 		return fmt.Errorf("postgres: release lock %q: %w", l.name, store.ErrLockLost)
 	}
-	retried := false
 	for attempt := 0; ; attempt++ {
 		var n int64
 		err := b.db.QueryRowContext(ctx, releaseSQL, []byte(l.name), l.inc.id, l.token).Scan(&n)
 		if err != nil {
+			l.tried = true
 			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
-				retried = true
 				continue
 			}
 			return fmt.Errorf("postgres: release lock %q: %w", l.name, err)
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		// After a retry, a missing row is most likely our own first
-		// DELETE having committed; had the lock been reaped, the
-		// renewer would have marked it lost.
-		if n == 1 || retried && l.state == held {
+		// After a failed attempt, a missing row is most likely that
+		// attempt's DELETE having committed; had the lock been reaped,
+		// the renewer would have marked it lost.
+		if n == 1 || l.tried && l.state == held {
 			l.state = released
 			delete(l.inc.locks, l)
 			return nil
@@ -767,14 +771,16 @@ func (b *lockBackend) Close() error {
 		return nil
 	}
 	b.mu.Lock()
-	inc := b.cur
+	inc, id := b.cur, b.lastID
 	b.mu.Unlock()
 	var err error
-	if inc != nil {
+	if id != 0 {
+		// The newest incarnation: the current one, or one lost and not
+		// yet replaced, whose rows are still there until they expire.
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		var n int64
-		if err = b.db.QueryRowContext(ctx, evictOwnerSQL, inc.id).Scan(&n); err != nil {
+		if err = b.db.QueryRowContext(ctx, evictOwnerSQL, id).Scan(&n); err != nil {
 			err = fmt.Errorf("postgres: release locks of %q: %w", b.cfg.identity, err)
 		}
 	}
