@@ -34,6 +34,8 @@ func (t *lockTable) sem(name string) chan struct{} {
 type lockBackend struct {
 	table *lockTable
 
+	done chan struct{} // closed by Close, ending every wait
+
 	mu     sync.Mutex
 	held   map[*lock]struct{}
 	closed bool
@@ -42,7 +44,7 @@ type lockBackend struct {
 var _ sqlstore.LockBackend = (*lockBackend)(nil)
 
 func newLockBackend(t *lockTable) *lockBackend {
-	return &lockBackend{table: t, held: map[*lock]struct{}{}}
+	return &lockBackend{table: t, held: map[*lock]struct{}{}, done: make(chan struct{})}
 }
 
 // Acquire takes the name's token, waiting at most timeout.
@@ -79,6 +81,8 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		return nil, fmt.Errorf("%w: %q still held after %v", store.ErrLockTimeout, name, timeout)
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-b.done:
+		return nil, store.ErrClosed
 	}
 }
 
@@ -87,6 +91,9 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 func (b *lockBackend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.closed {
+		close(b.done)
+	}
 	b.closed = true
 	for l := range b.held {
 		l.state = lockLost

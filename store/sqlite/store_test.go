@@ -680,3 +680,36 @@ func TestOpen_UpgradesOldSchema(t *testing.T) {
 		t.Errorf("schema_version = %q, %v; want 17", v, err)
 	}
 }
+
+// Closing a Store ends its own waits for a lock at once.
+func TestStore_CloseEndsLockWait(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	a, b := openStore(t, h), openStore(t, h)
+	l, err := a.Lock(ctx, "busy", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.Lock(ctx, "busy", time.Minute)
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, store.ErrClosed) {
+			t.Errorf("Lock wait ended by Close = %v; want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Lock still waiting %v after its Store closed", time.Since(start))
+	}
+	if _, err := a.Lock(ctx, "busy", 0); !errors.Is(err, store.ErrLockTimeout) {
+		t.Errorf("holder lost its lock when a waiter's Store closed: Lock = %v; want ErrLockTimeout", err)
+	}
+}
