@@ -1,6 +1,8 @@
 package mysql
 
 import (
+	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"io"
@@ -35,9 +37,56 @@ const (
 )
 
 // dialect is MySQL's and MariaDB's SQL for the shared layer.
-type dialect struct{}
+type dialect struct {
+	// bytewise names the columns (by bare name) that already compare and
+	// sort by bytes in this database, so ByteOrder can leave them alone.
+	bytewise map[string]bool
+}
 
 var _ sqlstore.Dialect = dialect{}
+
+// byteExact lists the name columns the shared layer orders or compares
+// by bytes, by bare column name, with the tables they appear in.
+var byteExact = map[string][]string{
+	"dkey":      {"file", "tempfile"},
+	"namespace": {"domain"},
+	"classname": {"class"},
+	"field":     {"server_settings"},
+}
+
+// bytewiseColumns finds which of byteExact are VARBINARY in the database
+// ctx's pool is on, counting tables still to be created (by schema, as
+// VARBINARY) as such. A mogdbsetup database's VARCHAR columns are not.
+func bytewiseColumns(ctx context.Context, db *sql.DB) (map[string]bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('file', 'tempfile', 'domain', 'class', 'server_settings')`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	types := map[string]string{}
+	for rows.Next() {
+		var table, col, typ string
+		if err := rows.Scan(&table, &col, &typ); err != nil {
+			return nil, err
+		}
+		types[table+"."+col] = strings.ToLower(typ)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for col, tables := range byteExact {
+		ok := true
+		for _, t := range tables {
+			if typ, exists := types[t+"."+col]; exists && typ != "varbinary" {
+				ok = false
+			}
+		}
+		out[col] = ok
+	}
+	return out, nil
+}
 
 func (dialect) Name() string { return "mysql" }
 
@@ -47,10 +96,22 @@ func (dialect) Rebind(query string) string { return query }
 func (dialect) UnixNow() string { return "UNIX_TIMESTAMP()" }
 
 // ByteOrder casts to a binary string, so a database made by mogdbsetup with
-// a case-insensitive collation still compares and sorts keys by bytes. On
-// the VARBINARY columns our own schema creates the cast changes nothing.
-// (BINARY col would do the same but is deprecated since MySQL 8.0.27.)
-func (dialect) ByteOrder(col string) string { return "CAST(" + col + " AS BINARY)" }
+// a case-insensitive collation still compares and sorts keys by bytes
+// (BINARY col would do the same but is deprecated since MySQL 8.0.27).
+// The VARBINARY columns of our own schema are left bare: they already
+// compare by bytes, and a cast would keep the server from using their
+// index for ranges and order, scanning and sorting a whole domain's keys
+// for each page of list_keys.
+func (d dialect) ByteOrder(col string) string {
+	bare := col
+	if i := strings.LastIndexByte(col, '.'); i >= 0 {
+		bare = col[i+1:]
+	}
+	if d.bytewise[strings.Trim(bare, "`")] {
+		return col
+	}
+	return "CAST(" + col + " AS BINARY)"
+}
 
 // Upsert uses ON DUPLICATE KEY UPDATE. Two MySQL rules the caller must
 // know: the clause fires on a conflict over any unique key of the table,

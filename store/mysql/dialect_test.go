@@ -260,6 +260,16 @@ func TestSchema_ByteExactNames(t *testing.T) {
 			t.Errorf("FileByKey(%q) = length %d, %v; want length %d", k, f.Length, err, i)
 		}
 	}
+	// The columns compare by bytes already: no cast to defeat their index.
+	dl, err := mysql.StoreDialect(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []string{"dkey", "namespace", "classname", "field"} {
+		if got := dl.ByteOrder(col); got != col {
+			t.Errorf("ByteOrder(%q) on our schema = %q; want the bare column", col, got)
+		}
+	}
 	if err := s.SetServerSetting(ctx, "Mode", "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -317,6 +327,9 @@ func TestOpen_MogdbsetupDatabase(t *testing.T) {
 	}
 	if want := []string{"C", "Z", "a0", "b"}; !slices.Equal(got, want) {
 		t.Errorf("ListKeys on a case-insensitive legacy table = %q; want byte order %q", got, want)
+	}
+	if d, err := mysql.StoreDialect(s); err != nil || !strings.Contains(d.ByteOrder("dkey"), "BINARY") {
+		t.Errorf("ByteOrder(dkey) on a legacy table = %q; want a binary cast", d.ByteOrder("dkey"))
 	}
 	if c, err := collationOf(h, "file", "dkey"); err != nil || c != collation {
 		t.Errorf("dkey collation after Open = %q, %v; want it kept as %q", c, err, collation)

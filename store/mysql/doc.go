@@ -41,8 +41,9 @@
 // database made by mogdbsetup keeps its own column types and collation;
 // there the shared layer's byte-order casts still list keys in byte order,
 // but uniqueness follows that collation (a case-insensitive one lets "A"
-// and "a" collide), as it did under MogileFS. Older schemas (below 17) are
-// not upgraded in place: run MogileFS's mogdbsetup first.
+// and "a" collide), as it did under MogileFS. A MogileFS database below
+// schema 17 is refused with store.ErrSchemaMismatch rather than upgraded:
+// run MogileFS's mogdbsetup on it first.
 //
 // # Locks
 //
@@ -72,20 +73,26 @@
 // from the Store's pool, so a lock granted at that instant does not
 // survive.
 //
-// Lost: a watcher asks the server every 200ms whether the lock's session
-// still owns it (IS_USED_LOCK). Lost fires within 200ms plus a round trip
-// of the session dying or being killed; a session that does not answer
-// within 5s is closed and reported lost. The server frees a lock the moment
-// it sees its session end, so another tracker may get it in the instant
-// before Lost fires: work under a lock must still be idempotent.
+// Lost: a watcher per held lock waits on the session's socket (on Linux,
+// the BSDs and macOS) without reading from it. The server shuts a killed
+// or dropped session's socket before it frees that session's locks, so
+// Lost fires at once, typically within a few milliseconds and in practice
+// before another tracker is granted the lock. The watcher also asks the
+// server every 200ms whether the session still owns the lock
+// (IS_USED_LOCK): that bounds Lost at 200ms plus a round trip where the
+// socket cannot be watched, and a session that leaves a ping unanswered
+// for 5s is closed and reported lost. Lost can never promise more than
+// this: another tracker may get the lock the instant the server frees it,
+// so work done under a lock must tolerate a late notice.
 //
 // Dead owners: when a tracker process dies, its operating system closes the
 // sockets and the server frees its locks at once; KILL frees them at once
 // too. When the tracker's host vanishes without closing them (power loss,
-// partition), the server frees the locks only when it notices the dead
-// connection: after wait_timeout (8 hours by default) or TCP keepalive,
-// whichever is first. Lower wait_timeout or the kernel's keepalive settings
-// on the database host if that matters.
+// partition), the server notices only through silence: lock sessions run
+// with wait_timeout 10s, which the watcher's pings keep from expiring while
+// the holder lives, so such a lock is freed within about 10s. (The
+// vanished holder's own Lost fires after its ping goes unanswered for 5s,
+// before that.)
 //
 // # Capabilities
 //
@@ -93,5 +100,6 @@
 //	CrossProcess   true: any number of trackers share one database.
 //	DeadOwnerBound 2s: the bound after a holder's session ends (process
 //	               death, KILL), which is what the conformance suite can
-//	               provoke; see Dead owners above for a vanished host.
+//	               provoke; a vanished host's locks take up to 10s (see
+//	               Dead owners above).
 package mysql

@@ -97,3 +97,31 @@ func Crash(s store.Store) error {
 	b.crash()
 	return ss.DB().Close()
 }
+
+// StoreDialect is the dialect s was opened with.
+func StoreDialect(s store.Store) (sqlstore.Dialect, error) {
+	ss, _, err := backendOf(s)
+	if err != nil {
+		return nil, err
+	}
+	return ss.Dialect(), nil
+}
+
+// FreezeWatchers stops s's watchers and leaves its lock sessions open and
+// silent, as when the holder's host vanishes.
+func FreezeWatchers(s store.Store) error {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	held := make([]*lock, 0, len(b.held))
+	for l := range b.held {
+		held = append(held, l)
+	}
+	b.mu.Unlock()
+	for _, l := range held {
+		l.stopWatcher()
+	}
+	return nil
+}

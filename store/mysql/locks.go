@@ -28,7 +28,12 @@ const (
 	releaseTimeout = 5 * time.Second
 	killTimeout    = 2 * time.Second
 	maxIdle        = 4
-	idleFor        = 30 * time.Second
+	idleFor        = 5 * time.Second // below lockSessionIdle, so the server rarely closes a free session first
+
+	// lockSessionIdle is the lock sessions' wait_timeout: how long the
+	// server keeps a lock whose holder's host vanished without closing
+	// its connection.
+	lockSessionIdle = 10 * time.Second
 
 	// deadOwnerBound is what Capabilities report: the time, after the
 	// client side of a holder dies (process crash, KILL), until the lock is

@@ -406,3 +406,25 @@ func TestLock_CrashFreesLocks(t *testing.T) {
 	mustRelease(t, l)
 	a.Close() // must not panic; its error does not matter
 }
+
+// A holder whose host vanished leaves a session that stays open but falls
+// silent; the server ends it after the lock sessions' short wait_timeout
+// and frees the lock, with no human action.
+func TestLock_SilentHolderFreed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the lock sessions' wait_timeout")
+	}
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	mustLock(t, a, "silent", 0)
+	if err := mysql.FreezeWatchers(a); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := b.Lock(context.Background(), "silent", 5*time.Second); !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("Lock 5s into the silence: got %v; want %v (the holder may merely be slow)", err, store.ErrLockTimeout)
+	}
+	l := mustLock(t, b, "silent", 15*time.Second)
+	t.Logf("silent holder's lock freed %v after its watcher stopped", time.Since(start))
+	mustRelease(t, l)
+}

@@ -60,10 +60,15 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 		db.Close()
 		return nil, err
 	}
+	bytewise, err := bytewiseColumns(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql: inspect schema: %w", err)
+	}
 	locks := newLockBackend(sql.OpenDB(lc), dial, db, database)
 	s, err := sqlstore.New(ctx, sqlstore.Config{
 		DB:      db,
-		Dialect: dialect{},
+		Dialect: dialect{bytewise: bytewise},
 		Locks:   locks,
 		Capabilities: store.Capabilities{
 			LockMechanism:  "session",
@@ -225,6 +230,11 @@ func configure(d *store.DSN) (*configs, error) {
 	// Killed lock sessions are expected and reported through Lost and
 	// errors; the driver's own log lines about them would only be noise.
 	lock.Logger = &gomysql.NopLogger{}
+	// The watcher pings a held lock's session every watchEvery, so only a
+	// session whose client is gone (a vanished host) idles this long: the
+	// server then ends it and frees its lock instead of waiting for the
+	// default eight hours or TCP keepalive.
+	lock.Params = map[string]string{"wait_timeout": strconv.Itoa(int(lockSessionIdle / time.Second))}
 	return &configs{main: cfg, lock: lock}, nil
 }
 

@@ -1,0 +1,62 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/gomogile/gomogile/store/mysql"
+)
+
+// BenchmarkLock compares a Lock+Release cycle through the Store with the
+// raw statements it wraps, GET_LOCK and RELEASE_LOCK on one pinned
+// connection, in the same run against the same server.
+func BenchmarkLock(b *testing.B) {
+	h := newHarness(b)
+	ctx := context.Background()
+
+	b.Run("Store", func(b *testing.B) {
+		s := h.open(b)
+		for b.Loop() {
+			l, err := s.Lock(ctx, "bench", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("RawGetLock", func(b *testing.B) {
+		c := conn(b, h.admin)
+		key := mysql.ServerLockName(h.database, "bench")
+		for b.Loop() {
+			var got, rel sql.NullInt64
+			if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", key).Scan(&got); err != nil || got.Int64 != 1 {
+				b.Fatalf("GET_LOCK = %v, %v", got, err)
+			}
+			if err := c.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", key).Scan(&rel); err != nil || rel.Int64 != 1 {
+				b.Fatalf("RELEASE_LOCK = %v, %v", rel, err)
+			}
+		}
+	})
+
+	// Two Stores taking turns on one name, each on its own sessions.
+	b.Run("TwoStoresAlternating", func(b *testing.B) {
+		s1, s2 := h.open(b), h.open(b)
+		for i := 0; b.Loop(); i++ {
+			s := s1
+			if i%2 == 1 {
+				s = s2
+			}
+			l, err := s.Lock(ctx, "bench", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
