@@ -218,7 +218,7 @@ func mbFree(d store.Device) (int64, bool) {
 }
 
 // shouldGetNewFiles is Device::should_get_new_files: device alive, host
-// alive, the monitor (when it has looked) finds it writeable, and at least
+// alive, the monitor finds it writeable, and at least
 // min_free_space MB free when usage is known.
 func (t *Tracker) shouldGetNewFiles(ns *namespace, d store.Device) bool {
 	if d.Status != store.DeviceAlive {
@@ -228,7 +228,7 @@ func (t *Tracker) shouldGetNewFiles(ns *namespace, d store.Device) bool {
 	if !ok || h.Status != store.HostAlive {
 		return false
 	}
-	if obs, ok := t.observed(d.ID); ok && obs != "writeable" {
+	if !t.observedAs(d.ID, "writeable") {
 		return false
 	}
 	if free, ok := mbFree(d); ok && free < t.cfg.MinFreeSpace {
@@ -248,10 +248,26 @@ func (t *Tracker) shouldReadFrom(ns *namespace, d store.Device) bool {
 	if !ok || (h.Status != store.HostAlive && h.Status != store.HostReadOnly) {
 		return false
 	}
-	if obs, ok := t.observed(d.ID); ok && obs != "writeable" && obs != "readable" {
+	return t.observedAs(d.ID, "writeable", "readable")
+}
+
+// observedAs reports whether the monitor last saw devid in one of states.
+// As in the original, a device the monitor has not seen yet is unusable;
+// without a jobs manager there is no monitor and the database state rules.
+func (t *Tracker) observedAs(devid int, states ...string) bool {
+	if t.jobs == nil || !t.jobsOpen {
+		return true
+	}
+	obs, ok := t.jobs.Observed(devid)
+	if !ok {
 		return false
 	}
-	return true
+	for _, s := range states {
+		if obs == s {
+			return true
+		}
+	}
+	return false
 }
 
 type weighted struct {

@@ -36,8 +36,7 @@ func startCluster(t *testing.T, cfg tracker.Config, ndev int) *cluster {
 	c := tt.dial()
 	cl := &cluster{testTracker: tt, nodes: map[int]*node{}}
 	for i := 1; i <= ndev; i++ {
-		n := startNode(t, fmt.Sprintf("127.0.0.%d", i+1))
-		n.mkdev(t, i)
+		n := startNode(t, fmt.Sprintf("127.0.0.%d", i+1), i)
 		cl.nodes[i] = n
 		c.want(fmt.Sprintf("create_host host=h%d&ip=%s&port=%s&status=alive", i, n.ip, n.port), fmt.Sprintf("OK hostid=%d&hostname=h%d", i, i))
 		c.want(fmt.Sprintf("create_device devid=%d&hostid=%d", i, i), "OK ")

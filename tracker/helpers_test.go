@@ -158,24 +158,24 @@ type node struct {
 	port    string
 }
 
-func startNode(t testing.TB, ip string) *node {
+// The device directories exist before the node starts, so its first usage
+// files (which the monitor reads) cover them.
+func startNode(t testing.TB, ip string, devids ...int) *node {
 	t.Helper()
 	dir := t.TempDir()
-	srv := mogstored.New(mogstored.Config{DocRoot: dir, HTTPListen: ip + ":0", MgmtListen: ip + ":0", Logger: quietLogger()})
+	for _, id := range devids {
+		if err := os.MkdirAll(filepath.Join(dir, "dev"+itoa(id)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := mogstored.New(mogstored.Config{DocRoot: dir, HTTPListen: ip + ":0", MgmtListen: ip + ":0", Logger: quietLogger(),
+		UsageInterval: 200 * time.Millisecond})
 	if err := srv.Open(t.Context()); err != nil {
 		t.Fatalf("mogstored on %s: %v", ip, err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	_, port, _ := net.SplitHostPort(srv.HTTPAddr())
 	return &node{srv: srv, docroot: dir, ip: ip, port: port}
-}
-
-// mkdev creates the device directory a storage node serves.
-func (n *node) mkdev(t testing.TB, devid int) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Join(n.docroot, "dev"+itoa(devid)), 0o755); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (n *node) blobPath(devid int, fid int64) string {

@@ -1,0 +1,280 @@
+package tracker_test
+
+// End-to-end: the Go client speaks to real trackers (with the real jobs
+// manager) on a real database, and real storage nodes hold the blobs. The
+// backend is SQLite unless GOMOGILE_TRACKER_TEST_BACKEND says otherwise.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/client"
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker"
+	"github.com/gomogile/gomogile/tracker/jobs"
+)
+
+// putCounter counts replication PUTs per blob path across trackers.
+type putCounter struct {
+	mu   sync.Mutex
+	puts map[string]int
+	next http.RoundTripper
+}
+
+func (p *putCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".fid") {
+		p.mu.Lock()
+		p.puts[r.URL.Path]++
+		p.mu.Unlock()
+	}
+	return p.next.RoundTrip(r)
+}
+
+func fastJobs(st store.Store, hc *http.Client) *jobs.Manager {
+	o := jobs.DefaultOptions()
+	o.MonitorInterval = 100 * time.Millisecond
+	o.QueuePoll = 50 * time.Millisecond
+	o.ReaperInterval = 200 * time.Millisecond
+	o.CloseGrace = time.Second
+	o.ReplicateWorkers = 2
+	o.DeleteWorkers = 2
+	o.HTTPClient = hc
+	o.Logger = quietLogger()
+	return jobs.New(st, o)
+}
+
+type e2e struct {
+	trackers []*testTracker
+	nodes    []*node
+	cl       *client.Client
+}
+
+// startE2E runs ntrackers trackers, each on its own Store opened on the
+// same database, and nnodes storage nodes with one device each.
+func startE2E(t *testing.T, ntrackers, nnodes int, hc *http.Client) *e2e {
+	dsn := testDSN(t)
+	e := &e2e{}
+	var addrs []string
+	for i := 0; i < ntrackers; i++ {
+		st := openStore(t, dsn)
+		cfg := testConfig()
+		cfg.JobMaster = true
+		tt := startTracker(t, cfg, st, &tracker.Options{Jobs: fastJobs(st, hc), Hostname: fmt.Sprintf("tracker%d", i)})
+		e.trackers = append(e.trackers, tt)
+		addrs = append(addrs, tt.addr)
+	}
+	cl, err := client.New(addrs, &client.Options{Domain: "e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	e.cl = cl
+	ctx := t.Context()
+	if err := cl.CreateDomain(ctx, "e2e"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.CreateClass(ctx, "e2e", client.Class{Name: "two", MinDevCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= nnodes; i++ {
+		n := startNode(t, fmt.Sprintf("127.0.0.%d", i+1), i)
+		e.nodes = append(e.nodes, n)
+		var port int
+		fmt.Sscan(n.port, &port)
+		if _, err := cl.CreateHost(ctx, client.Host{Name: fmt.Sprintf("node%d", i), IP: n.ip, Port: port, Status: "alive"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.CreateDevice(ctx, client.NewDevice{HostName: fmt.Sprintf("node%d", i), DevID: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Upload only once every tracker's monitor sees every device writeable
+	// (the original's create_open waits for the monitor the same way).
+	for _, tt := range e.trackers {
+		c := tt.dial()
+		waitFor(t, 20*time.Second, "monitor to see every device writeable", func() bool {
+			r := parseOK(t, c.do("get_devices"))
+			for i := 1; i <= nnodes; i++ {
+				if r.Get(fmt.Sprintf("dev%d_observed_state", i)) != "writeable" {
+					return false
+				}
+			}
+			return r.Get("devices") == fmt.Sprint(nnodes)
+		})
+	}
+	return e
+}
+
+// store uploads through the client and returns the fid (StoreFile
+// returns the byte count).
+func (e *e2e) store(t *testing.T, key string, body []byte) int64 {
+	t.Helper()
+	n, err := e.cl.StoreFile(t.Context(), "", key, "two", bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatalf("StoreFile %s: %v", key, err)
+	}
+	if n != int64(len(body)) {
+		t.Fatalf("StoreFile %s wrote %d bytes; want %d", key, n, len(body))
+	}
+	fi, err := e.cl.FileInfo(t.Context(), "", key)
+	if err != nil {
+		t.Fatalf("FileInfo %s: %v", key, err)
+	}
+	return fi.FID
+}
+
+// blobs lists the devices whose node holds fid's blob.
+func (e *e2e) blobs(fid int64) []int {
+	var out []int
+	for i, n := range e.nodes {
+		if _, err := os.Stat(n.blobPath(i+1, fid)); err == nil {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
+func TestE2E_FileLifecycle(t *testing.T) {
+	e := startE2E(t, 1, 3, nil)
+	ctx := t.Context()
+	st := e.trackers[0].st
+	body := bytes.Repeat([]byte("gomogile "), 1000)
+
+	fid := e.store(t, "photo/1", body)
+	// Replicated to two devices on different hosts.
+	waitFor(t, 20*time.Second, "replication to 2 devices", func() bool {
+		devs, err := st.FileOn(ctx, fid)
+		return err == nil && len(devs) == 2
+	})
+	devs, _ := st.FileOn(ctx, fid)
+	ns, _ := st.Devices(ctx)
+	hostOf := map[int]int{}
+	for _, d := range ns {
+		hostOf[d.ID] = d.HostID
+	}
+	if hostOf[devs[0]] == hostOf[devs[1]] {
+		t.Errorf("both copies on host %d", hostOf[devs[0]])
+	}
+	if got := e.blobs(fid); len(got) != 2 {
+		t.Errorf("blobs on devices %v; want 2", got)
+	}
+	f, err := st.File(ctx, fid)
+	if err != nil || f.DevCount != 2 || f.Length != int64(len(body)) {
+		t.Errorf("file row %+v, %v", f, err)
+	}
+
+	// Fetch matches, from each path.
+	paths, err := e.cl.GetPaths(ctx, "", "photo/1", &client.PathOptions{Verify: true})
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("GetPaths: %v, %v", paths, err)
+	}
+	for _, p := range paths {
+		resp, err := http.Get(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Equal(got, body) {
+			t.Errorf("GET %s: %d bytes, content differs", p, len(got))
+		}
+	}
+	rc, err := e.cl.FetchFile(ctx, "", "photo/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Equal(got, body) {
+		t.Errorf("FetchFile content differs")
+	}
+
+	// Rename, list.
+	if err := e.cl.Rename(ctx, "", "photo/1", "photo/2"); err != nil {
+		t.Fatal(err)
+	}
+	keys, next, err := e.cl.ListKeys(ctx, "", "photo/", "", 100)
+	if err != nil || len(keys) != 1 || keys[0] != "photo/2" || next != "photo/2" {
+		t.Errorf("ListKeys: %v %q %v", keys, next, err)
+	}
+	if _, err := e.cl.FetchFile(ctx, "", "photo/1"); !errors.Is(err, client.ErrUnknownKey) {
+		t.Errorf("old key after rename: %v", err)
+	}
+
+	// Replace the key: the old fid is queued and its blobs go too.
+	fid2 := e.store(t, "photo/2", []byte("v2"))
+	waitFor(t, 20*time.Second, "old fid's blobs deleted after overwrite", func() bool { return len(e.blobs(fid)) == 0 })
+
+	// Delete: blobs gone from every node.
+	waitFor(t, 20*time.Second, "replication of the new fid", func() bool { return len(e.blobs(fid2)) == 2 })
+	if err := e.cl.Delete(ctx, "", "photo/2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "blobs deleted from every node", func() bool { return len(e.blobs(fid2)) == 0 })
+	waitFor(t, 20*time.Second, "file_on rows gone", func() bool {
+		devs, err := st.FileOn(ctx, fid2)
+		return err == nil && len(devs) == 0
+	})
+	if _, err := st.File(ctx, fid2); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("file row after delete: %v", err)
+	}
+}
+
+// Two trackers, two Stores on one database: a batch of files is
+// replicated with no fid copied twice.
+func TestE2E_TwoTrackersReplicateOnce(t *testing.T) {
+	pc := &putCounter{puts: map[string]int{}, next: http.DefaultTransport}
+	e := startE2E(t, 2, 3, &http.Client{Transport: pc})
+	ctx := t.Context()
+	st := e.trackers[0].st
+
+	// The client spreads uploads over both trackers; both trackers' workers
+	// lease from the one replicate queue.
+	const n = 30
+	fids := make([]int64, 0, n)
+	for i := 0; i < n; i++ {
+		fids = append(fids, e.store(t, fmt.Sprintf("batch/%03d", i), []byte(fmt.Sprintf("file %d", i))))
+	}
+	waitFor(t, 60*time.Second, "every fid on 2 devices", func() bool {
+		for _, fid := range fids {
+			devs, err := st.FileOn(ctx, fid)
+			if err != nil || len(devs) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	// Let any straggling duplicate copy land before counting.
+	time.Sleep(500 * time.Millisecond)
+	if l, err := st.QueueLength(ctx, store.QueueReplicate); err != nil || l != 0 {
+		t.Errorf("replicate queue length %d, %v; want 0", l, err)
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for _, fid := range fids {
+		devs, _ := st.FileOn(ctx, fid)
+		if len(devs) != 2 {
+			t.Errorf("fid %d on %v; want exactly 2 devices", fid, devs)
+		}
+		copies := 0
+		for i := range e.nodes {
+			copies += pc.puts[tracker.FidPath(i+1, fid)]
+		}
+		if copies != 1 {
+			t.Errorf("fid %d copied %d times; want once", fid, copies)
+		}
+		if got := e.blobs(fid); len(got) != 2 {
+			t.Errorf("fid %d blobs on %v; want 2", fid, got)
+		}
+	}
+	_ = filepath.Join
+}
