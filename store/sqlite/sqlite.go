@@ -155,7 +155,7 @@ func canonicalPath(p string) (string, error) {
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return "", fmt.Errorf("%w: sqlite path %q: %v", store.ErrBadDSN, p, err)
+		return "", fmt.Errorf("%w: sqlite path %q: %w", store.ErrBadDSN, p, err)
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		return real, nil
