@@ -43,8 +43,10 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 	left := 0
 	var delay time.Duration
 	var firstErr error
-	putOff := func(d time.Duration) {
+	failed := false
+	putOff := func(d time.Duration, fail bool) {
 		left++
+		failed = failed || fail
 		if delay == 0 || d < delay {
 			delay = d
 		}
@@ -58,12 +60,18 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 			}
 			continue
 		}
+		if d.unobserved() {
+			// Not checked yet (new device, or we just started): no
+			// failure, look again once the monitor has.
+			putOff(m.settleDelay(), false)
+			continue
+		}
 		if !d.observedWriteable() {
-			putOff((10 + fc) * time.Minute)
+			putOff((10+fc)*time.Minute, true)
 			continue
 		}
 		if !d.canDeleteFrom() {
-			putOff((1 + fc) * time.Hour)
+			putOff((1+fc)*time.Hour, true)
 			continue
 		}
 		if err := m.nodes.remove(ctx, d.fidURL(it.Fid, false)); err != nil {
@@ -73,7 +81,7 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 			if firstErr == nil {
 				firstErr = err
 			}
-			putOff((1 + fc) * 30 * time.Minute)
+			putOff((1+fc)*30*time.Minute, true)
 			continue
 		}
 		if err := m.forgetOnDevice(ctx, it.Fid, devid); err != nil {
@@ -81,7 +89,7 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 		}
 	}
 	if left > 0 {
-		if err := m.reschedule(ctx, q, it.Fid, delay, true); err != nil {
+		if err := m.reschedule(ctx, q, it.Fid, delay, failed); err != nil {
 			return err
 		}
 		return firstErr

@@ -35,7 +35,7 @@ const (
 
 // replError codes mirror replicate()'s errref values.
 type replError struct {
-	code string // no_source, source_down, too_happy, policy_*, copy_error, failed_getting_lock
+	code string // no_source, source_down, not_observed, too_happy, policy_*, copy_error
 	err  error
 }
 
@@ -152,6 +152,11 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 		return 0, replErr("no_source", "fid %d is on no device", fid)
 	}
 	if len(up) == 0 {
+		for _, d := range onDevs {
+			if d.unobserved() {
+				return 0, replErr("not_observed", "dev%d holds fid %d but is not checked yet", d.ID, fid)
+			}
+		}
 		return 0, replErr("source_down", "no readable device holds fid %d", fid)
 	}
 	dests := w.devs
@@ -259,6 +264,11 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	if lastCopyErr != nil {
 		return 0, &replError{code: "copy_error", err: lastCopyErr}
 	}
+	for _, d := range dests {
+		if d.unobserved() && d.newFilesState() {
+			return 0, replErr("not_observed", "no destination for fid %d yet: dev%d is not checked yet", fid, d.ID)
+		}
+	}
 	return 0, replErr("policy_no_suggestions", "no destination for fid %d", fid)
 }
 
@@ -313,6 +323,10 @@ func (m *Manager) replicateItem(ctx context.Context, it store.QueueItem) error {
 			return rerr
 		}
 		return err
+	case "not_observed":
+		// A device this tracker's monitor has not looked at yet (just
+		// added, or we just started) is no failure: look again once it has.
+		return m.reschedule(ctx, q, it.Fid, m.settleDelay(), false)
 	case "too_happy":
 		// More copies than the policy wants. The original tries to shed
 		// one by rebalancing; extra copies harm nothing, so leave them.
@@ -337,4 +351,10 @@ func (m *Manager) finish(ctx context.Context, q store.Queue, fid int64) error {
 		return fmt.Errorf("jobs: finish %s fid %d: %w", q, fid, err)
 	}
 	return nil
+}
+
+// settleDelay is how soon work waiting for the monitor's first look at a
+// device is tried again.
+func (m *Manager) settleDelay() time.Duration {
+	return max(2*m.opts.MonitorInterval, time.Second)
 }

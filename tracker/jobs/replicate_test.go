@@ -296,3 +296,25 @@ func TestReplicate_DestinationFailureTriesAnother(t *testing.T) {
 	}
 	t.Logf("PUTs refused by dev2: %d", ft.failed)
 }
+
+// Devices added while the Manager runs are not failures before the monitor
+// has looked at them: the file is copied as soon as it has, not after the
+// 15 s backoff of a failed attempt.
+func TestReplicate_NewDevicesNotYetObserved(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	cls := c.class("c", 2, store.HashNone)
+	o := fastOptions(t)
+	o.MonitorInterval = 500 * time.Millisecond
+	m := start(t, c.st, o)
+	waitFor(t, 5*time.Second, "dev1 observed", func() bool { _, ok := m.Observed(1); return ok })
+	c.addNode(2)
+	c.addNode(3)
+	fid := c.putFile("k", cls, []byte("fresh"), 2)
+	begin := time.Now()
+	waitFor(t, 8*time.Second, "replication", func() bool { return !inQueue(t, c.st, store.QueueReplicate, fid) })
+	if on := fileOn(t, c.st, fid); len(on) != 2 {
+		t.Errorf("file_on = %v; want 2 devices", on)
+	}
+	t.Logf("replicated %v after the devices appeared", time.Since(begin))
+}

@@ -67,6 +67,9 @@ func (d *device) canDeleteFrom() bool     { return d.hostAlive() && d.canWrite()
 func (d *device) observedWriteable() bool { return d.hostOK && d.observed == "writeable" }
 func (d *device) observedReadable() bool  { return d.hostOK && d.observed == "readable" }
 
+// unobserved: the monitor will check this device but has not yet.
+func (d *device) unobserved() bool { return d.observed == "" && d.canReadFrom() }
+
 // shouldReadFrom is the one readability test workers use (Device.pm).
 func (d *device) shouldReadFrom() bool {
 	return d.canReadFrom() && (d.observedReadable() || d.observedWriteable())
