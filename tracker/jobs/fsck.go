@@ -34,6 +34,10 @@ const (
 // errStalled: a storage node did not answer; check the fid later.
 var errStalled = errors.New("jobs: fsck stalled")
 
+// errNotObserved: a device of the fid is not checked by the monitor yet;
+// check the fid again soon, without counting a failure.
+var errNotObserved = errors.New("jobs: device not observed yet")
+
 // fsckWorker works the fsck queue (Worker::Fsck).
 func (m *Manager) fsckWorker(stop context.Context) {
 	m.queueWorker(stop, JobFsck, []store.Queue{store.QueueFsck}, m.fsckItem)
@@ -73,6 +77,9 @@ func (m *Manager) fsckItem(ctx context.Context, it store.QueueItem) error {
 		return err
 	}
 	err = m.checkFid(ctx, it.Fid, o)
+	if errors.Is(err, errNotObserved) {
+		return m.reschedule(ctx, q, it.Fid, m.settleDelay(), false)
+	}
 	if errors.Is(err, errStalled) {
 		if rerr := m.reschedule(ctx, q, it.Fid, fsckStallRetry, true); rerr != nil {
 			return rerr
@@ -171,6 +178,9 @@ func (m *Manager) checkFid(ctx context.Context, fid int64, o fsckOpts) error {
 		if d == nil || d.dead() {
 			return m.fsckFix(ctx, fid, o, "", nil)
 		}
+		if d.unobserved() {
+			return fmt.Errorf("%w: dev%d", errNotObserved, id)
+		}
 		if !d.shouldReadFrom() {
 			return fmt.Errorf("%w: dev%d not readable", errStalled, id)
 		}
@@ -260,6 +270,9 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 			if d == nil || d.dead() {
 				bad = append(bad, id)
 				continue
+			}
+			if d.unobserved() {
+				return fmt.Errorf("%w: dev%d", errNotObserved, id)
 			}
 			if !d.shouldReadFrom() {
 				return fmt.Errorf("%w: dev%d unreachable", errStalled, id)
