@@ -148,6 +148,23 @@ func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, stor
 	return ns, d, nil
 }
 
+// lookupClass finds a class by name; a miss reloads the namespace once,
+// since another tracker may have just created the class. It returns the
+// namespace it answered from.
+func (t *Tracker) lookupClass(ctx context.Context, ns *namespace, dmid int, name string) (*store.Class, *namespace, error) {
+	if c, ok := ns.classByName(dmid, name); ok {
+		return &c, ns, nil
+	}
+	ns, err := t.fresh(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c, ok := ns.classByName(dmid, name); ok {
+		return &c, ns, nil
+	}
+	return nil, ns, nil
+}
+
 // classFor returns a class, the implicit default class getting
 // default_mindevcount as in Factory::Domain.
 func (t *Tracker) classFor(ns *namespace, dmid, classid int) (store.Class, bool) {
@@ -356,11 +373,14 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	}
 	classid := 0
 	if cname := r.Args.Get("class"); cname != "" {
-		c, ok := ns.classByName(dom.ID, cname)
-		if !ok {
+		c, fresh, err := t.lookupClass(ctx, ns, dom.ID, cname)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
 			return nil, perr("unreg_class")
 		}
-		classid = c.ID
+		classid, ns = c.ID, fresh
 	}
 
 	devs := append([]store.Device(nil), ns.devices...)
@@ -797,8 +817,11 @@ func cmdUpdateClassOfKey(t *Tracker, ctx context.Context, r *request) (*Reply, e
 	if !perlTrue(cname) {
 		return nil, perr("no_class")
 	}
-	c, ok := ns.classByName(dom.ID, cname)
-	if !ok {
+	c, _, err := t.lookupClass(ctx, ns, dom.ID, cname)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
 		return nil, perr("class_not_found")
 	}
 	f, err := t.fileByKey(ctx, dom.ID, key, "invalid_key")

@@ -466,13 +466,19 @@ func EnvValues(environ []string) (map[string]string, error) {
 // DefaultDSN picks the embedded SQLite database used when no db_dsn is
 // configured: DefaultSQLiteDir/mogilefs.db when that directory exists or can
 // be created and is writable, else mogilefs.db in the working directory.
-func DefaultDSN() string {
-	if err := os.MkdirAll(DefaultSQLiteDir, 0o750); err == nil {
-		if f, err := os.CreateTemp(DefaultSQLiteDir, ".probe-*"); err == nil {
+func DefaultDSN() string { return defaultDSN(DefaultSQLiteDir) }
+
+// defaultDSNFunc is DefaultDSN, replaceable by tests so they do not create
+// DefaultSQLiteDir on the machine running them.
+var defaultDSNFunc = DefaultDSN
+
+func defaultDSN(dir string) string {
+	if err := os.MkdirAll(dir, 0o750); err == nil {
+		if f, err := os.CreateTemp(dir, ".probe-*"); err == nil {
 			name := f.Name()
 			f.Close()
 			os.Remove(name)
-			return "sqlite://" + filepath.Join(DefaultSQLiteDir, "mogilefs.db")
+			return "sqlite://" + filepath.Join(dir, "mogilefs.db")
 		}
 	}
 	wd, err := os.Getwd()
@@ -488,7 +494,7 @@ func DefaultDSN() string {
 func (c Config) StoreDSN() (*store.DSN, error) {
 	s := c.DBDSN
 	if s == "" {
-		s = DefaultDSN()
+		s = defaultDSNFunc()
 	}
 	d, err := store.ParseDSN(s)
 	if err != nil {

@@ -155,8 +155,17 @@ func TestConfig_StoreDSNDefaults(t *testing.T) {
 		t.Errorf("mysql without user: %+v, %v; want the original's default user mogile", d, err)
 	}
 	c.DBDSN = ""
+	dir := filepath.Join(t.TempDir(), "var", "lib", "mogilefs")
+	defer tracker.SetDefaultDSNFunc(func() string { return tracker.DefaultDSNIn(dir) })()
 	d, err = c.StoreDSN()
-	if err != nil || d.Driver != "sqlite" || !strings.HasSuffix(d.Database, "mogilefs.db") {
-		t.Errorf("no db_dsn: %+v, %v; want embedded SQLite", d, err)
+	if err != nil || d.Driver != "sqlite" || d.Database != filepath.Join(dir, "mogilefs.db") {
+		t.Errorf("no db_dsn: %+v, %v; want embedded SQLite in %s", d, err, dir)
+	}
+	// An unwritable directory falls back to the working directory.
+	blocker := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(blocker, nil, 0o644)
+	wd, _ := os.Getwd()
+	if got := tracker.DefaultDSNIn(filepath.Join(blocker, "sub")); got != "sqlite://"+filepath.Join(wd, "mogilefs.db") {
+		t.Errorf("fallback DSN %q", got)
 	}
 }

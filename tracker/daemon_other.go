@@ -11,3 +11,5 @@ func daemonize([]string) error {
 func setUser(uid, gid int) error {
 	return errors.New("--user is not supported on this platform")
 }
+
+func raiseNoFile(int) error { return errors.New("max_handles is not supported on this platform") }

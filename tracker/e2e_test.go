@@ -278,3 +278,34 @@ func TestE2E_TwoTrackersReplicateOnce(t *testing.T) {
 	}
 	_ = filepath.Join
 }
+
+// Namespace changes made through one tracker are seen at once by another
+// on the same database (a cache miss reloads), and file rows are never
+// cached: a delete through one is seen by the other's next request.
+func TestTwoTrackers_SeeEachOthersChanges(t *testing.T) {
+	dsn := testDSN(t)
+	a := startTracker(t, testConfig(), openStore(t, dsn), nil)
+	b := startTracker(t, testConfig(), openStore(t, dsn), nil)
+	ca, cb := a.dial(), b.dial()
+	n := startNode(t, "127.0.0.2", 1)
+	cb.want("get_domains", "OK domains=0") // b caches an empty namespace
+	ca.want("create_domain domain=d", "OK domain=d")
+	ca.want("create_class domain=d&class=c&mindevcount=1", "OK class=c&mindevcount=1&domain=d")
+	ca.want("create_host host=h&ip=127.0.0.2&port="+n.port+"&status=alive", "OK hostid=1&hostname=h")
+	ca.want("create_device devid=1&hostid=1", "OK ")
+	cb.want("clear_cache", "OK ")
+	r := parseOK(t, cb.do("create_open domain=d&key=k&class=c"))
+	put(t, r.Get("path"), []byte("x"))
+	cb.want(fmt.Sprintf("create_close domain=d&key=k&fid=%s&devid=%s&path=%s", r.Get("fid"), r.Get("devid"), tracker.Escape(r.Get("path"))), "OK ")
+	ca.want("file_info domain=d&key=k", "OK fid="+r.Get("fid")+"&domain=d&class=c&key=k&length=1&devcount=1")
+	ca.want("delete domain=d&key=k", "OK ")
+	cb.want("file_info domain=d&key=k", "ERR unknown_key unknown_key")
+	// A class created on a after b cached the namespace: b finds it.
+	cb.want("get_domains", "OK domain1=d&domain1class1name=default&domain1class1mindevcount=2&domain1class1replpolicy=MultipleHosts%28%29&domain1class1hashtype=NONE"+
+		"&domain1class2name=c&domain1class2mindevcount=1&domain1class2replpolicy=MultipleHosts%28%29&domain1class2hashtype=NONE&domain1classes=2&domains=1")
+	ca.want("create_class domain=d&class=late&mindevcount=1", "OK class=late&mindevcount=1&domain=d")
+	r = parseOK(t, cb.do("create_open domain=d&key=k2&class=late"))
+	if r.Get("fid") == "" {
+		t.Errorf("create_open with a class just made on another tracker: %v", r)
+	}
+}

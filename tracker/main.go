@@ -277,6 +277,11 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		}
 		defer os.Remove(cfg.PidFile)
 	}
+	if cfg.MaxHandles > 0 {
+		if err := raiseNoFile(cfg.MaxHandles); err != nil {
+			return fmt.Errorf("max_handles %d: %w", cfg.MaxHandles, err)
+		}
+	}
 	if cfg.User != "" {
 		if err := switchUser(cfg.User); err != nil {
 			return err
