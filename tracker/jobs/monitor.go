@@ -131,13 +131,44 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("jobs: monitor: %w", err)
 	}
 
-	var firstErr error
-	skipHost := map[int]bool{}
+	// Hosts are checked in parallel, as the original's event loop does, so
+	// that one host timing out does not hold up the others; a host's own
+	// devices go one after the other.
+	byHost := map[int][]*device{}
 	for _, id := range sortedIDs(w.devs) {
-		d := w.devs[id]
-		if !d.canReadFrom() || skipHost[d.HostID] {
-			continue
+		if d := w.devs[id]; d.canReadFrom() {
+			byHost[d.HostID] = append(byHost[d.HostID], d)
 		}
+	}
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for _, devs := range byHost {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.monitorHost(ctx, log, devs, canUpdate, now); err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return firstErr
+}
+
+// monitorHost checks the devices of one host.
+func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*device, canUpdate bool, now time.Time) error {
+	var firstErr error
+	for i, d := range devs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -147,13 +178,17 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 				return ctx.Err()
 			}
 			log.Warn("usage check failed", "dev", d.ID, "host", d.host.IP, "err", err)
-			if err.(*usageError).slow {
-				// A host that times out is down as a whole: skip its
-				// other devices this pass.
-				m.obs.setHost(d.HostID, false)
-				skipHost[d.HostID] = true
-			}
 			m.obs.update(d.ID, func(o *devObs) { o.state = "unreachable"; o.hostID = d.HostID })
+			var ue *usageError
+			if errors.As(err, &ue) && ue.slow {
+				// A host that times out is down as a whole: its other
+				// devices are unreachable too, without waiting for each.
+				m.obs.setHost(d.HostID, false)
+				for _, o := range devs[i+1:] {
+					m.obs.update(o.ID, func(ob *devObs) { ob.state = "unreachable"; ob.hostID = o.HostID })
+				}
+				return firstErr
+			}
 			continue
 		}
 		m.obs.setHost(d.HostID, true)

@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"errors"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,5 +87,57 @@ func TestManager_SetWantAndStats(t *testing.T) {
 		if names[i] != want[i] {
 			t.Errorf("stats[%d] = %s; want %s", i, names[i], want[i])
 		}
+	}
+}
+
+// A host that accepts connections but never answers makes every device on
+// it unreachable, without holding up the other hosts.
+func TestMonitor_HungHost(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	ln, err := net.Listen("tcp", "127.0.0.9:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	h, err := c.st.CreateHost(t.Context(), store.Host{Name: "hung", Status: store.HostAlive, IP: "127.0.0.9", HTTPPort: portOf(t, ln.Addr().String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int{5, 6} {
+		if _, err := c.st.CreateDevice(t.Context(), store.Device{ID: id, HostID: h.ID, Status: store.DeviceAlive}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := start(t, c.st, fastOptions(t))
+	waitFor(t, 2*time.Second, "dev1 writeable while the other host hangs", func() bool {
+		got, ok := m.Observed(1)
+		return ok && got == "writeable"
+	})
+	for _, id := range []int{5, 6} {
+		waitFor(t, 10*time.Second, "hung host's devices unreachable", func() bool {
+			got, ok := m.Observed(id)
+			return ok && got == "unreachable"
+		})
 	}
 }
