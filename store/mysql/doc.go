@@ -30,7 +30,10 @@
 // long as the caller asked.
 //
 // Sessions use utf8mb4, READ COMMITTED isolation, and client-side
-// placeholder interpolation, so each statement costs one round trip.
+// placeholder interpolation, so each statement costs one round trip. With
+// binary logging on, the server's binlog_format must be ROW or MIXED (the
+// defaults of MySQL 8 and MariaDB): InnoDB refuses writes at READ
+// COMMITTED under STATEMENT.
 //
 // # Schema
 //

@@ -148,7 +148,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 	key := serverLockName(b.database, name)
 	s, reused, err := b.session(ctx)
 	if err != nil {
-		return nil, b.acquireErr(ctx, name, err)
+		return nil, b.acquireErr(ctx, err)
 	}
 	for {
 		secs := int64(max(time.Until(deadline), 0) / time.Second)
@@ -164,7 +164,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			// holds nothing: try once more on a fresh one.
 			b.discard(s, false)
 			if s, err = b.newSession(ctx); err != nil {
-				return nil, b.acquireErr(ctx, name, err)
+				return nil, b.acquireErr(ctx, err)
 			}
 			reused = false
 			continue
@@ -174,7 +174,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			// server may keep the session waiting, or grant it the lock at
 			// that instant; KILL ends it so no lock outlives this call.
 			b.discard(s, true)
-			return nil, b.acquireErr(ctx, name, err)
+			return nil, b.acquireErr(ctx, err)
 		}
 		if got {
 			l, err := b.hold(name, key, s)
@@ -186,7 +186,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		reused = false
 		if !time.Now().Before(deadline) {
 			b.release(s)
-			return nil, fmt.Errorf("store: lock %q: %w after %v", name, store.ErrLockTimeout, timeout)
+			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
 		}
 		if secs == 0 {
 			t := time.NewTimer(min(tailPoll, time.Until(deadline)))
@@ -195,22 +195,23 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			case <-ctx.Done():
 				t.Stop()
 				b.release(s)
-				return nil, b.acquireErr(ctx, name, ctx.Err())
+				return nil, b.acquireErr(ctx, ctx.Err())
 			}
 		}
 	}
 }
 
-// acquireErr words a failed Acquire, preferring what ended it: Close, the
-// caller's context, or the database.
-func (b *lockBackend) acquireErr(ctx context.Context, name string, err error) error {
+// acquireErr says what ended a failed Acquire, preferring Close, then the
+// caller's context, then the database. The shared layer adds the verb and
+// the lock's name.
+func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	if b.closing.Err() != nil {
-		return fmt.Errorf("store: lock %q: %w", name, store.ErrClosed)
+		return store.ErrClosed
 	}
 	if cerr := context.Cause(ctx); cerr != nil {
-		return fmt.Errorf("store: lock %q: %w", name, cerr)
+		return cerr
 	}
-	return fmt.Errorf("store: lock %q: %w", name, err)
+	return fmt.Errorf("mysql: GET_LOCK: %w", err)
 }
 
 // getLock runs one GET_LOCK. NULL (the session was killed, or the server
@@ -328,7 +329,7 @@ func (b *lockBackend) hold(name, key string, s *session) (*lock, error) {
 	if b.closed {
 		b.mu.Unlock()
 		b.discard(s, true)
-		return nil, fmt.Errorf("store: lock %q: %w", name, store.ErrClosed)
+		return nil, store.ErrClosed
 	}
 	b.held[l] = struct{}{}
 	b.wg.Add(1)
@@ -358,7 +359,7 @@ func (b *lockBackend) Close() error {
 	var errs []error
 	for _, l := range held {
 		if err := l.Release(context.Background()); err != nil && !errors.Is(err, store.ErrLockLost) {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("release lock %q: %w", l.name, err))
 		}
 	}
 	for _, s := range free {
@@ -522,7 +523,7 @@ func (l *lock) Release(ctx context.Context) error {
 	case lockReleased:
 		return nil
 	case lockLost:
-		return l.lostErr()
+		return store.ErrLockLost
 	}
 	l.stopWatcher()
 	defer l.b.forget(l)
@@ -530,7 +531,7 @@ func (l *lock) Release(ctx context.Context) error {
 	case <-l.lost:
 		l.state = lockLost
 		l.b.discard(l.s, false)
-		return l.lostErr()
+		return store.ErrLockLost
 	default:
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -544,25 +545,21 @@ func (l *lock) Release(ctx context.Context) error {
 		l.state = lockLost
 		l.markLost()
 		l.b.discard(l.s, false)
-		return fmt.Errorf("%w: %w", l.lostErr(), err)
+		return fmt.Errorf("%w: %w", store.ErrLockLost, err)
 	case err != nil:
 		l.state = lockReleased
 		l.b.discard(l.s, true)
-		return fmt.Errorf("store: release lock %q: %w", l.name, err)
+		return fmt.Errorf("mysql: RELEASE_LOCK: %w", err)
 	case !r.Valid || r.Int64 != 1:
 		// NULL: no such lock; 0: another session holds it.
 		l.state = lockLost
 		l.markLost()
 		l.b.discard(l.s, false)
-		return l.lostErr()
+		return store.ErrLockLost
 	}
 	l.state = lockReleased
 	l.b.release(l.s)
 	return nil
-}
-
-func (l *lock) lostErr() error {
-	return fmt.Errorf("store: release lock %q: %w", l.name, store.ErrLockLost)
 }
 
 func (b *lockBackend) forget(l *lock) {
