@@ -237,6 +237,7 @@ func ParseConfig(r io.Reader) (Config, error) {
 // checking syntax and key names.
 func FileValues(r io.Reader) (map[string]string, error) {
 	vals := map[string]string{}
+	scratch := DefaultConfig() // to check each value where its line is known
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	n := 0
@@ -257,6 +258,9 @@ func FileValues(r io.Reader) (map[string]string, error) {
 		}
 		if _, ok := configKeys[k]; !ok {
 			return nil, fmt.Errorf("config line %d: unknown key %q (known: %s)", n, k, strings.Join(ConfigKeys(), ", "))
+		}
+		if err := scratch.Set(k, v); err != nil {
+			return nil, fmt.Errorf("config line %d: %w", n, err)
 		}
 		vals[k] = v
 	}

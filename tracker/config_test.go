@@ -68,7 +68,7 @@ func TestParseConfig_Errors(t *testing.T) {
 	for in, want := range map[string]string{
 		"db_dsn = x\nbogus_key = 1\n":    "config line 2: unknown key \"bogus_key\"",
 		"\n\n=== nonsense\n":             "config line 3: malformed",
-		"query_jobs = many\n":            "query_jobs: \"many\" is not an integer",
+		"\nquery_jobs = many\n":          "config line 2: query_jobs: \"many\" is not an integer",
 		"listen = 127.0.0.1:99999\n":     "bad port",
 		"db_dsn = nodriver\n":            "db_dsn",
 		"query_jobs = 0\n":               "query_jobs: must be at least 1",

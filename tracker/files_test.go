@@ -278,3 +278,35 @@ func TestCommands_CreateOpenMultiDest(t *testing.T) {
 	c.want("set_state host=h2&device=2&state=down", "OK ")
 	c.want("create_open domain=d&key=m3", "ERR no_devices No+devices+found+to+store+file")
 }
+
+// Host::ip: the alternate IP for clients inside altmask, or with zone=alt.
+func TestCommands_AltIP(t *testing.T) {
+	tt := startTracker(t, testConfig(), nil, nil)
+	c := tt.dial()
+	c.want("set_server_setting key=skip_mkcol&value=1", "OK ")
+	c.want("create_domain domain=d", "OK domain=d")
+	c.want("create_host host=h&ip=127.0.0.2&port=7500&status=alive&altip=10.1.1.1&altmask=10.0.0.0/8", "OK hostid=1&hostname=h")
+	c.want("create_device devid=1&hostid=1", "OK ")
+	r := parseOK(t, c.do("create_open domain=d&key=a"))
+	if want := "http://127.0.0.2:7500" + tracker.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
+		t.Errorf("client outside altmask: path %s; want %s", r.Get("path"), want)
+	}
+	r = parseOK(t, c.do("create_open domain=d&key=b&zone=alt"))
+	if want := "http://10.1.1.1:7500" + tracker.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
+		t.Errorf("zone=alt: path %s; want %s", r.Get("path"), want)
+	}
+	c.want("update_host host=h&altmask=127.0.0.0/8", "OK hostid=1&hostname=h")
+	r = parseOK(t, c.do("create_open domain=d&key=c"))
+	if want := "http://10.1.1.1:7500" + tracker.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
+		t.Errorf("client inside altmask: path %s; want %s", r.Get("path"), want)
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("not a number: %q", s)
+	}
+	return n
+}

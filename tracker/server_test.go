@@ -123,6 +123,12 @@ func TestServer_AdminCommands(t *testing.T) {
 	if got := readBlock(); len(got) != 1 || got[0] != "Added you to watcher list." {
 		t.Errorf("!watch: %q", got)
 	}
+	// A watcher sees the tracker's errors as they happen.
+	other := tt.dial()
+	other.want("test crash=1", "ERR failure Operation+failed")
+	if got := c.readLine(); !strings.HasPrefix(got, "command failed ") || !strings.Contains(got, "crashed on purpose") {
+		t.Errorf("watched error line: %q", got)
+	}
 	c.send("!watch\r\n")
 	if got := readBlock(); len(got) != 1 || got[0] != "Removed you from watcher list." {
 		t.Errorf("!watch again: %q", got)
