@@ -8,6 +8,15 @@ import (
 
 // Harness connects the suite to one backend and one database. A backend's
 // TestConformance builds one and passes it to Run.
+//
+// How the suite uses it: Run calls Reset once before its first Open and
+// again before every case, always with every Store of the previous case
+// closed. After KillLockSession the suite expects l.Lost() to close and
+// another Store to get the lock within Capabilities.DeadOwnerBound (plus two
+// seconds of slack), and l.Release to fail with store.ErrLockLost. After
+// CrashOwner it expects every lock of s to be free within the same bound, and
+// it ignores the error of the Close that follows. Every method is called from
+// the test's goroutine, one at a time.
 type Harness interface {
 	// Name is the backend's registered name, for the suite's summary.
 	Name() string
