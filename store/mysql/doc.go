@@ -61,9 +61,11 @@
 // server's per-session nesting never applies), and MySQL's user-lock
 // deadlock detection has nothing to report.
 //
-// GET_LOCK's namespace is the whole server and its name rules differ
-// (MySQL: 64 characters, case-insensitive; MariaDB: longer, case-sensitive),
-// so a lock name is never passed through: the server name is "gomogile:"
+// GET_LOCK's namespace is the whole server, and its name rules differ
+// between servers and from their manuals (MySQL refuses names over 64
+// characters; both manuals call names case-insensitive, yet MariaDB 10.11
+// grants "abc" while another session holds "Abc"), so a lock name is never
+// passed through: the server name is "gomogile:"
 // followed by the SHA-256, in lower-case base32, of the database name, a
 // NUL and the lock name — 61 characters on both servers, case preserved by
 // the hash, and two databases on one server never share a lock. Original

@@ -17,10 +17,10 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// Lock tuning. watchEvery bounds how late Lost fires after the server drops
-// a session; pingTimeout is how long an unanswered watcher ping may take
-// before the session is given up (and closed, which frees the lock at the
-// server, so Lost is never a false alarm about a lock still held).
+// Lock tuning. watchEvery is the watcher's ping period, which bounds how
+// late Lost fires where the socket cannot be watched; pingTimeout is how
+// long a ping may go unanswered before the session is given up and closed,
+// so a lock reported lost is always on its way to being freed.
 const (
 	watchEvery     = 200 * time.Millisecond
 	pingTimeout    = 5 * time.Second
@@ -49,12 +49,12 @@ const lockPrefix = "gomogile:"
 var lockEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // serverLockName maps a gomogile lock name to a GET_LOCK name. GET_LOCK's
-// namespace is the whole server, and the servers disagree on its rules
-// (MySQL 8: at most 64 characters, compared case-insensitively; MariaDB:
-// longer names, case-sensitive), so every name is hashed, together with the
-// database it guards: "gomogile:" and the SHA-256 of database NUL name in
-// lower-case base32 is 61 ASCII characters, identical on both servers,
-// case-free, and collision-free as far as SHA-256 is.
+// namespace is the whole server, and its rules vary (MySQL 8: at most 64
+// characters; case folding documented, but not what MariaDB 10.11 does),
+// so every name is hashed, together with the database it guards:
+// "gomogile:" and the SHA-256 of database NUL name in lower-case base32 is
+// 61 ASCII characters, identical on both servers, case-free, and
+// collision-free as far as SHA-256 is.
 func serverLockName(database, name string) string {
 	h := sha256.New()
 	h.Write([]byte(database))
