@@ -383,6 +383,11 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		classid, ns = c.ID, fresh
 	}
 
+	// As the original's wait_for_monitor: right after start the monitor
+	// may not have looked at any device yet; wait for it briefly rather
+	// than answer no_devices.
+	t.waitForMonitor(ctx, ns)
+
 	devs := append([]store.Device(nil), ns.devices...)
 	if size > 0 {
 		// Devices known to have room first; if none, those of unknown usage.
@@ -480,6 +485,34 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	}
 	return res, nil
 }
+
+// waitForMonitor waits (at most monitorWait) until the monitor has observed
+// at least one device, when a jobs manager runs and devices exist.
+func (t *Tracker) waitForMonitor(ctx context.Context, ns *namespace) {
+	if t.jobs == nil || !t.jobsOpen || len(ns.devices) == 0 {
+		return
+	}
+	deadline := time.Now().Add(monitorWait)
+	for {
+		for _, d := range ns.devices {
+			if _, ok := t.jobs.Observed(d.ID); ok {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// monitorWait bounds waitForMonitor; the original's monitor runs every few
+// seconds.
+const monitorWait = 5 * time.Second
 
 // sortDevsByFreeSpace is Query::sort_devs_by_freespace: devices that should
 // get new files, the 20 emptiest, in a random order weighted by percent

@@ -140,3 +140,69 @@ func noop(addr string) (string, error) {
 	}
 	return bufio.NewReader(nc).ReadString('\n')
 }
+
+// --daemonize: a bad database fails in the foreground; a good one leaves a
+// detached tracker serving, which "!shutdown" stops.
+func TestMogilefsd_Daemonize(t *testing.T) {
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "--skipconfig", "--daemonize", "--dsn", "nosuchdb://x", "--listen", freePort(t))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "no such backend") {
+		t.Errorf("daemonize with a bad DSN: %v, %q", err, stderr.String())
+	}
+
+	addr := freePort(t)
+	dsn := "sqlite:///" + filepath.Join(t.TempDir(), "db")
+	pidfile := filepath.Join(t.TempDir(), "mogilefsd.pid")
+	cmd = exec.Command(bin, "--skipconfig", "-D", "--dsn", dsn, "--listen", addr, "--pidfile", pidfile)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("daemonize: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if r, err := noop(addr); err == nil {
+			if r != "OK \r\n" {
+				t.Errorf("noop: %q", r)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("detached mogilefsd never answered")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid, err := os.ReadFile(pidfile)
+	if err != nil || len(bytes.TrimSpace(pid)) == 0 {
+		t.Errorf("pidfile: %q, %v", pid, err)
+	}
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(nc, "!shutdown test over\r\n")
+	nc.Close()
+	waitGone := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := noop(addr); err != nil {
+			break
+		}
+		if time.Now().After(waitGone) {
+			t.Fatal("detached mogilefsd did not stop on !shutdown")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitFile := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(pidfile); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(waitFile) {
+			t.Error("pidfile left behind after shutdown")
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
