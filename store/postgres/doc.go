@@ -27,7 +27,9 @@
 //	                   the owner identity (default hostname:pid:n, n counting
 //	                   the Stores of the process). Must be unique among live
 //	                   trackers: a Store registering an identity evicts any
-//	                   other owner of that identity with its locks.
+//	                   other owner of that identity with its locks. Set it
+//	                   where hosts share a hostname and pids repeat
+//	                   (containers with a fixed hostname).
 //	lock_notify=true   LISTEN for releases; false makes waiters poll only.
 //
 // # Locks
@@ -78,7 +80,10 @@
 // Both tables are UNLOGGED. A server crash ends every session and thus
 // every holder; PostgreSQL empties unlogged tables in crash recovery, which
 // is exactly the state after such a crash, and in exchange no lock write
-// waits for a WAL flush. The cost of one Lock+Release (BenchmarkLockCycle,
+// waits for a WAL flush. Likewise a promoted standby starts with them empty,
+// and every renewer's session ended with the old primary. After a clean
+// restart the rows are still there; each tracker's renewer, its session
+// gone, forfeits and re-registers, and dead trackers' rows expire. The cost of one Lock+Release (BenchmarkLockCycle,
 // one run on a shared 2-core machine with fsync on): 0.44ms, against 0.11 to
 // 0.42ms for a pg_advisory_lock/unlock pair, 2.7 to 4.5ms for a durable
 // INSERT+DELETE and 0.28ms for a bare unlogged INSERT+DELETE. (MogileFS's
