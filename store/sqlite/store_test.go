@@ -205,6 +205,40 @@ func TestStore_ExternalWriter(t *testing.T) {
 	if want := []string{"one", "by-hand", "two"}; !slices.Equal(names, want) {
 		t.Errorf("Domains = %v; want %v", names, want)
 	}
+
+	// The external program holds the write lock for a while: gomogile's
+	// writes wait for it instead of failing with "database is locked".
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO domain (dmid, namespace) VALUES (50, 'in-tx')"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CreateDomain(ctx, "waited")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("CreateDomain finished (%v) while another program held the write lock; want it to wait", err)
+	default:
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("CreateDomain after the external transaction: %v", err)
+	}
+	if d, err := s.CreateDomain(ctx, "after"); err != nil || d.ID != 52 {
+		t.Errorf("CreateDomain after both = %+v, %v; want dmid 52", d, err)
+	}
 }
 
 func mkDomain(t *testing.T, s store.Store) int {
