@@ -497,3 +497,64 @@ func TestLocks_RenewerKilled(t *testing.T) {
 	}
 	lock(t, a, "k", 0).Release(t.Context())
 }
+
+// TestLocks_StalledRenewalLosesFirst: when renewal cannot get through (here
+// an operator's transaction holds the owner row), the holder gives its locks
+// up before its lease can expire, and nobody else gets them before that.
+func TestLocks_StalledRenewalLosesFirst(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	a, b := open(t, dsn), open(t, dsn)
+	l := lock(t, a, "stalled", 0)
+	id, _ := postgres.OwnerID(a)
+
+	conn, err := adminConn(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM "+postgres.OwnerTable+" WHERE owner_id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	stalled := time.Now()
+
+	type result struct {
+		at  time.Time
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		lb, err := b.Lock(t.Context(), "stalled", 5*lease)
+		if err == nil {
+			defer lb.Release(context.Background())
+		}
+		got <- result{time.Now(), err}
+	}()
+
+	if !waitFor(lease, func() bool { return isClosed(l.Lost()) }) {
+		t.Fatalf("Lost() not closed %v into a stalled renewal; want within the lease %v", time.Since(stalled), lease)
+	}
+	lostAt := time.Now()
+	t.Logf("Lost fired %v into the stall", lostAt.Sub(stalled))
+	select {
+	case r := <-got:
+		t.Fatalf("another Store's Lock returned (%v) while the owner row was still held", r.err)
+	case <-time.After(lease):
+	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Lock by another Store once the stall ended: %v", r.err)
+	}
+	if !r.at.After(lostAt) {
+		t.Errorf("another Store got the lock at %v, before the holder's Lost at %v", r.at, lostAt)
+	}
+	if err := l.Release(t.Context()); !errors.Is(err, store.ErrLockLost) {
+		t.Errorf("Release after the stall: got %v; want %v", err, store.ErrLockLost)
+	}
+}
