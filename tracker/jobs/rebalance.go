@@ -15,9 +15,8 @@ import (
 )
 
 const (
-	jobMasterLock = "mgfs:job_master" // one injector at a time, even for one hostname
-	drainBatch    = 500               // queue_rate_for_rebal's default
-	rebalQueueMax = 10000             // queue_size_for_rebal's default
+	drainBatch    = 500   // queue_rate_for_rebal's default
+	rebalQueueMax = 10000 // queue_size_for_rebal's default
 )
 
 // jobMasterLoop is Worker::JobMaster's injection half: fsck batches while
@@ -53,21 +52,44 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 }
 
 func (m *Manager) jobMasterPass(ctx context.Context, log *slog.Logger, drain *drainCursor) error {
-	l, err := m.st.Lock(ctx, jobMasterLock, 0)
+	// Each injection runs under its own try-once lock: trackers sharing a
+	// hostname (or all of them, for draining) never inject the same batch
+	// twice, and one tracker's drain work never starves another's fsck.
+	// fsck and rebalance are injected only by the tracker the settings
+	// name, checked before locking so that other trackers never hold it up.
+	for _, inj := range []struct {
+		setting, lock string
+		fn            func() error
+	}{
+		{"fsck_host", "mgfs:job_master:fsck", func() error { return m.injectFsck(ctx) }},
+		{"rebal_host", "mgfs:job_master:rebalance", func() error { return m.injectRebalance(ctx, log) }},
+	} {
+		host, err := m.setting(ctx, inj.setting)
+		if err != nil {
+			return err
+		}
+		if host == "" || host != m.host {
+			continue
+		}
+		if err := m.tryLocked(ctx, inj.lock, inj.fn); err != nil {
+			return err
+		}
+	}
+	return m.tryLocked(ctx, "mgfs:job_master:drain", func() error { return m.injectDrain(ctx, drain) })
+}
+
+// tryLocked runs fn holding the named lock, or does nothing if another
+// holder has it.
+func (m *Manager) tryLocked(ctx context.Context, name string, fn func() error) error {
+	l, err := m.st.Lock(ctx, name, 0)
 	if errors.Is(err, store.ErrLockTimeout) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("jobs: lock %s: %w", jobMasterLock, err)
+		return fmt.Errorf("jobs: lock %s: %w", name, err)
 	}
 	defer m.release(l)
-	if err := m.injectFsck(ctx); err != nil {
-		return err
-	}
-	if err := m.injectRebalance(ctx, log); err != nil {
-		return err
-	}
-	return m.injectDrain(ctx, drain)
+	return fn()
 }
 
 // drainRestart is how long a drain waits after a full pass over a device
