@@ -44,7 +44,9 @@
 //     keeps new files off them and leaves moving to a rebalance.
 //   - Rebalance policies support fid_age=old only (the contract lists fids
 //     on a device ascending) and limit_by none, count and size (the original
-//     does not implement percent either).
+//     does not implement percent either). A global limit is given its
+//     budget when the run starts; the original never set it, so a global
+//     limit moved nothing there.
 //   - The Union replication policy is not supported (a class using it is
 //     retried with backoff and logged).
 //   - Placement weighs a device by free space times its weight/100; the

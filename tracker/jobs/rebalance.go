@@ -573,10 +573,13 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 		s = parseRebalState(stStr)
 	} else {
 		s = rebalState{sourceDevs: pol.filterSource(w), timeStarted: now.Unix()}
-		if pol.limitType == "global" && pol.limitBy != "none" {
-			if s.limit, err = pol.limitValue(); err != nil {
-				return err
-			}
+	}
+	// A run that has not started yet gets its global budget here (the
+	// original never sets it, so a global limit moved nothing).
+	fresh := s.sdevCurrent == 0 && len(s.completedDevs) == 0 && s.fidsQueued == 0 && s.timeLatestRun == 0
+	if fresh && pol.limitType == "global" && pol.limitBy != "none" {
+		if s.limit, err = pol.limitValue(); err != nil {
+			return err
 		}
 	}
 	save := func() error {

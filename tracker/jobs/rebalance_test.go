@@ -50,48 +50,60 @@ func TestDrain_EmptiesDevice(t *testing.T) {
 	}
 }
 
-// A rebalance policy moving a limited number of files off one device.
-func TestRebalance_PolicyCountLimit(t *testing.T) {
-	c := newCluster(t)
-	c.addNode(1)
-	c.addNode(2)
-	c.addNode(3)
-	ctx := t.Context()
-	cls := c.class("c", 1, store.HashNone)
-	for i := range 6 {
-		fid := c.putFile(fmt.Sprintf("k%d", i), cls, []byte(fmt.Sprintf("rebal %d", i)), 1)
-		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o := fastOptions(t)
-	for k, v := range map[string]string{
-		"rebal_policy": "from_devices=1 to_devices=3 limit_type=device limit_by=count limit=4",
-		"rebal_host":   o.Hostname,
+// Rebalance policies moving a limited amount off one device.
+func TestRebalance_PolicyLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy string
+		moved        int
+	}{
+		{"DeviceCount", "from_devices=1 to_devices=3 limit_type=device limit_by=count limit=4", 4},
+		{"GlobalSize", "from_devices=1 to_devices=3 limit_type=global limit_by=size limit=2k", 3},
 	} {
-		if err := c.st.SetServerSetting(ctx, k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	start(t, c.st, o)
-	waitFor(t, 20*time.Second, "the rebalance to finish", func() bool {
-		_, err := c.st.ServerSetting(ctx, "rebal_host")
-		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueRebalance) == 0
-	})
-	on1, _ := c.st.FidsOnDevice(ctx, 1, 0, 100)
-	on3, _ := c.st.FidsOnDevice(ctx, 3, 0, 100)
-	on2, _ := c.st.FidsOnDevice(ctx, 2, 0, 100)
-	if len(on1) != 2 || len(on3) != 4 || len(on2) != 0 {
-		t.Errorf("dev1 %v, dev2 %v, dev3 %v; want 2 left, none, 4 moved", on1, on2, on3)
-	}
-	devs, _ := c.st.Devices(ctx)
-	for _, d := range devs {
-		if d.ID == 1 && d.Status != store.DeviceAlive {
-			t.Errorf("dev1 is %s after the rebalance; want alive again", d.Status)
-		}
-	}
-	st, err := c.st.ServerSetting(ctx, "rebal_state")
-	if err != nil || !strings.Contains(st, "completed_devs=1") || !strings.Contains(st, "fids_queued=4") {
-		t.Errorf("rebal_state = %q, %v; want dev1 completed, 4 fids queued", st, err)
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.addNode(1)
+			c.addNode(2)
+			c.addNode(3)
+			ctx := t.Context()
+			cls := c.class("c", 1, store.HashNone)
+			for i := range 6 {
+				fid := c.putFile(fmt.Sprintf("k%d", i), cls, []byte(strings.Repeat(fmt.Sprint(i), 600)), 1)
+				if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := fastOptions(t)
+			for k, v := range map[string]string{"rebal_policy": tc.policy, "rebal_host": o.Hostname} {
+				if err := c.st.SetServerSetting(ctx, k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start(t, c.st, o)
+			waitFor(t, 20*time.Second, "the rebalance to finish", func() bool {
+				_, err := c.st.ServerSetting(ctx, "rebal_host")
+				return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueRebalance) == 0
+			})
+			on1, _ := c.st.FidsOnDevice(ctx, 1, 0, 100)
+			on2, _ := c.st.FidsOnDevice(ctx, 2, 0, 100)
+			on3, _ := c.st.FidsOnDevice(ctx, 3, 0, 100)
+			if len(on1) != 6-tc.moved || len(on3) != tc.moved || len(on2) != 0 {
+				t.Errorf("dev1 %v, dev2 %v, dev3 %v; want %d left, none, %d moved", on1, on2, on3, 6-tc.moved, tc.moved)
+			}
+			for _, fid := range on3 {
+				if c.hasBlob(1, fid) || !c.hasBlob(3, fid) {
+					t.Errorf("fid %d: blob on dev1 %v, dev3 %v; want moved", fid, c.hasBlob(1, fid), c.hasBlob(3, fid))
+				}
+			}
+			devs, _ := c.st.Devices(ctx)
+			for _, d := range devs {
+				if d.ID == 1 && d.Status != store.DeviceAlive {
+					t.Errorf("dev1 is %s after the rebalance; want alive again", d.Status)
+				}
+			}
+			st, err := c.st.ServerSetting(ctx, "rebal_state")
+			if err != nil || !strings.Contains(st, "completed_devs=1") || !strings.Contains(st, fmt.Sprintf("fids_queued=%d", tc.moved)) {
+				t.Errorf("rebal_state = %q, %v; want dev1 completed, %d fids queued", st, err, tc.moved)
+			}
+		})
 	}
 }
