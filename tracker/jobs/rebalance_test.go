@@ -107,3 +107,44 @@ func TestRebalance_PolicyLimits(t *testing.T) {
 		})
 	}
 }
+
+// rebal_signal=stop ends a run: the device being emptied is alive again,
+// rebal_host and the signal are cleared, the stop time recorded.
+func TestRebalance_Stop(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	ctx := t.Context()
+	if err := c.st.SetDeviceState(ctx, 1, store.DeviceDrain); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	for k, v := range map[string]string{
+		"rebal_policy": "from_devices=1",
+		"rebal_state":  "completed_devs= source_devs= sdev_current=1 sdev_lastfid=0 fids_queued=0 time_stopped=0",
+		"rebal_host":   o.Hostname,
+		"rebal_signal": "stop",
+	} {
+		if err := c.st.SetServerSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, c.st, o)
+	waitFor(t, 10*time.Second, "the stop", func() bool {
+		_, err := c.st.ServerSetting(ctx, "rebal_host")
+		return errors.Is(err, store.ErrNotFound)
+	})
+	if _, err := c.st.ServerSetting(ctx, "rebal_signal"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("rebal_signal still set: %v", err)
+	}
+	devs, _ := c.st.Devices(ctx)
+	for _, d := range devs {
+		if d.ID == 1 && d.Status != store.DeviceAlive {
+			t.Errorf("dev1 is %s; want alive after the stop", d.Status)
+		}
+	}
+	st, _ := c.st.ServerSetting(ctx, "rebal_state")
+	if strings.Contains(st, "time_stopped=0") || !strings.Contains(st, "time_stopped=") {
+		t.Errorf("rebal_state = %q; want a stop time", st)
+	}
+}
