@@ -1,16 +1,3 @@
-// Package tracker is gomogile's MogileFS tracker (mogilefsd): its
-// configuration (the original's mogilefsd.conf keys, flags and defaults),
-// the line-protocol server clients speak on port 7001, and the query
-// commands of MogileFS::Worker::Query, answering through a store.Store.
-//
-// The tracker reads file, placement, queue, checksum and setting rows from
-// the database on every request, because operators edit them by hand;
-// domains, classes, hosts and devices are cached for Config.CacheTTL and
-// refreshed at once by clear_cache and by the tracker's own changes.
-//
-// Background work (replication, deletion, fsck, monitoring) runs in a
-// [Jobs] manager the caller plugs in through [Options]; the tracker starts
-// and stops it and asks it what the monitor observed about devices.
 package tracker
 
 import (
