@@ -103,6 +103,7 @@ type lockBackend struct {
 	closing context.Context // done once Close starts: ends waiting Acquires
 	stop    context.CancelFunc
 	wg      sync.WaitGroup // watchers
+	calls   sync.WaitGroup // Acquires in progress
 
 	mu     sync.Mutex
 	closed bool
@@ -141,6 +142,14 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		return nil, err
 	}
 	deadline := time.Now().Add(timeout)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, store.ErrClosed
+	}
+	b.calls.Add(1)
+	b.mu.Unlock()
+	defer b.calls.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(b.closing, cancel)()
@@ -365,6 +374,10 @@ func (b *lockBackend) Close() error {
 	for _, s := range free {
 		s.close(false)
 	}
+	// Acquires still running were cancelled by stop; wait for them to
+	// give back what they got (and KILL what they abandoned) while the
+	// pools are open.
+	b.calls.Wait()
 	b.wg.Wait()
 	if err := b.db.Close(); err != nil {
 		errs = append(errs, err)
@@ -394,6 +407,7 @@ func (b *lockBackend) crash() {
 	for _, s := range free {
 		b.discard(s, false)
 	}
+	b.calls.Wait()
 	b.wg.Wait()
 	b.db.Close()
 }

@@ -428,3 +428,41 @@ func TestLock_SilentHolderFreed(t *testing.T) {
 	t.Logf("silent holder's lock freed %v after its watcher stopped", time.Since(start))
 	mustRelease(t, l)
 }
+
+// Close ends a Lock still waiting, with ErrClosed, and the abandoned wait
+// cannot later be granted the lock.
+func TestLock_CloseDuringWait(t *testing.T) {
+	h := newHarness(t)
+	a := h.open(t)
+	b, err := store.Open(context.Background(), h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustLock(t, a, "wait", 0)
+	res := make(chan error, 1)
+	go func() {
+		_, err := b.Lock(context.Background(), "wait", 30*time.Second)
+		res <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	select {
+	case err := <-res:
+		if !errors.Is(err, store.ErrClosed) {
+			t.Errorf("waiting Lock when its Store closed: got %v; want %v", err, store.ErrClosed)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting Lock still blocked 5s after its Store closed")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Close with a waiting Lock took %v; want promptly", took)
+	}
+	mustRelease(t, l)
+	time.Sleep(100 * time.Millisecond)
+	if id := h.usedBy(t, "wait"); id != 0 {
+		t.Errorf("after release the lock is held by session %d; want free (the closed Store's wait was abandoned)", id)
+	}
+}
