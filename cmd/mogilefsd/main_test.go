@@ -206,3 +206,55 @@ func TestMogilefsd_Daemonize(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The first SIGTERM waits for a request in flight; a second exits at once.
+func TestMogilefsd_SecondSignal(t *testing.T) {
+	bin := buildBinary(t)
+	addr := freePort(t)
+	cmd := exec.Command(bin, "--skipconfig", "--dsn", "sqlite:///"+filepath.Join(t.TempDir(), "db"), "--listen", addr, "--no-job_master")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := noop(addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never answered\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprint(nc, "sleep duration=30\r\n")
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		t.Fatalf("exited on the first signal with a request in flight: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("second signal: %v; want exit code 1", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("second signal took %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("second signal did not stop mogilefsd\n%s", stderr.String())
+	}
+}
