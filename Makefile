@@ -1,0 +1,38 @@
+# gomogile — see README.md.
+GO ?= go
+
+.PHONY: all build test bench run stop vet fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+vet:
+	$(GO) vet ./...
+
+# Starts (or installs) PostgreSQL and MariaDB when needed, then runs every
+# package's tests with all three backends.
+test:
+	bash scripts/test.sh
+
+# Benchmarks of every backend, each operation beside the raw SQL it wraps.
+bench:
+	bash scripts/test-servers.sh
+	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
+	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
+	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./store/...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParseRequest$$' -fuzztime=60s ./tracker
+
+# A tracker on the embedded SQLite default plus a local storage node with two
+# devices, registered and ready; prints how to upload and fetch a file.
+run: build
+	bash scripts/run.sh
+
+stop:
+	bash scripts/run.sh stop
+
+clean:
+	rm -rf bin var

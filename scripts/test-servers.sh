@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Makes the database servers the tests need available on this machine:
+# PostgreSQL and MariaDB on 127.0.0.1, trust/empty-password access for the
+# tests, and a `test` database in each. It starts a server that is down and
+# installs one that is missing (Debian packages), so a fresh machine works.
+# It is idempotent and quick when everything already runs.
+set -euo pipefail
+
+log() { printf 'test-servers: %s\n' "$*" >&2; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+		log "need root for: $*"; return 1; fi
+}
+
+apt_updated=
+apt_install() {
+	if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+wait_for() { # seconds, command...
+	local n=$1; shift
+	for _ in $(seq 1 $((n * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
+	return 1
+}
+
+pg_up() { pg_isready -q -h 127.0.0.1 -p 5432; }
+pg_ok() { psql -h 127.0.0.1 -U postgres -d postgres -Atqc 'select 1' >/dev/null 2>&1; }
+
+ensure_postgres() {
+	if ! command -v pg_ctlcluster >/dev/null; then
+		log "installing PostgreSQL"
+		apt_install postgresql postgresql-client
+	fi
+	local ver
+	ver=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)
+	if [ -z "$ver" ]; then
+		log "no PostgreSQL cluster configured"; return 1
+	fi
+	if ! pg_up; then
+		log "starting PostgreSQL $ver"
+		as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
+		wait_for 60 pg_up || { log "PostgreSQL did not come up"; return 1; }
+	fi
+	if ! pg_ok; then
+		# A fresh Debian cluster uses peer/scram auth; the tests use trust
+		# on loopback only, as the machines this project runs on do.
+		log "enabling trust auth on loopback"
+		local hba=/etc/postgresql/$ver/main/pg_hba.conf
+		as_root sh -c "printf '%s\n' 'local all all trust' 'host all all 127.0.0.1/32 trust' 'host all all ::1/128 trust' > '$hba'"
+		as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main reload
+		wait_for 30 pg_ok || { log "cannot connect to PostgreSQL"; return 1; }
+	fi
+	psql -h 127.0.0.1 -U postgres -d postgres -Atqc "select 1 from pg_roles where rolname='root'" | grep -q 1 ||
+		psql -h 127.0.0.1 -U postgres -d postgres -qc 'create role root superuser login'
+	psql -h 127.0.0.1 -U postgres -d postgres -Atqc "select 1 from pg_database where datname='test'" | grep -q 1 ||
+		psql -h 127.0.0.1 -U postgres -d postgres -qc 'create database test'
+}
+
+my_up() { mysqladmin -h 127.0.0.1 -P 3306 -uroot ping; }
+my_ok() { mysql -h 127.0.0.1 -P 3306 -uroot -e 'select 1'; }
+
+ensure_mariadb() {
+	if ! command -v mariadbd >/dev/null && ! [ -x /usr/sbin/mariadbd ]; then
+		log "installing MariaDB"
+		apt_install mariadb-server mariadb-client
+	fi
+	if ! my_up >/dev/null 2>&1; then
+		log "starting MariaDB"
+		as_root install -d -o mysql -g mysql /run/mysqld 2>/dev/null || true
+		as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+		wait_for 60 my_up || { log "MariaDB did not come up"; return 1; }
+	fi
+	if ! my_ok >/dev/null 2>&1; then
+		# Debian's root uses unix_socket auth; the tests connect over TCP
+		# with an empty password, as the machines this project runs on do.
+		log "allowing root on loopback with an empty password"
+		as_root mysql -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;"
+		wait_for 10 my_ok || { log "cannot connect to MariaDB"; return 1; }
+	fi
+	mysql -h 127.0.0.1 -P 3306 -uroot -e 'CREATE DATABASE IF NOT EXISTS test'
+}
+
+ensure_postgres
+ensure_mariadb
+log "PostgreSQL and MariaDB ready"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The project's test command (make test, and CI through .ci/run): makes sure
+# the database servers run, then vets and tests every package with all three
+# backends really exercised. The full verbose log goes to var/test.log; the
+# terminal gets failures, the conformance lines (one per backend: what ran,
+# on which server, with what result) and a closing count.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/test-servers.sh || { echo "test: database servers unavailable" >&2; exit 1; }
+
+export GOMOGILE_TEST_MYSQL_DSN="${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}"
+export GOMOGILE_TEST_POSTGRES_DSN="${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}"
+
+mkdir -p var
+log=var/test.log
+
+echo "go vet ./..."
+go vet ./... || exit 1
+
+echo "go test ./... (log: $log)"
+go test -count=1 -v -timeout 40m ./... >"$log" 2>&1
+status=$?
+
+# A short fuzz smoke run of the tracker's request parser: it must find nothing.
+if [ $status -eq 0 ] && grep -q 'func FuzzParseRequest' tracker/*_test.go 2>/dev/null; then
+	echo "go test -fuzz=FuzzParseRequest ./tracker (smoke)"
+	go test -run='^$' -fuzz='^FuzzParseRequest$' -fuzztime=15s ./tracker >>"$log" 2>&1 || status=1
+fi
+
+grep -E '^\s*--- FAIL|^panic:' "$log" | head -50
+grep -E '^(ok|FAIL)\s' "$log" || true
+echo
+grep -E '^conformance: ' "$log" || echo "conformance: no suite ran"
+passed=$(grep -cE '^\s*--- PASS' "$log")
+failed=$(grep -cE '^\s*--- FAIL' "$log")
+skipped=$(grep -cE '^\s*--- SKIP' "$log")
+if [ "$skipped" -gt 0 ]; then
+	echo "skipped tests:"
+	grep -E '^\s*--- SKIP' "$log" | head -20
+fi
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+exit $status
