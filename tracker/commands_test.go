@@ -9,10 +9,9 @@ package tracker_test
 
 import (
 	"fmt"
-	"net/http"
-	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cmd_create_domain, cmd_delete_domain, cmd_get_domains, cmd_create_class,
@@ -116,7 +115,7 @@ func TestCommands_HostsAndDevices(t *testing.T) {
 // callid handling (ok_line appends callid=…, err_line appends " <callid>").
 func TestCommands_Misc(t *testing.T) {
 	cfg := testConfig()
-	cfg.SleepMax = 1
+	cfg.SleepMax = 300 * time.Millisecond
 	tt := startTracker(t, cfg, nil, nil)
 	c := tt.dial()
 	c.want("noop", "OK ")
@@ -128,7 +127,12 @@ func TestCommands_Misc(t *testing.T) {
 	c.want("frobnicate a=1", "ERR unknown_command Unknown+server+command")
 	c.want("frobnicate callid=7", "ERR unknown_command Unknown+server+command 7")
 	c.want("get_paths domain=nope&key=k&callid=9", "ERR unreg_domain Domain+name+invalid/not+found 9")
-	c.want("sleep duration=1", "OK ")
+	// sleep is capped by sleep_max.
+	start := time.Now()
+	c.want("sleep duration=100", "OK ")
+	if d := time.Since(start); d < 250*time.Millisecond || d > 5*time.Second {
+		t.Errorf("sleep duration=100 with sleep_max 300ms took %v", d)
+	}
 }
 
 // cmd_set_server_setting, cmd_server_setting, cmd_server_settings.
@@ -224,6 +228,3 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 		t.Errorf("rebal_signal = %q; want stop", v)
 	}
 }
-
-var _ = http.StatusOK
-var _ = os.Getpid

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -276,7 +275,6 @@ func TestE2E_TwoTrackersReplicateOnce(t *testing.T) {
 			t.Errorf("fid %d blobs on %v; want 2", fid, got)
 		}
 	}
-	_ = filepath.Join
 }
 
 // Namespace changes made through one tracker are seen at once by another

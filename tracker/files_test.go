@@ -7,7 +7,6 @@ package tracker_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/md5"
 	"errors"
 	"fmt"
@@ -254,7 +253,6 @@ func TestCommands_FileLifecycle(t *testing.T) {
 		t.Errorf("delete did not queue fid %d: %v", fid, err)
 	}
 	c.want("delete_domain domain=d", "ERR domain_has_files Domain+still+has+files,+unable+to+delete")
-	_ = context.Background
 }
 
 // cmd_create_open with multi_dest: one device per host, dev_count last.
