@@ -385,7 +385,9 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 				err := handle(m.workCtx, it)
 				jc.processed.Add(1)
 				if err != nil {
-					if isCtxErr(m.workCtx, err) {
+					// Whatever the error says, an item cut short by Close
+					// goes back due now rather than waiting out its lease.
+					if m.workCtx.Err() != nil {
 						m.handBack(it)
 						continue
 					}
