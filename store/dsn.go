@@ -178,6 +178,9 @@ func redactURL(s string) string {
 func (d *DSN) Redacted() string {
 	u := url.URL{Scheme: d.Driver, RawQuery: d.Params.Encode()}
 	if d.Driver == "sqlite" {
+		if strings.HasPrefix(d.Database, "/") {
+			return "sqlite://" + d.Database // round-trips through ParseDSN
+		}
 		return "sqlite:" + d.Database
 	}
 	if d.User != "" {

@@ -61,6 +61,19 @@ func TestParseDSN_Errors(t *testing.T) {
 	}
 }
 
+func TestDSN_RedactedRoundTripsSQLitePaths(t *testing.T) {
+	for _, in := range []string{"sqlite:///tmp/x.db", "sqlite:rel/x.db", "DBI:SQLite:dbname=/a/b.db"} {
+		d, err := store.ParseDSN(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := store.ParseDSN(d.Redacted())
+		if err != nil || again.Database != d.Database {
+			t.Errorf("ParseDSN(Redacted(%q) = %q) = %+v, %v; want database %q", in, d.Redacted(), again, err, d.Database)
+		}
+	}
+}
+
 func TestDSN_RedactedHidesPassword(t *testing.T) {
 	d, err := store.ParseDSN("mysql://mog:topsecret@h:3306/db")
 	if err != nil {
