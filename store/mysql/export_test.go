@@ -125,3 +125,18 @@ func FreezeWatchers(s store.Store) error {
 	}
 	return nil
 }
+
+// SniffGreeting feeds chunks to a tracked connection as reads would and
+// reports the connection id it registered.
+func SniffGreeting(chunks ...[]byte) (uint32, bool) {
+	d := newDialer()
+	c := &trackedConn{d: d}
+	for _, ch := range chunks {
+		if !c.done {
+			c.sniff(ch)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return c.id, c.known && d.conns[c.id] == c
+}

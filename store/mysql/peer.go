@@ -52,9 +52,9 @@ type trackedConn struct {
 	net.Conn
 	d        *dialer
 	greeting []byte
-	done     bool // greeting parsed or given up on
-	id       uint32
-	known    bool
+	done     bool   // greeting parsed or given up on
+	id       uint32 // guarded by d.mu
+	known    bool   // guarded by d.mu
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
@@ -81,9 +81,11 @@ func (c *trackedConn) sniff(b []byte) {
 			if len(g) < i+5 {
 				return
 			}
-			c.id = binary.LittleEndian.Uint32(g[i+1 : i+5])
-			c.done, c.known, c.greeting = true, true, nil
+			c.done, c.greeting = true, nil
+			// Close may run on the driver's cancel goroutine: id and known
+			// are guarded by the dialer's mutex.
 			c.d.mu.Lock()
+			c.id, c.known = binary.LittleEndian.Uint32(g[i+1:i+5]), true
 			c.d.conns[c.id] = c
 			c.d.mu.Unlock()
 			return
@@ -95,13 +97,11 @@ func (c *trackedConn) sniff(b []byte) {
 }
 
 func (c *trackedConn) Close() error {
-	if c.known {
-		c.d.mu.Lock()
-		if c.d.conns[c.id] == c {
-			delete(c.d.conns, c.id)
-		}
-		c.d.mu.Unlock()
+	c.d.mu.Lock()
+	if c.known && c.d.conns[c.id] == c {
+		delete(c.d.conns, c.id)
 	}
+	c.d.mu.Unlock()
 	return c.Conn.Close()
 }
 

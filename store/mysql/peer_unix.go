@@ -49,6 +49,14 @@ const (
 // is closed and interrupt called.
 func (p *peerWatch) wait(d time.Duration, stop <-chan struct{}) peerEvent {
 	if err := p.f.SetReadDeadline(time.Now().Add(d)); err != nil {
+		// Cannot happen on a descriptor that took a deadline before; if it
+		// does, wait out the period like a watcher without a socket.
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stop:
+		}
 		return peerQuiet
 	}
 	// interrupt may have run before the deadline above replaced its own.
