@@ -18,3 +18,9 @@ func TestConformancePooler(t *testing.T) {
 	}
 	conformance.Run(t, newHarness(t, "lock_notify=false", "default_query_exec_mode=simple_protocol"))
 }
+
+// BenchmarkConformance runs the suite's benchmarks; BenchmarkLockCycle
+// holds the raw-SQL baselines for the lock cycle.
+func BenchmarkConformance(b *testing.B) {
+	conformance.RunBenchmarks(b, newHarness(b))
+}

@@ -83,11 +83,16 @@
 // waits for a WAL flush. Likewise a promoted standby starts with them empty,
 // and every renewer's session ended with the old primary. After a clean
 // restart the rows are still there; each tracker's renewer, its session
-// gone, forfeits and re-registers, and dead trackers' rows expire. The cost of one Lock+Release (BenchmarkLockCycle,
-// one run on a shared 2-core machine with fsync on): 0.44ms, against 0.11 to
-// 0.42ms for a pg_advisory_lock/unlock pair, 2.7 to 4.5ms for a durable
-// INSERT+DELETE and 0.28ms for a bare unlogged INSERT+DELETE. (MogileFS's
-// issue measured 0.87ms durable against 0.115ms advisory.)
+// gone, forfeits and re-registers, and dead trackers' rows expire.
+//
+// The cost of one Lock+Release, from BenchmarkLockCycle (five runs on a
+// shared 2-core machine, PostgreSQL 15, fsync on; the spread is the
+// neighbours' load): 0.30 to 0.63ms, against 0.11 to 0.42ms for a
+// pg_advisory_lock/unlock pair, 0.60 to 4.5ms for a durable INSERT+DELETE
+// and 0.24 to 0.42ms for a bare unlogged INSERT+DELETE. Within one run the
+// cycle costs about twice the advisory pair and a half to a tenth of the
+// durable rows. (MogileFS's issue measured 0.87ms durable against 0.115ms
+// advisory.)
 //
 // # Capabilities
 //

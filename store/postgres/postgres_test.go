@@ -21,7 +21,7 @@ type harness struct {
 	dsn string
 }
 
-func newHarness(t *testing.T, params ...string) *harness {
+func newHarness(t testing.TB, params ...string) *harness {
 	return &harness{dsn: withParams(testdb.Postgres(t), params...)}
 }
 
