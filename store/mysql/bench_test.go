@@ -42,6 +42,25 @@ func BenchmarkLock(b *testing.B) {
 		}
 	})
 
+	// The raw pair again, each statement under a cancellable context as
+	// the Store's are: the driver then hands every query to its cancel
+	// watcher goroutine, a cost any caller honouring ctx pays.
+	b.Run("RawGetLockWithContext", func(b *testing.B) {
+		c := conn(b, h.admin)
+		key := mysql.ServerLockName(h.database, "bench")
+		for b.Loop() {
+			cctx, cancel := context.WithCancel(ctx)
+			var got, rel sql.NullInt64
+			if err := c.QueryRowContext(cctx, "SELECT GET_LOCK(?, 0)", key).Scan(&got); err != nil || got.Int64 != 1 {
+				b.Fatalf("GET_LOCK = %v, %v", got, err)
+			}
+			if err := c.QueryRowContext(cctx, "SELECT RELEASE_LOCK(?)", key).Scan(&rel); err != nil || rel.Int64 != 1 {
+				b.Fatalf("RELEASE_LOCK = %v, %v", rel, err)
+			}
+			cancel()
+		}
+	})
+
 	// Two Stores taking turns on one name, each on its own sessions.
 	b.Run("TwoStoresAlternating", func(b *testing.B) {
 		s1, s2 := h.open(b), h.open(b)
