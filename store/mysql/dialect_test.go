@@ -398,3 +398,24 @@ func TestOpen_Forms(t *testing.T) {
 		t.Errorf("Open of a missing database succeeded")
 	}
 }
+
+// Every session of the Store's pool runs at READ COMMITTED and speaks
+// utf8mb4, whichever server and whichever variable name it has.
+func TestOpen_SessionSettings(t *testing.T) {
+	h := newHarness(t)
+	db := h.db(t)
+	for i := 0; i < 3; i++ {
+		c := conn(t, db) // three sessions held at once: three connections
+		var iso, cs string
+		err := c.QueryRowContext(context.Background(), "SELECT @@transaction_isolation, @@character_set_connection").Scan(&iso, &cs)
+		if err != nil { // MariaDB before 11.1 knows only the old name
+			err = c.QueryRowContext(context.Background(), "SELECT @@tx_isolation, @@character_set_connection").Scan(&iso, &cs)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if iso != "READ-COMMITTED" || cs != "utf8mb4" {
+			t.Errorf("session %d: isolation %s, charset %s; want READ-COMMITTED, utf8mb4", i, iso, cs)
+		}
+	}
+}

@@ -104,11 +104,13 @@ func checkOldSchema(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// readCommitted sets every pooled session to READ COMMITTED, as MogileFS's
-// queries expect of InnoDB (the server default is REPEATABLE READ, whose
-// gap locks make concurrent queue and file inserts deadlock far more). The
-// statement form works on MySQL 8 and MariaDB alike, unlike the system
-// variable, which is tx_isolation on MariaDB 10.11 and
+// readCommitted sets every pooled session to READ COMMITTED, the isolation
+// the shared SQL is written for on every backend (PostgreSQL's default):
+// each statement sees what is committed, and rows are locked only where a
+// statement locks them. InnoDB's default, REPEATABLE READ, would add gap
+// locks that make trackers inserting queue and file rows deadlock far more
+// often. The statement form works on MySQL 8 and MariaDB alike, unlike the
+// system variable, which is tx_isolation on MariaDB 10.11 and
 // transaction_isolation on MySQL 8.
 type readCommitted struct{ driver.Connector }
 
