@@ -31,13 +31,13 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 	}
 	defer m.release(l)
 
-	w, err := m.loadWorld(ctx)
-	if err != nil {
-		return err
-	}
 	on, err := m.st.FileOn(ctx, it.Fid)
 	if err != nil {
 		return fmt.Errorf("jobs: file_on of fid %d: %w", it.Fid, err)
+	}
+	w, err := m.loadWorld(ctx, on...)
+	if err != nil {
+		return err
 	}
 	fc := time.Duration(it.FailCount)
 	left := 0

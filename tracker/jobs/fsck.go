@@ -113,13 +113,13 @@ func (m *Manager) loadFid(ctx context.Context, fid int64) (*fidState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read fid %d: %w", fid, err)
 	}
-	w, err := m.loadWorld(ctx)
-	if err != nil {
-		return nil, err
-	}
 	on, err := m.st.FileOn(ctx, fid)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: file_on of fid %d: %w", fid, err)
+	}
+	w, err := m.loadWorld(ctx, on...)
+	if err != nil {
+		return nil, err
 	}
 	cls := w.class(f)
 	pol, err := parsePolicy(cls.ReplPolicy)

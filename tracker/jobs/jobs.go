@@ -90,6 +90,9 @@ type Manager struct {
 	obs     *observations
 	host    string
 
+	rowsMu    sync.Mutex
+	rowsCache *nsRows
+
 	mu        sync.Mutex
 	opened    bool
 	isClosed  bool

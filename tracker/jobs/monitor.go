@@ -115,7 +115,7 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 // rows, and at most every 15 s per device), and test-write devices to tell
 // writeable from readable.
 func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
-	w, err := m.loadWorld(ctx)
+	w, err := m.freshWorld(ctx)
 	if err != nil {
 		return err
 	}

@@ -211,7 +211,7 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 	if !onSrc {
 		return nil // someone else moved it
 	}
-	w, err := m.loadWorld(ctx)
+	w, err := m.loadWorld(ctx, append(append([]int(nil), on...), src)...)
 	if err != nil {
 		return err
 	}
@@ -556,7 +556,7 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	w, err := m.loadWorld(ctx)
+	w, err := m.freshWorld(ctx)
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,15 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	if err != nil {
 		return 0, fmt.Errorf("jobs: read fid %d: %w", fid, err)
 	}
-	w, err := m.loadWorld(ctx)
+	on, err := m.st.FileOn(ctx, fid)
+	if err != nil {
+		return 0, fmt.Errorf("jobs: file_on of fid %d: %w", fid, err)
+	}
+	need := append([]int(nil), on...)
+	if o.source != 0 {
+		need = append(need, o.source)
+	}
+	w, err := m.loadWorld(ctx, need...)
 	if err != nil {
 		return 0, err
 	}
@@ -121,10 +129,6 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	pol, err := parsePolicy(cls.ReplPolicy)
 	if err != nil {
 		return 0, &replError{code: "policy_error", err: err}
-	}
-	on, err := m.st.FileOn(ctx, fid)
-	if err != nil {
-		return 0, fmt.Errorf("jobs: file_on of fid %d: %w", fid, err)
 	}
 	var sum []byte
 	if c, err := m.st.Checksum(ctx, fid); err == nil && c.HashType == store.HashMD5 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -129,8 +130,26 @@ type world struct {
 	classes map[[2]int]store.Class
 }
 
-// loadWorld reads the namespace and joins this tracker's observations.
-func (m *Manager) loadWorld(ctx context.Context) (*world, error) {
+// rowsTTL is how long the namespace rows are reused between loads: every
+// item needs them, and a second-old view of hosts and devices is what the
+// original's device cache gives its workers too.
+const rowsTTL = time.Second
+
+// nsRows is one read of the namespace tables.
+type nsRows struct {
+	at      time.Time
+	hosts   []store.Host
+	devs    []store.Device
+	classes []store.Class
+}
+
+// rows returns namespace rows at most rowsTTL old, or fresh ones.
+func (m *Manager) rows(ctx context.Context, fresh bool) (*nsRows, error) {
+	m.rowsMu.Lock()
+	defer m.rowsMu.Unlock()
+	if r := m.rowsCache; !fresh && r != nil && time.Since(r.at) < rowsTTL {
+		return r, nil
+	}
 	hosts, err := m.st.Hosts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read hosts: %w", err)
@@ -143,12 +162,57 @@ func (m *Manager) loadWorld(ctx context.Context) (*world, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read classes: %w", err)
 	}
-	hm := make(map[int]store.Host, len(hosts))
-	for _, h := range hosts {
+	m.rowsCache = &nsRows{at: time.Now(), hosts: hosts, devs: devs, classes: classes}
+	return m.rowsCache, nil
+}
+
+// loadWorld joins the namespace with this tracker's current observations.
+// Rows may be up to a second old; observations are always current. Devices
+// in need (those a fid is on) must be in the result if they exist: a
+// device missing from a cached read is re-read, because workers take a
+// missing device for a deleted one.
+func (m *Manager) loadWorld(ctx context.Context, need ...int) (*world, error) {
+	r, err := m.rows(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	if missingAny(r.devs, need) {
+		if r, err = m.rows(ctx, true); err != nil {
+			return nil, err
+		}
+	}
+	return m.join(r), nil
+}
+
+// freshWorld reads the rows anew.
+func (m *Manager) freshWorld(ctx context.Context) (*world, error) {
+	r, err := m.rows(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	return m.join(r), nil
+}
+
+func missingAny(devs []store.Device, need []int) bool {
+	have := make(map[int]bool, len(devs))
+	for _, d := range devs {
+		have[d.ID] = true
+	}
+	for _, id := range need {
+		if !have[id] {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) join(r *nsRows) *world {
+	hm := make(map[int]store.Host, len(r.hosts))
+	for _, h := range r.hosts {
 		hm[h.ID] = h
 	}
-	w := &world{devs: make(map[int]*device, len(devs)), classes: make(map[[2]int]store.Class, len(classes))}
-	for _, d := range devs {
+	w := &world{devs: make(map[int]*device, len(r.devs)), classes: make(map[[2]int]store.Class, len(r.classes))}
+	for _, d := range r.devs {
 		h, ok := hm[d.HostID]
 		if !ok {
 			continue // a device without a host cannot be reached
@@ -157,10 +221,10 @@ func (m *Manager) loadWorld(ctx context.Context) (*world, error) {
 		m.obs.annotate(dv)
 		w.devs[d.ID] = dv
 	}
-	for _, c := range classes {
+	for _, c := range r.classes {
 		w.classes[[2]int{c.DomainID, c.ID}] = c
 	}
-	return w, nil
+	return w
 }
 
 // class returns the file's class; a missing row behaves like the original's
