@@ -57,8 +57,10 @@ func TestFsck_FindsAndFixes(t *testing.T) {
 	missing := c.putFile("missing", two, []byte("lost a copy"), 1, 2)
 	badSum := c.putFile("badsum", hashed, []byte("checksummed"), 1)
 	noPaths := c.putFile("nopaths", two, []byte("forgotten"), 1, 2)
+	short := c.putFile("short", two, []byte("truncated later"), 1, 3)
+	lonely := c.putFile("lonely", two, []byte("one copy"), 3)
 	healthy := c.putFile("healthy", two, []byte("fine"), 2, 3)
-	for _, fid := range []int64{badCount, missing, badSum, noPaths, healthy} {
+	for _, fid := range []int64{badCount, missing, badSum, noPaths, short, lonely, healthy} {
 		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +82,9 @@ func TestFsck_FindsAndFixes(t *testing.T) {
 		}
 	}
 	if err := os.Remove(c.blobPath(2, noPaths)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.blobPath(3, short), []byte("trunc"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -115,6 +120,8 @@ func TestFsck_FindsAndFixes(t *testing.T) {
 		missing:  {"MISS@2", "REPL"},
 		badSum:   {"BSUM"},
 		noPaths:  {"NOPA", "SRCH", "FOND", "REPL"},
+		short:    {"BLEN@3", "REPL"},
+		lonely:   {"POVI", "REPL"},
 	}
 	for fid, w := range want {
 		if !slices.Equal(got[fid], w) {
@@ -135,9 +142,10 @@ func TestFsck_FindsAndFixes(t *testing.T) {
 	// The copies fsck found missing are rebuilt by replication.
 	waitFor(t, 10*time.Second, "re-replication", func() bool {
 		return len(fileOn(t, c.st, missing)) == 2 && len(fileOn(t, c.st, noPaths)) == 2 &&
+			len(fileOn(t, c.st, short)) == 2 && len(fileOn(t, c.st, lonely)) == 2 &&
 			queueLen(t, c.st, store.QueueReplicate) == 0
 	})
-	for _, fid := range []int64{missing, noPaths} {
+	for _, fid := range []int64{missing, noPaths, short, lonely} {
 		for _, d := range fileOn(t, c.st, fid) {
 			if !c.hasBlob(d, fid) {
 				t.Errorf("fid %d: file_on names dev%d, which has no blob", fid, d)
