@@ -22,7 +22,7 @@ import (
 const SeedEnv = "GOMOGILE_CONFORMANCE_SEED"
 
 // diffOps is how many random operations the Differential case applies.
-const diffOps = 400
+const diffOps = 600
 
 // Pools the generator draws from. Keys and prefixes mix LIKE
 // metacharacters, case and non-ASCII so that byte order and literal

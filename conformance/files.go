@@ -677,7 +677,12 @@ func testSetFileClass(t *testing.T, e *env) {
 	if got := fileOf(t, s, f.Fid).ClassID; got != c.ID {
 		t.Errorf("ClassID after SetFileClass = %d; want %d", got, c.ID)
 	}
-	isErr(t, s.SetFileClass(ctx, f.Fid+1, c.ID), store.ErrNotFound, "SetFileClass of an unknown fid")
+	isErr(t, s.SetFileClass(ctx, f.Fid+1, 0), store.ErrNotFound, "SetFileClass of an unknown fid")
+	if got := fileOf(t, s, f.Fid).ClassID; got != c.ID {
+		t.Errorf("ClassID after a refused SetFileClass of another fid = %d; want %d", got, c.ID)
+	}
+	_, err = s.File(ctx, f.Fid+1)
+	isErr(t, err, store.ErrNotFound, "File after a refused SetFileClass")
 }
 
 func testDeleteFile(t *testing.T, e *env) {

@@ -85,6 +85,7 @@ func testLockTimeoutNotEarly(t *testing.T, e *env) {
 		}
 	}
 	notLost(t, l)
+	heldElsewhere(t, b, name) // the timed-out waits took nothing away
 	mustRelease(t, l)
 }
 
@@ -100,6 +101,8 @@ func testLockTryOnce(t *testing.T, e *env) {
 	if took > timingSlack {
 		t.Errorf("Lock(0) on a held name took %v; want one try, at most %v", took, timingSlack)
 	}
+	heldElsewhere(t, b, name)
+	notLost(t, l)
 	lf := mustLock(t, b, free, 0)
 	mustRelease(t, lf)
 	mustRelease(t, l)

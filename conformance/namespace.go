@@ -564,6 +564,9 @@ func testDeviceState(t *testing.T, e *env) {
 		t.Errorf("Status after refused SetDeviceState = %q; want %q", got, store.DeviceAlive)
 	}
 	isErr(t, s.SetDeviceState(ctx, id+100, store.DeviceDown), store.ErrNotFound, "SetDeviceState of an unknown device")
+	if ds := devicesOf(t, s); len(ds) != 1 || ds[0].Status != store.DeviceAlive {
+		t.Errorf("Devices() after a refused SetDeviceState = %+v; want only device %d, alive", ds, id)
+	}
 }
 
 func testDeviceWeight(t *testing.T, e *env) {
@@ -581,6 +584,9 @@ func testDeviceWeight(t *testing.T, e *env) {
 		t.Errorf("Weight after refused SetDeviceWeight = %d; want 1000", got)
 	}
 	isErr(t, s.SetDeviceWeight(ctx, id+100, 5), store.ErrNotFound, "SetDeviceWeight of an unknown device")
+	if ds := devicesOf(t, s); len(ds) != 1 || ds[0].Weight != 1000 {
+		t.Errorf("Devices() after a refused SetDeviceWeight = %+v; want only device %d, weight 1000", ds, id)
+	}
 }
 
 func testDeviceUsage(t *testing.T, e *env) {
