@@ -40,6 +40,9 @@
 //   - Copies are checked by length (HEAD after PUT) and, when the checksum is
 //     known, by MD5 of the bytes moved; a checksum digest over mogstored's
 //     management port is not used (fsck GETs the blob).
+//   - The monitor neither probes whether a node rejects a bad Content-MD5
+//     nor collects iostat utilisation; the reaper queues up to 1000 fids of
+//     a dead device per pass and ignores queue_size_for_reaper.
 //   - Devices in state drain are emptied automatically; the original only
 //     keeps new files off them and leaves moving to a rebalance.
 //   - Rebalance policies support fid_age=old only (the contract lists fids
