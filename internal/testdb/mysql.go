@@ -29,7 +29,12 @@ import (
 // once per test binary, else the test ends through Unavailable.
 func MySQL(t testing.TB) string {
 	t.Helper()
-	srv, why := mysqlServer()
+	srv, why, err := mysqlServer()
+	if err != nil {
+		// A server the developer named wrongly is a mistake to report,
+		// not a reason to skip.
+		t.Fatalf("testdb: %v", err)
+	}
 	if srv == nil {
 		Unavailable(t, "mysql", why)
 		return ""
@@ -45,8 +50,6 @@ func MySQL(t testing.TB) string {
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
 		admin.Close()
 		if os.Getenv(EnvMySQL) != "" {
-			// A server the developer named but cannot reach is a mistake to
-			// report, not a reason to skip.
 			t.Fatalf("testdb: create database on %s: %v", srv.Redacted(), err)
 		}
 		Unavailable(t, "mysql", err.Error())
@@ -71,22 +74,23 @@ var (
 
 // mysqlServer finds the server: from the environment, else from docker
 // (started once, then shared by every test of the binary). It returns a
-// reason when there is none.
-func mysqlServer() (*store.DSN, string) {
+// reason when there is none, and an error when the environment names one
+// badly.
+func mysqlServer() (*store.DSN, string, error) {
 	if s := os.Getenv(EnvMySQL); s != "" {
 		d, err := store.ParseDSN(s)
 		if err != nil {
-			return nil, fmt.Sprintf("%s: %v", EnvMySQL, err)
+			return nil, "", fmt.Errorf("%s: %w", EnvMySQL, err)
 		}
 		if d.Driver != "mysql" && d.Driver != "mariadb" {
-			return nil, fmt.Sprintf("%s: %q is not a MySQL DSN", EnvMySQL, d.Redacted())
+			return nil, "", fmt.Errorf("%s: %s is not a MySQL DSN", EnvMySQL, d.Redacted())
 		}
-		return d, ""
+		return d, "", nil
 	}
 	dockerMySQLOnce.Do(func() {
 		dockerMySQLDSN, dockerMySQLWhy = startDockerMySQL()
 	})
-	return dockerMySQLDSN, dockerMySQLWhy
+	return dockerMySQLDSN, dockerMySQLWhy, nil
 }
 
 // startDockerMySQL runs mysql:8. The container removes itself when stopped
