@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -108,39 +107,34 @@ func (s *Store) IncrServerSetting(ctx context.Context, key string, delta int64) 
 		return 0, s.wrap(op, err)
 	}
 	var n int64
-	var err error
-	// A concurrent first increment may insert the row between our read and
-	// insert; the insert then fails on the key and the whole transaction
-	// runs again, finding the row.
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := s.exec(ctx, tx, "UPDATE server_settings SET value = value WHERE field = ?", key); err != nil {
-				return err
-			}
-			var v sql.NullString
-			err := s.queryRow(ctx, tx, "SELECT value FROM server_settings WHERE field = ?", key).Scan(&v)
-			if errors.Is(err, sql.ErrNoRows) {
-				n = delta
-				_, err = s.exec(ctx, tx, "INSERT INTO server_settings (field, value) VALUES (?, ?)", key, strconv.FormatInt(n, 10))
-				return err
-			}
-			if err != nil {
-				return err
-			}
-			cur := int64(0)
-			if t := strings.TrimSpace(v.String); t != "" {
-				if cur, err = strconv.ParseInt(t, 10, 64); err != nil {
-					return invalid("setting %q is %q, not an integer", key, v.String)
-				}
-			}
-			n = cur + delta
-			_, err = s.exec(ctx, tx, "UPDATE server_settings SET value = ? WHERE field = ?", strconv.FormatInt(n, 10), key)
+	// The row is made to exist first (an insert that does nothing on a
+	// conflict waits for a concurrent inserter instead of failing), then
+	// locked, then read: reading before holding the row lock let two
+	// increments on PostgreSQL see the same value when the row appeared
+	// between the statements.
+	ensure := s.d.Upsert("server_settings", []string{"field", "value"}, []string{"field"}, "")
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.exec(ctx, tx, ensure, key, "0"); err != nil {
 			return err
-		})
-		if err == nil || isSentinel(err) || s.d.Classify(err) != ErrKindDuplicate {
-			break
 		}
-	}
+		if _, err := s.exec(ctx, tx, "UPDATE server_settings SET value = value WHERE field = ?", key); err != nil {
+			return err
+		}
+		var v sql.NullString
+		if err := s.queryRow(ctx, tx, "SELECT value FROM server_settings WHERE field = ?", key).Scan(&v); err != nil {
+			return err
+		}
+		cur := int64(0)
+		if t := strings.TrimSpace(v.String); t != "" {
+			var err error
+			if cur, err = strconv.ParseInt(t, 10, 64); err != nil {
+				return invalid("setting %q is %q, not an integer", key, v.String)
+			}
+		}
+		n = cur + delta
+		_, err := s.exec(ctx, tx, "UPDATE server_settings SET value = ? WHERE field = ?", strconv.FormatInt(n, 10), key)
+		return err
+	})
 	if err != nil {
 		return 0, s.wrap(op, err)
 	}
