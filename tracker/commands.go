@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gomogile/gomogile/tracker/jobs"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -224,7 +225,7 @@ func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (stri
 	if !ok {
 		return "", false
 	}
-	return hostBase(h, r, getPort) + FidPath(devid, fid), true
+	return hostBase(h, r, getPort) + jobs.FidPath(devid, fid), true
 }
 
 func mbFree(d store.Device) (int64, bool) {

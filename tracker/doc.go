@@ -45,7 +45,7 @@
 // [Jobs] manager last saw it writeable; it serves reads when its host is
 // alive or readonly, it is alive, readonly or drain, and the monitor saw it
 // readable or writeable. Without a Jobs manager the database state alone
-// decides. Blob paths follow the original layout, see [FidPath].
+// decides. Blob paths follow the original layout, see [jobs.FidPath].
 //
 // # Configuration
 //

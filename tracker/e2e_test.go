@@ -38,8 +38,11 @@ func (p *putCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	return p.next.RoundTrip(r)
 }
 
-func fastJobs(st store.Store, hc *http.Client) *jobs.Manager {
+// fastJobs runs the workers with short intervals; host must be the
+// tracker's Hostname, which is what fsck_start and rebalance_start write.
+func fastJobs(st store.Store, hc *http.Client, host string) *jobs.Manager {
 	o := jobs.DefaultOptions()
+	o.Hostname = host
 	o.MonitorInterval = 100 * time.Millisecond
 	o.QueuePoll = 50 * time.Millisecond
 	o.ReaperInterval = 200 * time.Millisecond
@@ -59,15 +62,15 @@ type e2e struct {
 
 // startE2E runs ntrackers trackers, each on its own Store opened on the
 // same database, and nnodes storage nodes with one device each.
-func startE2E(t *testing.T, ntrackers, nnodes int, hc *http.Client) *e2e {
-	dsn := testDSN(t)
+func startE2E(t *testing.T, dsn string, ntrackers, nnodes int, hc *http.Client) *e2e {
 	e := &e2e{}
 	var addrs []string
 	for i := 0; i < ntrackers; i++ {
 		st := openStore(t, dsn)
 		cfg := testConfig()
 		cfg.JobMaster = true
-		tt := startTracker(t, cfg, st, &tracker.Options{Jobs: fastJobs(st, hc), Hostname: fmt.Sprintf("tracker%d", i)})
+		host := fmt.Sprintf("tracker%d", i)
+		tt := startTracker(t, cfg, st, &tracker.Options{Jobs: fastJobs(st, hc, host), Hostname: host})
 		e.trackers = append(e.trackers, tt)
 		addrs = append(addrs, tt.addr)
 	}
@@ -143,7 +146,11 @@ func (e *e2e) blobs(fid int64) []int {
 }
 
 func TestE2E_FileLifecycle(t *testing.T) {
-	e := startE2E(t, 1, 3, nil)
+	eachBackend(t, testE2EFileLifecycle)
+}
+
+func testE2EFileLifecycle(t *testing.T, dsn string) {
+	e := startE2E(t, dsn, 1, 3, nil)
 	ctx := t.Context()
 	st := e.trackers[0].st
 	body := bytes.Repeat([]byte("gomogile "), 1000)
@@ -231,8 +238,12 @@ func TestE2E_FileLifecycle(t *testing.T) {
 // Two trackers, two Stores on one database: a batch of files is
 // replicated with no fid copied twice.
 func TestE2E_TwoTrackersReplicateOnce(t *testing.T) {
+	eachBackend(t, testE2ETwoTrackersReplicateOnce)
+}
+
+func testE2ETwoTrackersReplicateOnce(t *testing.T, dsn string) {
 	pc := &putCounter{puts: map[string]int{}, next: http.DefaultTransport}
-	e := startE2E(t, 2, 3, &http.Client{Transport: pc})
+	e := startE2E(t, dsn, 2, 3, &http.Client{Transport: pc})
 	ctx := t.Context()
 	st := e.trackers[0].st
 
@@ -266,7 +277,7 @@ func TestE2E_TwoTrackersReplicateOnce(t *testing.T) {
 		}
 		copies := 0
 		for i := range e.nodes {
-			copies += pc.puts[tracker.FidPath(i+1, fid)]
+			copies += pc.puts[jobs.FidPath(i+1, fid)]
 		}
 		if copies != 1 {
 			t.Errorf("fid %d copied %d times; want once", fid, copies)

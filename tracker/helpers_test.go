@@ -3,6 +3,7 @@ package tracker_test
 import (
 	"bufio"
 	"context"
+	"github.com/gomogile/gomogile/tracker/jobs"
 	"io"
 	"log/slog"
 	"net"
@@ -36,6 +37,16 @@ func testDSN(t testing.TB) string {
 
 // backends maps a backend name to a function giving a fresh database DSN.
 var backends = map[string]func(testing.TB) string{}
+
+// eachBackend runs f once per backend on a fresh database: SQLite, then
+// MySQL and PostgreSQL as internal/testdb finds their servers (skipped
+// without one on a developer's machine, failed under CI).
+func eachBackend(t *testing.T, f func(t *testing.T, dsn string)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, "sqlite:///"+filepath.Join(t.TempDir(), "db")) })
+	for _, name := range []string{"mysql", "postgres"} {
+		t.Run(name, func(t *testing.T) { f(t, backends[name](t)) })
+	}
+}
 
 func openStore(t testing.TB, dsn string) store.Store {
 	t.Helper()
@@ -179,7 +190,7 @@ func startNode(t testing.TB, ip string, devids ...int) *node {
 }
 
 func (n *node) blobPath(devid int, fid int64) string {
-	return filepath.Join(n.docroot, filepath.FromSlash(tracker.FidPath(devid, fid)))
+	return filepath.Join(n.docroot, filepath.FromSlash(jobs.FidPath(devid, fid)))
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"github.com/gomogile/gomogile/tracker/jobs"
 	"hash"
 	"io"
 	"net"
@@ -100,7 +101,7 @@ func (t *Tracker) mkcol(ctx context.Context, base string, devid int, fid int64) 
 	if t.mkcols.skipDevice(devid) {
 		return nil
 	}
-	for _, dir := range fidDirs(devid, fid) {
+	for _, dir := range jobs.FidDirs(devid, fid) {
 		url := base + dir + "/"
 		if t.mkcols.done(url) {
 			continue

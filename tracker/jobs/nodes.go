@@ -206,7 +206,7 @@ func (n *nodes) copyBlob(ctx context.Context, src, dst *device, fid, length int6
 		return nil, &copyError{src: true, err: fmt.Errorf("GET %s: Content-Length %d, want %d", surl, resp.ContentLength, length)}
 	}
 
-	n.mkcols(ctx, dst.baseURL(false), fidDirs(dst.ID, fid))
+	n.mkcols(ctx, dst.baseURL(false), FidDirs(dst.ID, fid))
 	sr := &srcReader{r: io.LimitReader(resp.Body, length)}
 	if sum != nil || wantMD5 {
 		sr.h = md5.New()

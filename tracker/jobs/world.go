@@ -22,9 +22,9 @@ func FidPath(devid int, fid int64) string {
 	return "/dev" + strconv.Itoa(devid) + "/" + nfid[0:1] + "/" + nfid[1:4] + "/" + nfid[4:7] + "/" + nfid + ".fid"
 }
 
-// fidDirs are the collections FidPath needs, outermost first: the MKCOLs of
+// FidDirs are the collections FidPath needs, outermost first: the MKCOLs of
 // Device::vivify_directories, which WebDAV servers need before a PUT.
-func fidDirs(devid int, fid int64) []string {
+func FidDirs(devid int, fid int64) []string {
 	nfid := fmt.Sprintf("%010d", fid)
 	d := "/dev" + strconv.Itoa(devid) + "/" + nfid[0:1]
 	return []string{d, d + "/" + nfid[1:4], d + "/" + nfid[1:4] + "/" + nfid[4:7]}
