@@ -31,6 +31,11 @@ const (
 // Run runs the conformance suite against the backend behind h. Every case is
 // a subtest with a fixed name, run in sequence after h.Reset; none is skipped.
 // At the end Run prints a one-line summary to standard output and logs it.
+//
+// Each case's teardown checks that every lock it took can be taken again
+// and that no goroutine started by the backend's packages outlives the
+// case's Stores, so Run must not run in parallel with other tests of the
+// backend (they would share its database and its goroutines anyway).
 func Run(t *testing.T, h Harness) {
 	ctx := t.Context()
 	if err := h.Reset(ctx); err != nil {

@@ -148,6 +148,18 @@ func testLockContextCancel(t *testing.T, e *env) {
 	isErr(t, b.Unlock(t.Context(), name), store.ErrLockNotHeld, "Unlock by the Store whose wait was cancelled")
 	lc, err := c.Lock(t.Context(), name, 2*time.Second)
 	ok(t, err, "Lock after the holder released and the cancelled waiter gave up")
+
+	// A context already done when the wait would begin ends it at once.
+	start := time.Now()
+	_, err = b.Lock(ctx, name, 10*time.Second)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Lock of a held name with a cancelled context: got error %v; want %v", err, context.Canceled)
+	}
+	if took := time.Since(start); took > timingSlack {
+		t.Errorf("Lock with a cancelled context took %v; want at most %v", took, timingSlack)
+	}
+	notLost(t, lc)
+	heldElsewhere(t, a, name)
 	mustRelease(t, lc)
 }
 
