@@ -327,6 +327,8 @@ func testLockNameByteCompare(t *testing.T, e *env) {
 		{"x\u0065\u0301", "x\u00e9"}, // the same text, differently normalised
 		{"%", "_"},
 		{"a%", "ab"},
+		{"nul\x00", "nul"},
+		{"nul\x00a", "nul\x00b"},
 	})
 }
 
