@@ -92,6 +92,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClosedStore", testClosedStore},
 		{"SharedState", testSharedState},
 		{"Reopen", testReopen},
+		{"SchemaNewerRefused", testSchemaNewerRefused},
 
 		// Namespace.
 		{"DomainCreate", testDomainCreate},

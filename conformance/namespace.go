@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -80,6 +81,31 @@ func testReopen(t *testing.T, e *env) {
 	if v != strconv.Itoa(store.SchemaVersion) {
 		t.Errorf("schema_version = %q; want %d", v, store.SchemaVersion)
 	}
+}
+
+func testSchemaNewerRefused(t *testing.T, e *env) {
+	a := e.open(t)
+	ctx := t.Context()
+	want := strconv.Itoa(store.SchemaVersion)
+	v, err := a.ServerSetting(ctx, "schema_version")
+	ok(t, err, "ServerSetting(schema_version)")
+	if v != want {
+		t.Fatalf("schema_version = %q; want %q", v, want)
+	}
+	// A tracker older than the database it finds must not touch it.
+	newer := strconv.Itoa(store.SchemaVersion + 1)
+	ok(t, a.SetServerSetting(ctx, "schema_version", newer), "SetServerSetting(schema_version, %s)", newer)
+	t.Cleanup(func() { a.SetServerSetting(context.Background(), "schema_version", want) })
+	b, err := store.Open(ctx, e.h.DSN())
+	if err == nil {
+		b.Close()
+	}
+	isErr(t, err, store.ErrSchemaMismatch, "store.Open on a schema_version %s database", newer)
+	if v, err := a.ServerSetting(ctx, "schema_version"); err != nil || v != newer {
+		t.Errorf("schema_version after the refused Open = %q, %v; want %q left alone", v, err, newer)
+	}
+	ok(t, a.SetServerSetting(ctx, "schema_version", want), "SetServerSetting(schema_version, %s)", want)
+	e.open(t)
 }
 
 func domainsOf(t *testing.T, s store.Store) []store.Domain {
