@@ -33,7 +33,7 @@ func BenchmarkLockCycle(b *testing.B) {
 		}
 	})
 	raw := func(b *testing.B, setup string, cycle ...string) {
-		s := open(b, dsn) // a pool through the same adapter as the Store's
+		s := open(b, dsn) // a pool through the same pgx stdlib driver as the Store's
 		conn, err := s.(interface{ DB() *sql.DB }).DB().Conn(b.Context())
 		if err != nil {
 			b.Fatal(err)
