@@ -210,8 +210,10 @@ func Run(t *testing.T, h Harness) {
 	if server == "" || strings.ContainsAny(server, " \t\n\"") {
 		server = strconv.Quote(server)
 	}
-	line := fmt.Sprintf("conformance: backend=%s server=%s passed=%d failed=%d skipped=%d capabilities=%+v",
-		h.Name(), server, passed, failed, skipped, e.caps)
+	// The test name tells apart runs of one backend in several modes
+	// (TestConformance, TestConformancePooler, …).
+	line := fmt.Sprintf("conformance: backend=%s server=%s passed=%d failed=%d skipped=%d capabilities=%+v test=%s",
+		h.Name(), server, passed, failed, skipped, e.caps, t.Name())
 	if filtered > 0 {
 		line += fmt.Sprintf(" filtered=%d", filtered)
 	}
