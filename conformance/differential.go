@@ -813,12 +813,12 @@ func (d *diff) queueLength() bool {
 
 func (d *diff) lease() bool {
 	q := pick(d, allQueues)
-	max := 1 + d.rng.IntN(4)
-	op := d.note("Lease(%s, %d, 1h)", q, max)
-	items, err := d.s.Lease(d.t.Context(), q, max, time.Hour)
+	n := 1 + d.rng.IntN(4)
+	op := d.note("Lease(%s, %d, 1h)", q, n)
+	items, err := d.s.Lease(d.t.Context(), q, n, time.Hour)
 	d.expect(op, err, "ok")
 	due := d.m.rowsAt(q, levelDue)
-	if want := min(max, len(due)); len(items) != want {
+	if want := min(n, len(due)); len(items) != want {
 		d.fail("%s returned %d rows %+v; want %d of the due %v", op, len(items), items, want, due)
 	}
 	seen := map[int64]bool{}

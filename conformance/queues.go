@@ -39,10 +39,10 @@ func queueLen(t *testing.T, s store.Store, q store.Queue) int64 {
 	return n
 }
 
-func leaseFids(t *testing.T, s store.Store, q store.Queue, max int, lease time.Duration) []int64 {
+func leaseFids(t *testing.T, s store.Store, q store.Queue, n int, lease time.Duration) []int64 {
 	t.Helper()
-	items, err := s.Lease(t.Context(), q, max, lease)
-	ok(t, err, "Lease(%s, %d, %v)", q, max, lease)
+	items, err := s.Lease(t.Context(), q, n, lease)
+	ok(t, err, "Lease(%s, %d, %v)", q, n, lease)
 	var fids []int64
 	for _, it := range items {
 		if it.Queue != q {
