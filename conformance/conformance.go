@@ -101,6 +101,7 @@ func Run(t *testing.T, h Harness) {
 		{"DomainDeleteHasFiles", testDomainDeleteHasFiles},
 		{"DomainDeleteHasClasses", testDomainDeleteHasClasses},
 		{"DomainIDsConcurrent", testDomainIDsConcurrent},
+		{"DomainDuplicateRace", testDomainDuplicateRace},
 		{"ClassCreate", testClassCreate},
 		{"ClassDefaultIsZero", testClassDefaultIsZero},
 		{"ClassDuplicate", testClassDuplicate},
@@ -134,6 +135,7 @@ func Run(t *testing.T, h Harness) {
 		{"CommitFileRetry", testCommitFileRetry},
 		{"CommitFileRetryAfterReplace", testCommitFileRetryAfterReplace},
 		{"CommitFileReplacesKey", testCommitFileReplacesKey},
+		{"CommitFileReplaceRace", testCommitFileReplaceRace},
 		{"FileNotFound", testFileNotFound},
 		{"FilesRange", testFilesRange},
 		{"MaxFid", testMaxFid},
@@ -141,8 +143,10 @@ func Run(t *testing.T, h Harness) {
 		{"ListKeysPrefix", testListKeysPrefix},
 		{"ListKeysPaging", testListKeysPaging},
 		{"RenameFile", testRenameFile},
+		{"RenameRace", testRenameRace},
 		{"SetFileClass", testSetFileClass},
 		{"DeleteFile", testDeleteFile},
+		{"DeleteFileRace", testDeleteFileRace},
 
 		// Placement.
 		{"AddFileOn", testAddFileOn},

@@ -23,7 +23,7 @@
 // without -v, saying which backend and server version really ran and how
 // many cases passed:
 //
-//	conformance: backend=sqlite server=3.46.0 passed=104 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s} test=TestConformance
+//	conformance: backend=sqlite server=3.46.0 passed=108 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s} test=TestConformance
 //
 // # Using the suite
 //

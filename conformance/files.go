@@ -725,3 +725,118 @@ func testDeleteFile(t *testing.T, e *env) {
 		t.Errorf("CommitFile after DeleteFile replaced %d; want 0", res.ReplacedFid)
 	}
 }
+
+func testCommitFileReplaceRace(t *testing.T, e *env) {
+	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ctx := t.Context()
+	d := mkDomain(t, ss[0], "dom")
+	const uploads = 9
+	fids := make([]int64, uploads)
+	for i := range fids {
+		fid, err := ss[i%len(ss)].CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "hot"})
+		ok(t, err, "CreateTempFile")
+		fids[i] = fid
+	}
+	// Nine uploads of one key close at once: one fid ends owning the key
+	// and every other one is queued for deletion, none orphaned.
+	res := make([]store.CommitResult, uploads)
+	errs := parallel(uploads, func(i int) error {
+		var err error
+		res[i], err = ss[i%len(ss)].CommitFile(ctx, store.Commit{Fid: fids[i], DomainID: d.ID, Key: "hot", Length: int64(i)})
+		return err
+	})
+	noErrs(t, errs, "CommitFile")
+	owner, err := ss[0].FileByKey(ctx, d.ID, "hot")
+	ok(t, err, "FileByKey")
+	replaced := map[int64]int{}
+	for _, r := range res {
+		if r.ReplacedFid != 0 {
+			replaced[r.ReplacedFid]++
+		}
+	}
+	for _, fid := range fids {
+		if fid == owner.Fid {
+			if replaced[fid] != 0 {
+				t.Errorf("owner %d reported replaced %d times; want 0", fid, replaced[fid])
+			}
+			continue
+		}
+		if replaced[fid] != 1 {
+			t.Errorf("fid %d reported replaced %d times; want exactly once", fid, replaced[fid])
+		}
+		if _, err := ss[1].File(ctx, fid); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("File(%d) of a replaced upload: got error %v; want %v", fid, err, store.ErrNotFound)
+		}
+		if _, err := ss[1].QueueItem(ctx, store.QueueDelete, fid); err != nil {
+			t.Errorf("replaced fid %d is not queued for deletion (%v); its blobs would be orphaned", fid, err)
+		}
+	}
+	if n := queueLen(t, ss[0], store.QueueDelete); n != uploads-1 {
+		t.Errorf("QueueLength(delete) = %d; want %d", n, uploads-1)
+	}
+	if keys, err := ss[0].ListKeys(ctx, d.ID, "", "", 100); err != nil || !slices.Equal(keys, []string{"hot"}) {
+		t.Errorf("ListKeys() = %q, %v; want [hot]", keys, err)
+	}
+}
+
+func testRenameRace(t *testing.T, e *env) {
+	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ctx := t.Context()
+	d := mkDomain(t, ss[0], "dom")
+	const n = 6
+	var fids []int64
+	for i := range n {
+		fids = append(fids, mkFile(t, ss[0], d.ID, "src"+strconv.Itoa(i)).Fid)
+	}
+	errs := parallel(n, func(i int) error {
+		return ss[i%len(ss)].RenameFile(ctx, d.ID, "src"+strconv.Itoa(i), "target")
+	})
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = i
+		case err == nil:
+			t.Errorf("renames %d and %d onto one key both succeeded; want one", won, i)
+		case !errors.Is(err, store.ErrDuplicate):
+			t.Errorf("losing rename %d: got error %v; want %v", i, err, store.ErrDuplicate)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no rename succeeded; want one")
+	}
+	got, err := ss[1].FileByKey(ctx, d.ID, "target")
+	ok(t, err, "FileByKey(target)")
+	if got.Fid != fids[won] {
+		t.Errorf("target owned by %d; want the winner's %d", got.Fid, fids[won])
+	}
+	keys, err := ss[1].ListKeys(ctx, d.ID, "", "", 100)
+	ok(t, err, "ListKeys")
+	if len(keys) != n {
+		t.Errorf("ListKeys() = %q; want %d keys: losers keep their names", keys, n)
+	}
+}
+
+func testDeleteFileRace(t *testing.T, e *env) {
+	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ctx := t.Context()
+	d := mkDomain(t, ss[0], "dom")
+	for round := range 5 {
+		f := mkFile(t, ss[0], d.ID, "k"+strconv.Itoa(round))
+		errs := parallel(len(ss), func(i int) error { return ss[i].DeleteFile(ctx, f.Fid) })
+		wins := 0
+		for i, err := range errs {
+			if err == nil {
+				wins++
+			} else if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("round %d: DeleteFile %d: got error %v; want nil or %v", round, i, err, store.ErrNotFound)
+			}
+		}
+		if wins != 1 {
+			t.Errorf("round %d: %d concurrent DeleteFile calls succeeded; want exactly 1", round, wins)
+		}
+	}
+	if n := queueLen(t, ss[0], store.QueueDelete); n != 5 {
+		t.Errorf("QueueLength(delete) = %d; want 5, one per fid", n)
+	}
+}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -652,4 +653,31 @@ func testDeviceDelete(t *testing.T, e *env) {
 		t.Errorf("Devices() after deletes = %+v; want none", ds)
 	}
 	isErr(t, s.DeleteDevice(ctx, ids[0]), store.ErrNotFound, "second DeleteDevice")
+}
+
+func testDomainDuplicateRace(t *testing.T, e *env) {
+	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	for round := range 4 {
+		name := "race" + strconv.Itoa(round)
+		doms := make([]store.Domain, 6)
+		errs := parallel(len(doms), func(i int) error {
+			var err error
+			doms[i], err = ss[i%len(ss)].CreateDomain(t.Context(), name)
+			return err
+		})
+		var won []store.Domain
+		for i, err := range errs {
+			if err == nil {
+				won = append(won, doms[i])
+			} else if !errors.Is(err, store.ErrDuplicate) {
+				t.Errorf("round %d: CreateDomain %d: got error %v; want nil or %v", round, i, err, store.ErrDuplicate)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d concurrent CreateDomain(%q) succeeded (%v); want exactly 1", round, len(won), name, won)
+		}
+	}
+	if got := domainsOf(t, ss[0]); len(got) != 4 {
+		t.Errorf("Domains() = %v; want 4", got)
+	}
 }
