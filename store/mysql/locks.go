@@ -8,6 +8,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,7 +70,8 @@ func serverLockName(database, name string) string {
 type session struct {
 	conn *sql.Conn
 	id   uint64     // CONNECTION_ID(), for KILL
-	peer *peerWatch // its socket, when it can be watched
+	sock net.Conn   // its socket, when the dialer saw it
+	peer *peerWatch // a watch on that socket, when it can be watched
 	idle time.Time
 }
 
@@ -268,7 +270,7 @@ func (b *lockBackend) newSession(ctx context.Context) (*session, error) {
 	}
 	if b.dialer != nil {
 		if nc := b.dialer.take(s.id); nc != nil {
-			s.peer = newPeerWatch(nc)
+			s.sock, s.peer = nc, newPeerWatch(nc)
 		}
 	}
 	return s, nil
@@ -385,9 +387,10 @@ func (b *lockBackend) Close() error {
 	return errors.Join(errs...)
 }
 
-// crash stops every watcher and drops every session without RELEASE_LOCK,
-// as a dying process would; the server frees the locks when it sees the
-// sessions end. For the conformance harness.
+// crash stops every watcher and drops every session without RELEASE_LOCK
+// or even a polite COM_QUIT where the socket is known, as a dying process
+// would; the server frees the locks when it sees the sockets close. For
+// the conformance harness.
 func (b *lockBackend) crash() {
 	b.mu.Lock()
 	b.closed = true
@@ -402,6 +405,9 @@ func (b *lockBackend) crash() {
 		l.stopWatcher()
 		l.state = lockLost
 		l.mu.Unlock()
+		if l.s.sock != nil {
+			_ = l.s.sock.Close()
+		}
 		b.discard(l.s, false)
 	}
 	for _, s := range free {
