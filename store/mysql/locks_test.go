@@ -466,3 +466,20 @@ func TestLock_CloseDuringWait(t *testing.T) {
 		t.Errorf("after release the lock is held by session %d; want free (the closed Store's wait was abandoned)", id)
 	}
 }
+
+// Release with a context already done still releases: giving up half way
+// would only close the session, and the caller would not learn the outcome.
+func TestLock_ReleaseWithDoneContext(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	l := mustLock(t, a, "done", 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release with a cancelled context: %v", err)
+	}
+	mustRelease(t, mustLock(t, b, "done", 0))
+	if free, _ := mysql.FreeSessionIDs(a); len(free) != 1 {
+		t.Errorf("free sessions after a clean release: %v; want the released one", free)
+	}
+}
