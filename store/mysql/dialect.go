@@ -19,21 +19,18 @@ import (
 // broken connection as ErrInvalidConn or driver.ErrBadConn, but they are
 // recognised in case a proxy in between relays them.
 const (
-	erDupKey            = 1022
-	erDupEntry          = 1062
-	erDupEntryWithKey   = 1586
-	erLockWaitTimeout   = 1205
-	erLockDeadlock      = 1213
-	erServerShutdown    = 1053
-	erConnectionKilled  = 1927 // MariaDB: the session was killed mid-query
-	erClientInactivity  = 4031 // MySQL 8.0.24+: closed for wait_timeout
-	erUserLockDeadlock  = 3058 // MySQL 8: GET_LOCK would deadlock
-	erUnknownThread     = 1094 // KILL of a session that is already gone
-	crServerGone        = 2006
-	crServerLost        = 2013
-	erQueryInterrupted  = 1317
-	erNoSuchTable       = 1146
-	erTooLongIdentifier = 1059
+	erDupKey           = 1022
+	erDupEntry         = 1062
+	erDupEntryWithKey  = 1586
+	erLockWaitTimeout  = 1205
+	erLockDeadlock     = 1213
+	erServerShutdown   = 1053
+	erConnectionKilled = 1927 // MariaDB: the session was killed mid-query
+	erClientInactivity = 4031 // MySQL 8.0.24+: closed for wait_timeout
+	erUserLockDeadlock = 3058 // MySQL 8: GET_LOCK would deadlock
+	crServerGone       = 2006
+	crServerLost       = 2013
+	erNoSuchTable      = 1146
 )
 
 // dialect is MySQL's and MariaDB's SQL for the shared layer.
