@@ -275,6 +275,10 @@ func checkCommit(c store.Commit) error {
 	return nil
 }
 
+// maxCommitRounds bounds how often CommitFile reruns after losing a race
+// for a new key to another commit.
+const maxCommitRounds = 64
+
 // CommitFile turns a tempfile into a file; see store.Files.
 func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	op := fmt.Sprintf("commit fid %d as key %q", c.Fid, c.Key)
@@ -288,14 +292,20 @@ func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitRes
 	var err error
 	// Two commits of different fids for one new key both find no owner
 	// and one fails on the (dmid, dkey) key; run it again so it replaces
-	// the winner, as if they had come one after the other.
-	for attempt := 0; attempt < 4; attempt++ {
+	// the winner, as if they had come one after the other. Every round of
+	// such a conflict has a winner, so N commits racing for one key need at
+	// most N rounds: the bound only stops a pathological loop.
+	for attempt := 0; attempt < maxCommitRounds; attempt++ {
 		err = s.tx(ctx, func(tx *sql.Tx) error {
 			var err error
 			res, err = s.commitTx(ctx, tx, c)
 			return err
 		})
 		if err == nil || isSentinel(err) || s.d.Classify(err) != ErrKindDuplicate {
+			break
+		}
+		if serr := sleep(ctx, min(attempt, 3)); serr != nil {
+			err = serr
 			break
 		}
 	}
