@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
+	"github.com/gomogile/gomogile/internal/rawbench"
 )
 
 func TestConformance(t *testing.T) {
@@ -21,6 +22,14 @@ func TestConformancePooler(t *testing.T) {
 
 // BenchmarkConformance runs the suite's benchmarks; BenchmarkLockCycle
 // holds the raw-SQL baselines for the lock cycle.
+// BenchmarkConformance times the Store's hot operations and, beside them
+// in the same run, the raw statements they wrap.
 func BenchmarkConformance(b *testing.B) {
-	conformance.RunBenchmarks(b, newHarness(b))
+	h := newHarness(b)
+	conformance.RunBenchmarks(b, h)
+	rawbench.Run(b, h.DSN(), func(b *testing.B) {
+		if err := h.Reset(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	})
 }

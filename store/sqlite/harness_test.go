@@ -16,7 +16,7 @@ type harness struct {
 	path string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	return &harness{path: filepath.Join(t.TempDir(), "meta.db")}
 }
 
