@@ -26,6 +26,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Server", "gomogile-mogstored")
 	p, err := parseReqPath(r.URL.EscapedPath())
+	if errors.Is(err, errDocRoot) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// Perlbal (dirindexing = 0) answers any directory with 200 and this
+		// text; mogadm check fetches "/" to see that the node is up.
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			io.WriteString(w, "<h1>200 - OK</h1>\nDirectory listing disabled")
+		}
+		return
+	}
 	if err != nil {
 		s.pathError(w, r, err)
 		return
@@ -69,7 +79,7 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 
 func (s *Server) pathError(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Debug("refused path", "method", r.Method, "uri", r.RequestURI, "err", err)
-	if errors.Is(err, errNotDevice) {
+	if errors.Is(err, errNotDevice) || errors.Is(err, errDocRoot) {
 		httpError(w, http.StatusForbidden, err.Error())
 		return
 	}

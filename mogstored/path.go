@@ -17,6 +17,7 @@ var (
 	errDotDot    = errors.New("uri invalid (contains ..)")      // 400, the original's wording
 	errNotDevice = errors.New("path is not below a dev<N> dir") // 403
 	errEscapes   = errors.New("path escapes the device directory")
+	errDocRoot   = errors.New("path is the docroot itself")
 )
 
 // reqPath is a request path split into its device directory and the path
@@ -30,7 +31,9 @@ type reqPath struct {
 // /dev<N>/seg/… paths are accepted: Perlbal refused anything containing ".."
 // and anything but [\w.-] segments, and we also refuse percent-encoding (so
 // "%2e%2e" cannot turn into "..") and dot-leading segments (our upload
-// temporaries are dot-files).
+// temporaries are dot-files). Empty segments are skipped, as Perlbal's
+// docroot.uri concatenation let the file system skip them: mogadm check asks
+// for "http://host:port//devN/usage".
 func parseReqPath(raw string) (reqPath, error) {
 	if strings.Contains(raw, "..") {
 		return reqPath{}, errDotDot
@@ -38,14 +41,17 @@ func parseReqPath(raw string) (reqPath, error) {
 	if !strings.HasPrefix(raw, "/") {
 		return reqPath{}, fmt.Errorf("%w: must start with /", errBadPath)
 	}
-	segs := strings.Split(raw[1:], "/")
-	if n := len(segs); n > 1 && segs[n-1] == "" {
-		segs = segs[:n-1] // one trailing slash is fine (MKCOL sends it)
+	var segs []string
+	for _, s := range strings.Split(raw[1:], "/") {
+		if s == "" {
+			continue // "//" and a trailing slash (MKCOL sends one)
+		}
+		segs = append(segs, s)
+	}
+	if len(segs) == 0 {
+		return reqPath{}, errDocRoot
 	}
 	for _, s := range segs {
-		if s == "" {
-			return reqPath{}, fmt.Errorf("%w: empty segment", errBadPath)
-		}
 		if s[0] == '.' {
 			return reqPath{}, fmt.Errorf("%w: segment %q starts with a dot", errBadPath, s)
 		}
