@@ -52,15 +52,24 @@ func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
 	b.Run("RawAddFileOn", func(b *testing.B) {
 		s, db, q := open(b)
 		ctx := b.Context()
-		fid := commit(b, s, mustDomain(b, s), "k")
+		d := mustDomain(b, s)
 		ins := q("INSERT INTO file_on (fid, devid) VALUES (?, ?)")
 		upd := q("UPDATE file SET devcount = devcount + 1 WHERE fid = ?")
-		for i := 0; b.Loop(); i++ {
+		// A fresh file every copiesPerFile ops, as in the suite's benchmark.
+		const copiesPerFile = 200
+		var fid int64
+		b.ResetTimer()
+		for i := range b.N {
+			if i%copiesPerFile == 0 {
+				b.StopTimer()
+				fid = commit(b, s, d, "k"+strconv.Itoa(i))
+				b.StartTimer()
+			}
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := tx.ExecContext(ctx, ins, fid, i+1); err != nil {
+			if _, err := tx.ExecContext(ctx, ins, fid, i%copiesPerFile+1); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := tx.ExecContext(ctx, upd, fid); err != nil {
