@@ -119,18 +119,8 @@ func (d dialect) ByteOrder(col string) string {
 // into warnings.
 func (dialect) Upsert(table string, cols, key []string, update string) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(table)
-	b.WriteString(" (")
-	b.WriteString(strings.Join(cols, ", "))
-	b.WriteString(") VALUES (")
-	for i := range cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('?')
-	}
-	b.WriteString(") ON DUPLICATE KEY UPDATE ")
+	b.WriteString(sqlstore.Insert(table, cols))
+	b.WriteString(" ON DUPLICATE KEY UPDATE ")
 	if update == "" {
 		k := cols[0]
 		if len(key) > 0 {

@@ -100,18 +100,8 @@ func (dialect) ByteOrder(col string) string { return col + ` COLLATE "C"` }
 // update are qualified with the table name, which names the existing row.
 func (dialect) Upsert(table string, cols, key []string, update string) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(table)
-	b.WriteString(" (")
-	b.WriteString(strings.Join(cols, ", "))
-	b.WriteString(") VALUES (")
-	for i := range cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('?')
-	}
-	b.WriteString(") ON CONFLICT (")
+	b.WriteString(sqlstore.Insert(table, cols))
+	b.WriteString(" ON CONFLICT (")
 	b.WriteString(strings.Join(key, ", "))
 	b.WriteString(") DO ")
 	if strings.TrimSpace(update) == "" {

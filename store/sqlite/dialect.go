@@ -25,14 +25,7 @@ func (dialect) ByteOrder(col string) string { return col + " COLLATE BINARY" }
 
 func (dialect) Upsert(table string, cols, key []string, update string) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (")
-	for i := range cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("?")
-	}
-	b.WriteString(") ON CONFLICT (" + strings.Join(key, ", ") + ") DO ")
+	b.WriteString(sqlstore.Insert(table, cols) + " ON CONFLICT (" + strings.Join(key, ", ") + ") DO ")
 	if update == "" {
 		b.WriteString("NOTHING")
 	} else {

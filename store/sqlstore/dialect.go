@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -88,4 +89,11 @@ type Config struct {
 	// OnClose, if set, runs after the locks and before the DB are closed
 	// (e.g. the SQLite file guard).
 	OnClose func() error
+}
+
+// Insert is the INSERT statement that every Dialect's Upsert starts from:
+// cols of table, one '?' placeholder each.
+func Insert(table string, cols []string) string {
+	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" +
+		strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
 }
