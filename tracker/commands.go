@@ -366,6 +366,11 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		return nil, err
 	}
 	key := r.Args.Get("key")
+	if key == "" {
+		// The original takes an empty key here (create_close then discards
+		// the upload), but a tempfile row needs a key in our store.
+		return nil, perr("no_key")
+	}
 	multi := perlTrue(r.Args.Get("multi_dest"))
 	size := perlNum(r.Args.Get("size"))
 	expFid := perlNum(r.Args.Get("fid"))
