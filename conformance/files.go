@@ -23,8 +23,9 @@ func testTempFileCreate(t *testing.T, e *env) {
 	before := dbNow(t, s)
 	fid, err := s.CreateTempFile(ctx, want)
 	ok(t, err, "CreateTempFile")
-	if fid <= 0 {
-		t.Fatalf("CreateTempFile() = %d; want a positive fid", fid)
+	// An empty database starts at fid 1, as MogileFS's auto-increment does.
+	if fid != 1 {
+		t.Fatalf("first CreateTempFile() on an empty database = %d; want 1", fid)
 	}
 	got, err := s.TempFile(ctx, fid)
 	ok(t, err, "TempFile(%d)", fid)

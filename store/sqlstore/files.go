@@ -27,7 +27,7 @@ func (s *Store) allocFid(ctx context.Context, tx *sql.Tx) (int64, error) {
 	if n == 0 {
 		// New database, or its rows were emptied: create the counter
 		// without failing when a concurrent Store does the same.
-		if err := s.ensureCounter(ctx, tx, 1); err != nil {
+		if err := s.ensureCounter(ctx, tx, 0); err != nil {
 			return 0, err
 		}
 		if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = value + 1 WHERE name = ?", fidCounter); err != nil {
