@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/gomogile/gomogile/tracker/jobs"
 	"math"
-	"math/rand/v2"
 	"net"
 	"sort"
 	"strconv"
@@ -293,32 +292,11 @@ type weighted struct {
 	weight float64
 }
 
-// weightedList is Util::weighted_list: a random order where each item's
-// chance to come next is proportional to its weight; weight <= 0 drops it.
+// weightedList puts devices in jobs.WeightedOrder by their weights.
 func weightedList(in []weighted) []store.Device {
-	list := make([]weighted, 0, len(in))
-	sum := 0.0
-	for _, w := range in {
-		if w.weight > 0 {
-			list = append(list, w)
-			sum += w.weight
-		}
-	}
-	out := make([]store.Device, 0, len(list))
-	for len(list) > 0 {
-		v := rand.Float64() * sum
-		idx := len(list) - 1
-		cur := 0.0
-		for i, w := range list {
-			cur += w.weight
-			if cur >= v {
-				idx = i
-				break
-			}
-		}
-		out = append(out, list[idx].dev)
-		sum -= list[idx].weight
-		list = append(list[:idx], list[idx+1:]...)
+	out := make([]store.Device, 0, len(in))
+	for _, w := range jobs.WeightedOrder(in, func(w weighted) float64 { return w.weight }) {
+		out = append(out, w.dev)
 	}
 	return out
 }

@@ -135,32 +135,41 @@ func weightedTop(devs []*device) []*device {
 	if len(devs) > 20 {
 		devs = devs[:20]
 	}
+	return WeightedOrder(devs, func(d *device) float64 {
+		return 100 * d.percentFree() * float64(d.Weight) / 100
+	})
+}
+
+// WeightedOrder is Util::weighted_list: items in a random order where each
+// one's chance to come next is proportional to its weight; items weighing 0
+// or less are left out. The tracker orders devices for new files and paths
+// with it too.
+func WeightedOrder[T any](items []T, weight func(T) float64) []T {
 	type item struct {
-		d *device
+		v T
 		w float64
 	}
 	var list []item
 	sum := 0.0
-	for _, d := range devs {
-		w := 100 * d.percentFree() * float64(d.Weight) / 100
-		if w > 0 {
-			list = append(list, item{d, w})
+	for _, v := range items {
+		if w := weight(v); w > 0 {
+			list = append(list, item{v, w})
 			sum += w
 		}
 	}
-	out := make([]*device, 0, len(list))
+	out := make([]T, 0, len(list))
 	for len(list) > 0 {
-		v := rand.Float64() * sum
+		r := rand.Float64() * sum
 		idx := len(list) - 1
 		cur := 0.0
 		for i, it := range list {
 			cur += it.w
-			if cur >= v {
+			if cur >= r {
 				idx = i
 				break
 			}
 		}
-		out = append(out, list[idx].d)
+		out = append(out, list[idx].v)
 		sum -= list[idx].w
 		list = append(list[:idx], list[idx+1:]...)
 	}

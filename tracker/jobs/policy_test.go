@@ -126,3 +126,23 @@ func TestRebalancePolicyAndState(t *testing.T) {
 		t.Errorf("state round trip: %q -> %+v", s.String(), got)
 	}
 }
+
+func TestWeightedOrder(t *testing.T) {
+	weights := map[string]float64{"heavy": 9, "light": 1, "zero": 0, "negative": -3}
+	items := []string{"zero", "light", "negative", "heavy"}
+	heavyFirst := 0
+	const draws = 2000
+	for range draws {
+		got := WeightedOrder(items, func(s string) float64 { return weights[s] })
+		if len(got) != 2 || !slices.Contains(got, "heavy") || !slices.Contains(got, "light") {
+			t.Fatalf("WeightedOrder = %v; want heavy and light once each, nothing else", got)
+		}
+		if got[0] == "heavy" {
+			heavyFirst++
+		}
+	}
+	// Expected 90%; 80% is more than ten standard deviations away.
+	if heavyFirst < draws*8/10 || heavyFirst == draws {
+		t.Errorf("heavy came first %d times in %d; want about 90%%", heavyFirst, draws)
+	}
+}
