@@ -1,0 +1,170 @@
+package torture
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// leaseRec is one replicate-queue row held by one worker: from Lease's
+// return until the earlier of the worker letting go (Finish or Reschedule
+// called) and the lease's expiry (NextTry, on the database clock).
+type leaseRec struct {
+	fid   int64
+	by    string
+	start time.Time
+	until time.Time
+	ended bool
+	end   time.Time
+}
+
+// validAt reports whether the lease still held at now, allowing skew
+// between our clock and the database's.
+func (l *leaseRec) validAt(now time.Time, skew time.Duration) bool {
+	if l.ended && !now.Before(l.end) {
+		return false
+	}
+	return now.Add(skew).Before(l.until)
+}
+
+type queueLog struct {
+	mu        sync.Mutex
+	skew      time.Duration
+	active    map[int64][]*leaseRec
+	enqAcked  map[int64]time.Time // fid → start of the last acknowledged enqueue
+	enqMaybe  map[int64]bool
+	lastLease map[int64]time.Time // fid → last time a Lease returned it
+	lastFin   map[int64]time.Time // fid → last time a Finish of it returned
+	inflight  map[int64]int       // fid → requeues under way
+	unknown   []string
+	bad       []string
+	leases    int64
+	nfinished int64
+}
+
+func newQueueLog(skew time.Duration) *queueLog {
+	return &queueLog{
+		skew:      skew,
+		active:    map[int64][]*leaseRec{},
+		enqAcked:  map[int64]time.Time{},
+		enqMaybe:  map[int64]bool{},
+		lastLease: map[int64]time.Time{},
+		lastFin:   map[int64]time.Time{},
+		inflight:  map[int64]int{},
+	}
+}
+
+// requeue is called around an Enqueue, a commit that queues, or a
+// Reschedule: each may make the row due now, which ends any lease on it
+// (the contract gives a queue row no owner). Since the write lands
+// somewhere between call and return, a lease granted before the return is
+// void; the returned func marks the return.
+func (q *queueLog) requeue(fid int64) (done func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.inflight[fid]++
+	return func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.inflight[fid]--
+		now := time.Now()
+		for _, l := range q.active[fid] {
+			if !l.ended {
+				l.ended, l.end = true, now
+			}
+		}
+	}
+}
+
+func (q *queueLog) enqueued(fid int64, start time.Time, outcome int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch outcome {
+	case applied:
+		q.enqAcked[fid] = start
+	case maybe:
+		q.enqMaybe[fid] = true
+	}
+}
+
+// leased registers rows a Lease returned and checks that none is still
+// validly held by someone else. The database compares nexttry with its own
+// clock in whole seconds; on one host that clock is ours, elsewhere skew
+// allows for the difference.
+func (q *queueLog) leased(by string, fids []int64, until []time.Time, known func(int64) bool) []*leaseRec {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	out := make([]*leaseRec, len(fids))
+	for i, fid := range fids {
+		q.leases++
+		if !known(fid) {
+			q.unknown = append(q.unknown, fmt.Sprintf("Lease returned fid %d, which no tracker enqueued", fid))
+		}
+		for _, a := range q.active[fid] {
+			if q.inflight[fid] == 0 && a.validAt(now, q.skew) {
+				q.bad = append(q.bad, fmt.Sprintf("fid %d leased by %s at %s (until %s) while %s's lease (from %s, until %s) was valid",
+					fid, by, now.Format("15:04:05.000000"), until[i].Format("15:04:05"), a.by, a.start.Format("15:04:05.000000"), a.until.Format("15:04:05")))
+			}
+		}
+		l := &leaseRec{fid: fid, by: by, start: now, until: until[i]}
+		q.active[fid] = []*leaseRec{l}
+		q.lastLease[fid] = now
+		out[i] = l
+	}
+	return out
+}
+
+// letGo ends a lease at the Finish or Reschedule call.
+func (q *queueLog) letGo(l *leaseRec) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !l.ended {
+		l.ended, l.end = true, time.Now()
+	}
+}
+
+// finished is called when a Finish returns: the row went, with whatever
+// enqueue merged into it since it was leased, which the contract allows.
+func (q *queueLog) finished(fid int64, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lastFin[fid] = time.Now()
+	if err == nil {
+		q.nfinished++
+	}
+}
+
+// QueueStats summarises invariant C.
+type QueueStats struct {
+	Enqueued  int   // fids whose enqueue was acknowledged
+	Leases    int64 // rows handed out by Lease
+	Finished  int64 // Finish calls that returned nil
+	Remaining int64 // rows left after the drain
+}
+
+func (q *queueLog) judge(remaining int64, r *Report) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := QueueStats{Enqueued: len(q.enqAcked), Leases: q.leases, Finished: q.nfinished, Remaining: remaining}
+	r.Queue = s
+	r.check("C: no replicate row held by two workers at once", len(q.bad)+len(q.unknown) == 0,
+		fmt.Sprintf("%d leases", s.Leases)+lines(append(append([]string(nil), q.bad...), q.unknown...)))
+	var missed []string
+	// Handled: leased after the enqueue started, or its row removed by a
+	// Finish that returned after it started (a worker holding an older
+	// lease merged the new request into the work it did). The drain then
+	// leaves nothing behind.
+	for fid, t := range q.enqAcked {
+		if q.lastLease[fid].Before(t) && q.lastFin[fid].Before(t) {
+			missed = append(missed, fmt.Sprintf("fid %d enqueued at %s, and neither leased nor finished after", fid, t.Format("15:04:05.000")))
+		}
+	}
+	sort.Strings(missed)
+	if remaining != 0 {
+		missed = append(missed, fmt.Sprintf("%d rows left in the replicate queue after the drain", remaining))
+	}
+	r.check("C: every enqueued fid handled", len(missed) == 0,
+		fmt.Sprintf("%d fids enqueued, %d finished, %d left", s.Enqueued, s.Finished, remaining)+lines(missed))
+}
