@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/gomogile/gomogile/internal/torture"
 )
 
@@ -60,10 +62,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Seed = seed
+	lg := log.New(stderr, "", log.Ltime|log.Lmicroseconds)
 	if verbose {
-		lg := log.New(stderr, "", log.Ltime|log.Lmicroseconds)
 		cfg.Logf = lg.Printf
+	} else {
+		lg.SetOutput(io.Discard)
 	}
+	// The MySQL driver logs every connection the faults break; that is
+	// expected here, so it goes where the rest of the log goes.
+	_ = gomysql.SetLogger(lg)
 	rep, err := torture.Run(ctx, cfg)
 	fmt.Fprint(stdout, rep.String())
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 type leaseRec struct {
 	fid   int64
 	by    string
+	call  time.Time // when the Lease call that returned it started
 	start time.Time
 	until time.Time
 	ended bool
@@ -37,10 +38,13 @@ type queueLog struct {
 	lastLease map[int64]time.Time // fid → last time a Lease returned it
 	lastFin   map[int64]time.Time // fid → last time a Finish of it returned
 	inflight  map[int64]int       // fid → requeues under way
-	unknown   []string
-	bad       []string
-	leases    int64
-	nfinished int64
+	// fid → when the last requeue returned
+	lastRequeue map[int64]time.Time
+	twice       []string
+	unknown     []string
+	bad         []string
+	leases      int64
+	nfinished   int64
 }
 
 func newQueueLog(skew time.Duration) *queueLog {
@@ -52,6 +56,8 @@ func newQueueLog(skew time.Duration) *queueLog {
 		lastLease: map[int64]time.Time{},
 		lastFin:   map[int64]time.Time{},
 		inflight:  map[int64]int{},
+
+		lastRequeue: map[int64]time.Time{},
 	}
 }
 
@@ -69,6 +75,7 @@ func (q *queueLog) requeue(fid int64) (done func()) {
 		defer q.mu.Unlock()
 		q.inflight[fid]--
 		now := time.Now()
+		q.lastRequeue[fid] = now
 		for _, l := range q.active[fid] {
 			if !l.ended {
 				l.ended, l.end = true, now
@@ -88,28 +95,47 @@ func (q *queueLog) enqueued(fid int64, start time.Time, outcome int) {
 	}
 }
 
-// leased registers rows a Lease returned and checks that none is still
-// validly held by someone else. The database compares nexttry with its own
-// clock in whole seconds; on one host that clock is ours, elsewhere skew
-// allows for the difference.
-func (q *queueLog) leased(by string, fids []int64, until []time.Time, known func(int64) bool) []*leaseRec {
+// leased registers rows a Lease call (started at call) returned and checks
+// that none is still validly held by someone else. The database compares
+// nexttry with its own clock in whole seconds; on one host that clock is
+// ours, elsewhere skew allows for the difference.
+//
+// A requeue that lands between an earlier claim and this one voids the
+// earlier lease: one in flight now, or one that returned after the earlier
+// Lease call started. The same holds inside one call, whose later round may
+// take a row its first round took if a requeue landed in between; that is
+// reported as a finding, since a caller then holds one row twice.
+func (q *queueLog) leased(by string, call time.Time, fids []int64, until []time.Time, known func(int64) bool) []*leaseRec {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
 	out := make([]*leaseRec, len(fids))
+	seen := map[int64]bool{}
 	for i, fid := range fids {
 		q.leases++
 		if !known(fid) {
 			q.unknown = append(q.unknown, fmt.Sprintf("Lease returned fid %d, which no tracker enqueued", fid))
 		}
 		for _, a := range q.active[fid] {
-			if q.inflight[fid] == 0 && a.validAt(now, q.skew) {
+			if !a.validAt(now, q.skew) {
+				continue
+			}
+			requeued := q.inflight[fid] > 0 || q.lastRequeue[fid].After(a.call)
+			switch {
+			case seen[fid] && requeued:
+				q.twice = append(q.twice, fmt.Sprintf("fid %d returned twice by one Lease call of %s at %s; a requeue of it overlapped the call",
+					fid, by, now.Format("15:04:05.000000")))
+			case seen[fid]:
+				q.bad = append(q.bad, fmt.Sprintf("fid %d returned twice by one Lease call of %s at %s (until %s), with no requeue of it during the call",
+					fid, by, now.Format("15:04:05.000000"), until[i].Format("15:04:05")))
+			case !requeued:
 				q.bad = append(q.bad, fmt.Sprintf("fid %d leased by %s at %s (until %s) while %s's lease (from %s, until %s) was valid",
 					fid, by, now.Format("15:04:05.000000"), until[i].Format("15:04:05"), a.by, a.start.Format("15:04:05.000000"), a.until.Format("15:04:05")))
 			}
 		}
-		l := &leaseRec{fid: fid, by: by, start: now, until: until[i]}
-		q.active[fid] = []*leaseRec{l}
+		seen[fid] = true
+		l := &leaseRec{fid: fid, by: by, call: call, start: now, until: until[i]}
+		q.active[fid] = append(q.active[fid][:0:0], l)
 		q.lastLease[fid] = now
 		out[i] = l
 	}
@@ -149,6 +175,11 @@ func (q *queueLog) judge(remaining int64, r *Report) {
 	defer q.mu.Unlock()
 	s := QueueStats{Enqueued: len(q.enqAcked), Leases: q.leases, Finished: q.nfinished, Remaining: remaining}
 	r.Queue = s
+	if len(q.twice) > 0 {
+		r.finding("Lease returned a row twice in one call", fmt.Sprintf(
+			"%d times a Lease call's later round took again a row its first round had taken, after an Enqueue or Reschedule of it landed in between; the caller then holds one row twice (not a double hold between workers)%s",
+			len(q.twice), lines(q.twice)))
+	}
 	r.check("C: no replicate row held by two workers at once", len(q.bad)+len(q.unknown) == 0,
 		fmt.Sprintf("%d leases", s.Leases)+lines(append(append([]string(nil), q.bad...), q.unknown...)))
 	var missed []string

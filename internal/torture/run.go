@@ -336,6 +336,7 @@ func (r *run) drain(ctx context.Context) (int64, error) {
 	deadline := time.Now().Add(r.cfg.QueueLease + 3*time.Second)
 	backoff := 10 * time.Millisecond
 	for {
+		call := time.Now()
 		items, err := tr.st.Lease(ctx, store.QueueReplicate, 100, r.cfg.QueueLease)
 		r.ops.note("drain_lease", err)
 		if err != nil {
@@ -343,7 +344,7 @@ func (r *run) drain(ctx context.Context) (int64, error) {
 		}
 		if len(items) > 0 {
 			backoff = 10 * time.Millisecond
-			recs := r.leased(tr, items)
+			recs := r.leased(tr, call, items)
 			for i, it := range items {
 				r.queue.letGo(recs[i])
 				err := tr.st.Finish(ctx, store.QueueReplicate, it.Fid)
@@ -375,13 +376,13 @@ func (r *run) drain(ctx context.Context) (int64, error) {
 	}
 }
 
-func (r *run) leased(tr *tracker, items []store.QueueItem) []*leaseRec {
+func (r *run) leased(tr *tracker, call time.Time, items []store.QueueItem) []*leaseRec {
 	fids := make([]int64, len(items))
 	until := make([]time.Time, len(items))
 	for i, it := range items {
 		fids[i], until[i] = it.Fid, it.NextTry
 	}
-	return r.queue.leased(tr.String(), fids, until, r.files.known)
+	return r.queue.leased(tr.String(), call, fids, until, r.files.known)
 }
 
 func (r *run) closeAll() {

@@ -277,12 +277,13 @@ func (w *worker) enqueue(ctx context.Context, tr *tracker) error {
 // on each and finishes it; sometimes it reschedules instead, and rarely it
 // stalls past the lease so that another worker takes the row over.
 func (w *worker) replicate(ctx context.Context, tr *tracker) error {
+	call := time.Now()
 	items, err := tr.st.Lease(ctx, store.QueueReplicate, 1+w.rng.IntN(3), w.r.cfg.QueueLease)
 	w.r.ops.note("lease", err)
 	if err != nil || len(items) == 0 {
 		return err
 	}
-	recs := w.r.leased(tr, items)
+	recs := w.r.leased(tr, call, items)
 	for i, it := range items {
 		work := time.Duration(1+w.rng.IntN(5)) * time.Millisecond
 		stall := w.rng.IntN(50) == 0
