@@ -28,7 +28,11 @@
 //   - reaper: turns expired tempfiles into deletions and forgets the copies
 //     on dead devices after queueing their fids for replication.
 //   - monitor: reads /dev<N>/usage, records usage, test-writes devices, and
-//     keeps the observed states the others place files by.
+//     keeps the observed states the others place files by. It also keeps a
+//     "watch" connection to each host's management port
+//     (mogstored_stream_port) for the devices' I/O utilisation, and probes
+//     whether each writeable device refuses a body with a wrong
+//     Content-MD5; get_devices reports both (Utilization, RejectBadMD5).
 //   - job_master (unless NoJobMaster): injects fsck batches while fsck_host
 //     names this tracker, rebalance batches while rebal_host does, and the
 //     files of devices in state drain.
@@ -40,9 +44,14 @@
 //   - Copies are checked by length (HEAD after PUT) and, when the checksum is
 //     known, by MD5 of the bytes moved; a checksum digest over mogstored's
 //     management port is not used (fsck GETs the blob).
-//   - The monitor neither probes whether a node rejects a bad Content-MD5
-//     nor collects iostat utilisation; the reaper queues up to 1000 fids of
-//     a dead device per pass and ignores queue_size_for_reaper.
+//   - The monitor probes a device's Content-MD5 checking once, and again
+//     after the device was unreachable, rather than at every test write; an
+//     unanswered probe decides nothing. A device's utilisation is forgotten
+//     when the watch connection that reported it drops (the original keeps
+//     showing the last figure), a connection silent for 15 s is redone, and
+//     connections to hosts that no longer have readable devices are closed.
+//   - The reaper queues up to 1000 fids of a dead device per pass and
+//     ignores queue_size_for_reaper.
 //   - Devices in state drain are emptied automatically; the original only
 //     keeps new files off them and leaves moving to a rebalance.
 //   - Rebalance policies support fid_age=old only (the contract lists fids

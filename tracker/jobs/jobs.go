@@ -52,11 +52,15 @@ type Options struct {
 	// CloseGrace is how long Close lets in-flight items finish before
 	// cancelling and handing them back.
 	CloseGrace time.Duration
+	// StreamPort is mogstored_stream_port: the storage nodes' management
+	// port, where the monitor watches I/O utilisation. 0 means 7501; a
+	// negative port watches nothing.
+	StreamPort int
 }
 
 // DefaultOptions are the original's defaults (mogilefsd.conf: replicate_jobs
-// 1, delete_jobs 1, fsck_jobs 1; T_TEMPFILE_TOO_OLD 3600 s; monitor every
-// 2.5 s; reaper every 5 s).
+// 1, delete_jobs 1, fsck_jobs 1, mogstored_stream_port 7501;
+// T_TEMPFILE_TOO_OLD 3600 s; monitor every 2.5 s; reaper every 5 s).
 func DefaultOptions() Options {
 	return Options{
 		ReplicateWorkers: 1,
@@ -68,6 +72,7 @@ func DefaultOptions() Options {
 		TempFileTTL:      time.Hour,
 		Lease:            10 * time.Minute,
 		CloseGrace:       5 * time.Second,
+		StreamPort:       defaultStreamPort,
 	}
 }
 
@@ -88,6 +93,7 @@ type Manager struct {
 	nodes   *nodes
 	ownHTTP bool // the client is ours: Close drops its idle connections
 	obs     *observations
+	watch   *watchers // nil: StreamPort < 0
 	host    string
 
 	rowsMu    sync.Mutex
@@ -137,6 +143,9 @@ func New(st store.Store, opts Options) *Manager {
 	if opts.CloseGrace <= 0 {
 		opts.CloseGrace = def.CloseGrace
 	}
+	if opts.StreamPort == 0 {
+		opts.StreamPort = def.StreamPort
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -156,6 +165,9 @@ func New(st store.Store, opts Options) *Manager {
 		ownHTTP: opts.HTTPClient == nil,
 		obs:     newObservations(),
 		host:    host,
+	}
+	if opts.StreamPort > 0 {
+		m.watch = newWatchers(m.obs, opts.StreamPort, m.log.With("job", JobMonitor))
 	}
 	m.classes = map[string]*jobClass{
 		JobReplicate: {name: JobReplicate, pooled: true, want: max(opts.ReplicateWorkers, 0)},

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +35,8 @@ const (
 type observations struct {
 	mu        sync.Mutex
 	dev       map[int]devObs
-	hostOK    map[int]bool // hostid -> observed reachable
+	hostOK    map[int]bool    // hostid -> observed reachable
+	util      map[int]devUtil // devid -> latest watch figure
 	firstPass chan struct{}
 	once      sync.Once
 }
@@ -42,10 +46,14 @@ type devObs struct {
 	totalKB, usedKB int64
 	lastTestWrite   time.Time
 	hostID          int
+	// The bad Content-MD5 probe's answer; md5Stale asks for a new probe
+	// because the device was unreachable since (it may be another server
+	// now), while the old answer is still reported, as the original does.
+	md5Known, rejectMD5, md5Stale bool
 }
 
 func newObservations() *observations {
-	return &observations{dev: map[int]devObs{}, hostOK: map[int]bool{}, firstPass: make(chan struct{})}
+	return &observations{dev: map[int]devObs{}, hostOK: map[int]bool{}, util: map[int]devUtil{}, firstPass: make(chan struct{})}
 }
 
 func (o *observations) annotate(d *device) {
@@ -84,12 +92,66 @@ func (o *observations) setHost(hostid int, ok bool) {
 	o.mu.Unlock()
 }
 
+// unreachable records d as unreachable; its Content-MD5 behaviour is to be
+// probed again once it is back.
+func (o *observations) unreachable(d *device) {
+	o.update(d.ID, func(ob *devObs) {
+		ob.state, ob.hostID = "unreachable", d.HostID
+		ob.md5Stale = ob.md5Known
+	})
+}
+
+func (o *observations) utilization(devid int) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	u, ok := o.util[devid]
+	return u.text, ok
+}
+
+func (o *observations) rejectBadMD5(devid int) (reject, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ob := o.dev[devid]
+	return ob.rejectMD5, ob.md5Known
+}
+
+func (o *observations) needMD5Probe(devid int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ob := o.dev[devid]
+	return !ob.md5Known || ob.md5Stale
+}
+
+// Utilization is devid's I/O utilisation in percent as its storage node
+// last reported it on the watch stream, verbatim, since get_devices passes
+// it on unchanged: "12.50" from our mogstored, iostat's figure from the
+// original one, "-" when the node cannot tell for that disk. ok is false
+// while no watch connection to the device's host delivers a figure for it
+// (not connected yet, dropped, or the node does not list the device).
+func (m *Manager) Utilization(devid int) (util string, ok bool) {
+	return m.obs.utilization(devid)
+}
+
+// RejectBadMD5 is whether devid's storage node refuses a PUT whose body
+// does not match its Content-MD5, as the monitor's probe found after the
+// device tested writeable. ok is false until a probe was answered. After
+// the device was unreachable the last answer stands until a new probe
+// replaces it.
+func (m *Manager) RejectBadMD5(devid int) (reject, ok bool) {
+	return m.obs.rejectBadMD5(devid)
+}
+
 // monitorLoop checks every readable device each MonitorInterval.
 func (m *Manager) monitorLoop(ctx context.Context) {
 	jc := m.classes[JobMonitor]
 	log := m.log.With("job", JobMonitor)
 	t := time.NewTicker(m.opts.MonitorInterval)
 	defer t.Stop()
+	if m.watch != nil {
+		// The watch connections belong to the monitor: they end with it,
+		// and so within Close.
+		defer m.watch.stop()
+	}
 	for {
 		if err := m.monitorPass(ctx, log); err != nil {
 			if isCtxErr(ctx, err) {
@@ -135,10 +197,18 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 	// that one host timing out does not hold up the others; a host's own
 	// devices go one after the other.
 	byHost := map[int][]*device{}
+	watch := map[string]map[int]bool{} // host IP -> devices, as seen_hosts
 	for _, id := range sortedIDs(w.devs) {
 		if d := w.devs[id]; d.canReadFrom() {
 			byHost[d.HostID] = append(byHost[d.HostID], d)
+			if watch[d.host.IP] == nil {
+				watch[d.host.IP] = map[int]bool{}
+			}
+			watch[d.host.IP][d.ID] = true
 		}
+	}
+	if m.watch != nil {
+		m.watch.set(ctx, watch)
 	}
 	var (
 		wg       sync.WaitGroup
@@ -178,18 +248,23 @@ func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*dev
 				return ctx.Err()
 			}
 			log.Warn("usage check failed", "dev", d.ID, "host", d.host.IP, "err", err)
-			m.obs.update(d.ID, func(o *devObs) { o.state = "unreachable"; o.hostID = d.HostID })
+			m.obs.unreachable(d)
 			var ue *usageError
 			if errors.As(err, &ue) && ue.slow {
 				// A host that times out is down as a whole: its other
 				// devices are unreachable too, without waiting for each.
 				m.obs.setHost(d.HostID, false)
 				for _, o := range devs[i+1:] {
-					m.obs.update(o.ID, func(ob *devObs) { ob.state = "unreachable"; ob.hostID = o.HostID })
+					m.obs.unreachable(o)
 				}
 				return firstErr
 			}
 			continue
+		}
+		if prev, _ := m.obs.state(d.ID); prev == "unreachable" && m.watch != nil {
+			// Back: reconnect its watch stream now rather than after the
+			// backoff (restart_monitoring_if_needed).
+			m.watch.kick(d.host.IP)
 		}
 		m.obs.setHost(d.HostID, true)
 		d.hostOK = true
@@ -265,10 +340,55 @@ func (m *Manager) checkWrite(ctx context.Context, d *device) {
 		return
 	}
 	state := "readable"
+	var reject, probed bool
 	if d.canDeleteFrom() && m.testWrite(ctx, d) {
 		state = "writeable"
+		if m.obs.needMD5Probe(d.ID) {
+			reject, probed = m.probeBadMD5(ctx, d)
+		}
 	}
-	m.obs.update(d.ID, func(o *devObs) { o.state = state; o.lastTestWrite = time.Now(); o.hostID = d.HostID })
+	// State and probe answer change together, as the original ships them
+	// to the tracker in one batch of events: whoever sees the device
+	// writeable also sees whether it checks Content-MD5.
+	m.obs.update(d.ID, func(o *devObs) {
+		o.state = state
+		o.lastTestWrite = time.Now()
+		o.hostID = d.HostID
+		if probed {
+			o.md5Known, o.rejectMD5, o.md5Stale = true, reject, false
+		}
+	})
+}
+
+// badMD5 is the Content-MD5 the probe sends with the body ".": the digest
+// of "!", as check_bogus_md5 sends.
+var badMD5 = func() string {
+	sum := md5.Sum([]byte("!"))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}()
+
+// probeBadMD5 is check_bogus_md5: PUT "." with a Content-MD5 that does not
+// match it to /dev<N>/test-write/test-md5. A node that verifies the header
+// refuses the body (our mogstored answers 400) and then reject is true; one
+// that stores it anyway answers 2xx. As in the original any other answer
+// counts as refusal; but no answer at all (ok false) decides nothing, and
+// the probe is made again at the next test write. Whatever the node may have
+// stored is deleted, which the original leaves behind.
+func (m *Manager) probeBadMD5(ctx context.Context, d *device) (reject, ok bool) {
+	rctx, cancel := context.WithTimeout(ctx, usageTimeout)
+	defer cancel()
+	u := d.baseURL(false) + "/dev" + strconv.Itoa(d.ID) + "/test-write/test-md5"
+	hdr := http.Header{"Content-Md5": {badMD5}}
+	resp, err := m.nodes.do(rctx, http.MethodPut, u, strings.NewReader("."), 1, hdr)
+	if err != nil {
+		m.log.Debug("bad Content-MD5 probe unanswered", "dev", d.ID, "err", err)
+		return false, false
+	}
+	drain(resp)
+	if del, err := m.nodes.do(rctx, http.MethodDelete, u, nil, 0, nil); err == nil {
+		drain(del)
+	}
+	return resp.StatusCode/100 != 2, true
 }
 
 func (m *Manager) testWrite(ctx context.Context, d *device) bool {
