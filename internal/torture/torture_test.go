@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -32,10 +33,20 @@ func smoke(t *testing.T, dsn string) torture.Report {
 			t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000000")}, args...)...)
 		},
 	}
+	before := runtime.NumGoroutine()
 	rep, err := torture.Run(ctx, cfg)
 	t.Log("\n" + rep.String())
 	if err != nil {
 		t.Fatalf("torture run: %v", err)
+	}
+	// Every tracker, watcher and worker is gone once Run returns; drivers
+	// may take a moment to end their connections' goroutines.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines: %d before Run, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	for _, c := range rep.Failed() {
 		t.Errorf("invariant violated: %s: %s", c.Name, c.Detail)
