@@ -517,11 +517,32 @@ func cmdGetDevices(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		} else {
 			res.Set(p+"mb_asof", d.MBAsOf.Unix())
 		}
-		res.Set(p+"utilization", "")
-		res.Set(p+"reject_bad_md5", "")
+		util, reject := t.deviceStats(d.ID)
+		res.Set(p+"utilization", util)
+		res.Set(p+"reject_bad_md5", reject)
 	}
 	res.Set("devices", n)
 	return res, nil
+}
+
+// deviceStats are get_devices' utilization and reject_bad_md5 from the
+// monitor, as the original's Device fields: the figure exactly as the node
+// sent it, and 1 or 0; both empty while the monitor does not know them.
+func (t *Tracker) deviceStats(devid int) (util, reject string) {
+	ds, ok := t.jobs.(DeviceStatter)
+	if !ok || !t.jobsOpen {
+		return "", ""
+	}
+	if u, ok := ds.Utilization(devid); ok {
+		util = u
+	}
+	if r, ok := ds.RejectBadMD5(devid); ok {
+		reject = "0"
+		if r {
+			reject = "1"
+		}
+	}
+	return util, reject
 }
 
 // deviceOfHost resolves set_state/set_weight's host+device pair.

@@ -90,17 +90,6 @@ var recordedDifferences = []struct {
 		}
 		return got
 	}},
-	// The original's monitor PUTs a body with a wrong Content-MD5 to each
-	// device and reports reject_bad_md5=1 when the node refuses it; our
-	// monitor (tracker/jobs) does not make that probe, so the field stays
-	// empty. Nothing in the original tools reads it.
-	{"get_devices", func(got, want []string) []string {
-		out := make([]string, len(got))
-		for i, l := range got {
-			out[i] = regexp.MustCompile(`(dev\d+_reject_bad_md5)=(&|$)`).ReplaceAllString(l, "${1}=1$2")
-		}
-		return out
-	}},
 	// The original accepts create_open without a key (create_close without
 	// one then discards the upload). Our store requires a tempfile to have a
 	// key, so we refuse at once with the original's no_key error rather than

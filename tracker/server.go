@@ -48,6 +48,16 @@ type JobStatter interface {
 	JobStatus() []JobStatus
 }
 
+// DeviceStatter is implemented by Jobs managers whose monitor also measures
+// what get_devices reports beside the observed state: a device's I/O
+// utilisation, verbatim as its storage node streams it, and whether its
+// node refuses a body that does not match its Content-MD5. ok is false
+// while unknown; get_devices then leaves the field empty.
+type DeviceStatter interface {
+	Utilization(devid int) (util string, ok bool)
+	RejectBadMD5(devid int) (reject, ok bool)
+}
+
 // JobMessenger is implemented by Jobs managers that accept "!to" messages.
 type JobMessenger interface {
 	SendTo(jobclass, message string) (int, error)
