@@ -292,6 +292,23 @@ type weighted struct {
 	weight float64
 }
 
+// readWeight is sort_devs_by_utilization's weight for reading from d: less
+// busy devices first when the monitor reports a whole-number utilization
+// (the original ignores fractional figures the same way), else the device's
+// weight; never 0.
+func (t *Tracker) readWeight(d store.Device) float64 {
+	w := d.Weight
+	if util, _ := t.deviceStats(d.ID); util != "" && strings.Trim(util, "0123456789") == "" {
+		if u, err := strconv.Atoi(util); err == nil {
+			w = 102 - u
+		}
+	}
+	if w == 0 {
+		w = 100
+	}
+	return float64(w)
+}
+
 // weightedList puts devices in jobs.WeightedOrder by their weights.
 func weightedList(in []weighted) []store.Device {
 	out := make([]store.Device, 0, len(in))
@@ -719,19 +736,11 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	// sort_devs_by_utilization: random order weighted by device weight
-	// (the monitor's utilization figure is not kept).
 	var cand []weighted
 	for _, id := range devids {
-		d, ok := ns.devByID[id]
-		if !ok {
-			continue
+		if d, ok := ns.devByID[id]; ok {
+			cand = append(cand, weighted{d, t.readWeight(d)})
 		}
-		w := float64(d.Weight)
-		if w <= 0 {
-			w = 100
-		}
-		cand = append(cand, weighted{d, w})
 	}
 	res := &Reply{}
 	var paths, drain []string

@@ -1,0 +1,44 @@
+package tracker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// utilJobs reports fixed monitor figures; it stands in for the jobs
+// manager's monitor, not for any database.
+type utilJobs map[int]string
+
+func (utilJobs) Open(context.Context) error          { return nil }
+func (utilJobs) Close() error                        { return nil }
+func (utilJobs) SetWant(string, int) error           { return nil }
+func (utilJobs) Observed(int) (string, bool)         { return "writeable", true }
+func (utilJobs) RejectBadMD5(int) (bool, bool)       { return true, true }
+func (u utilJobs) Utilization(id int) (string, bool) { v, ok := u[id]; return v, ok }
+
+// get_paths reads from less busy devices first, as the original's
+// sort_devs_by_utilization: weight 102-util for a whole-number figure,
+// the device weight otherwise, never 0.
+func TestReadWeight(t *testing.T) {
+	tr := &Tracker{jobs: utilJobs{1: "10", 2: "12.50", 3: "-", 5: "102"}, jobsOpen: true}
+	for _, tc := range []struct {
+		dev  store.Device
+		want float64
+	}{
+		{store.Device{ID: 1, Weight: 100}, 92},
+		{store.Device{ID: 2, Weight: 40}, 40},
+		{store.Device{ID: 3, Weight: 0}, 100},
+		{store.Device{ID: 4, Weight: 7}, 7},
+		{store.Device{ID: 5, Weight: 50}, 100},
+	} {
+		if got := tr.readWeight(tc.dev); got != tc.want {
+			t.Errorf("readWeight(dev%d, util %q) = %v; want %v", tc.dev.ID, tr.jobs.(utilJobs)[tc.dev.ID], got, tc.want)
+		}
+	}
+	tr.jobsOpen = false
+	if got := tr.readWeight(store.Device{ID: 1, Weight: 30}); got != 30 {
+		t.Errorf("readWeight without a running monitor = %v; want the device weight 30", got)
+	}
+}
