@@ -30,17 +30,30 @@ type fileLog struct {
 	dups             []string
 	bad              []string
 	ambiguousCreates int64
+	maxFid           int64 // largest fid handed out so far
 }
 
 func newFileLog() *fileLog { return &fileLog{fids: map[int64]*fidRec{}} }
 
-func (f *fileLog) created(fid int64, by string) {
+// floor is the largest fid known to be reserved or committed: a
+// CreateTempFile starting now must return a larger one.
+func (f *fileLog) floor() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxFid
+}
+
+func (f *fileLog) created(fid int64, by string, floor int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if old, ok := f.fids[fid]; ok {
 		f.dups = append(f.dups, fmt.Sprintf("fid %d returned by CreateTempFile to %s and again to %s", fid, old.by, by))
 		return
 	}
+	if fid <= floor {
+		f.dups = append(f.dups, fmt.Sprintf("fid %d returned by CreateTempFile to %s, not above fid %d reserved before the call", fid, by, floor))
+	}
+	f.maxFid = max(f.maxFid, fid)
 	f.fids[fid] = &fidRec{fid: fid, by: by, commit: -1, abandon: -1}
 }
 
@@ -203,7 +216,7 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 	r.check("files: devcount = COUNT(file_on)", len(devBad) == 0,
 		fmt.Sprintf("%d files checked", s.DevCountChecked)+lines(devBad))
 	r.check("files: no two files share (dmid, key)", len(uniqBad) == 0, fmt.Sprintf("%d keys", len(keys))+lines(uniqBad))
-	r.check("files: no fid handed out twice", len(f.dups) == 0, fmt.Sprintf("%d fids", s.Fids)+lines(f.dups))
+	r.check("files: fids unique and increasing", len(f.dups) == 0, fmt.Sprintf("%d fids", s.Fids)+lines(f.dups))
 
 	// Where each fid ended, against what its workers were told.
 	ids := make([]int64, 0, len(f.fids))

@@ -55,6 +55,7 @@ type lockLog struct {
 	overlaps []*overlap
 	holds    int64
 	causes   map[string]int64
+	early    []string       // lock timeouts that came before the time asked
 	wg       sync.WaitGroup // watchers
 }
 
@@ -129,6 +130,12 @@ func (l *lockLog) endLocked(h *hold, t time.Time, cause string) {
 			o.open, o.gap, o.cause = false, t.Sub(o.start), cause
 		}
 	}
+}
+
+func (l *lockLog) earlyTimeout(name string, tr *tracker, waited time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.early = append(l.early, fmt.Sprintf("%s: Lock(%q) timed out after %v", tr, name, waited))
 }
 
 // isLost reports whether the holding has ended in any way but Release: the
@@ -261,6 +268,8 @@ func (l *lockLog) judge(bound time.Duration, boundDoc string, r *Report) map[*ho
 		}
 	}
 	r.Locks = st
+	r.check("locks: no timeout before the time asked", len(l.early) == 0,
+		fmt.Sprintf("%d timeouts early", len(l.early))+lines(l.early))
 	detail := fmt.Sprintf("%d holdings, %d overlaps, ended by %v", st.Holds, st.Overlaps, fmtCounts(st.EndedBy))
 	if len(bad) > 0 {
 		r.check("A: mutual exclusion of named locks", false, detail+"\n"+limitLines(bad, 10))

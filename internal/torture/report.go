@@ -157,7 +157,13 @@ func (r *Report) String() string {
 	if len(r.Findings) > 0 {
 		b.WriteString("findings:\n")
 		for _, fd := range r.Findings {
-			fmt.Fprintf(&b, "  %s: %s\n", fd.Name, fd.Detail)
+			first, rest, _ := strings.Cut(fd.Detail, "\n")
+			fmt.Fprintf(&b, "  %s: %s\n", fd.Name, first)
+			if rest != "" {
+				for _, l := range strings.Split(rest, "\n") {
+					fmt.Fprintf(&b, "      %s\n", l)
+				}
+			}
 		}
 	}
 	if r.OK() {

@@ -67,8 +67,24 @@ func (w *worker) loop(ctx context.Context) {
 
 // lock takes name and registers the holding.
 func (w *worker) lock(ctx context.Context, tr *tracker, name string) (*hold, error) {
-	l, err := tr.st.Lock(ctx, name, w.r.cfg.LockTimeout)
+	// Mostly a patient wait, sometimes a try-once or a short wait, so
+	// that timeouts happen and can be timed.
+	timeout := w.r.cfg.LockTimeout
+	switch w.rng.IntN(10) {
+	case 0:
+		timeout = 0
+	case 1:
+		timeout = 5 * time.Millisecond
+	}
+	start := time.Now()
+	l, err := tr.st.Lock(ctx, name, timeout)
 	w.r.ops.note("lock", err)
+	if errors.Is(err, store.ErrLockTimeout) {
+		// Promise 2: a timeout never comes before the time asked.
+		if waited := time.Since(start); waited < timeout {
+			w.r.locks.earlyTimeout(name, tr, waited)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +162,7 @@ func (w *worker) devices() []int {
 func (w *worker) upload(ctx context.Context, tr *tracker) error {
 	dmid, key := w.key()
 	devs := w.devices()
+	floor := w.r.files.floor()
 	fid, err := tr.st.CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: key, DevIDs: devs})
 	w.r.ops.note("create_temp", err)
 	if err != nil {
@@ -156,7 +173,7 @@ func (w *worker) upload(ctx context.Context, tr *tracker) error {
 		}
 		return err
 	}
-	w.r.files.created(fid, tr.String())
+	w.r.files.created(fid, tr.String(), floor)
 	if w.rng.IntN(10) == 0 {
 		err := tr.st.DeleteTempFile(ctx, fid)
 		w.r.ops.note("delete_temp", err)
