@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -16,11 +17,12 @@ import (
 // fidRec is what the workers learned about one fid CreateTempFile gave.
 type fidRec struct {
 	fid      int64
-	by       string // tracker that created it
-	commit   int    // -1 none attempted, else applied / maybe / notApplied
-	abandon  int    // -1 none attempted, else applied / maybe / notApplied
-	deleted  bool   // DeleteFile returned nil
-	replaced bool   // a later commit reported replacing it
+	by       string    // tracker that created it
+	created  time.Time // when CreateTempFile returned it
+	commit   int       // -1 none attempted, else applied / maybe / notApplied
+	abandon  int       // -1 none attempted, else applied / maybe / notApplied
+	deleted  bool      // DeleteFile returned nil
+	replaced bool      // a later commit reported replacing it
 }
 
 type fileLog struct {
@@ -54,7 +56,7 @@ func (f *fileLog) created(fid int64, by string, floor int64) {
 		f.dups = append(f.dups, fmt.Sprintf("fid %d returned by CreateTempFile to %s, not above fid %d reserved before the call", fid, by, floor))
 	}
 	f.maxFid = max(f.maxFid, fid)
-	f.fids[fid] = &fidRec{fid: fid, by: by, commit: -1, abandon: -1}
+	f.fids[fid] = &fidRec{fid: fid, by: by, created: time.Now(), commit: -1, abandon: -1}
 }
 
 func (f *fileLog) update(fid int64, fn func(*fidRec)) {
@@ -218,6 +220,15 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 	r.check("files: no two files share (dmid, key)", len(uniqBad) == 0, fmt.Sprintf("%d keys", len(keys))+lines(uniqBad))
 	r.check("files: fids unique and increasing", len(f.dups) == 0, fmt.Sprintf("%d fids", s.Fids)+lines(f.dups))
 
+	// The delete queue in one statement where the Store is SQL (the
+	// contract reads it a row at a time, which long runs would feel).
+	var delSet map[int64]bool
+	if ss, ok := st.(*sqlstore.Store); ok {
+		if delSet, err = fidSet(ctx, ss, "SELECT fid FROM file_to_delete2"); err != nil {
+			return fmt.Errorf("delete queue: %w", err)
+		}
+	}
+
 	// Where each fid ended, against what its workers were told.
 	ids := make([]int64, 0, len(f.fids))
 	for fid := range f.fids {
@@ -231,9 +242,9 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 		rec := f.fids[fid]
 		_, isFile := files[fid]
 		isTemp := tempSet[fid]
-		if !isTemp && !isFile {
-			// Possibly created in the last second, which ExpiredTempFiles
-			// leaves out: ask for the row itself.
+		if !isTemp && !isFile && time.Since(rec.created) < 3*time.Second {
+			// Possibly created in the database's current second, which
+			// ExpiredTempFiles leaves out: ask for the row itself.
 			_, err := st.TempFile(ctx, fid)
 			switch {
 			case err == nil:
@@ -242,10 +253,13 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 				return fmt.Errorf("tempfile %d: %w", fid, err)
 			}
 		}
-		_, err := st.QueueItem(ctx, store.QueueDelete, fid)
-		isDel := err == nil
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("delete queue row of fid %d: %w", fid, err)
+		isDel := delSet[fid]
+		if delSet == nil {
+			_, err := st.QueueItem(ctx, store.QueueDelete, fid)
+			isDel = err == nil
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("delete queue row of fid %d: %w", fid, err)
+			}
 		}
 		if isTemp {
 			s.TempFiles++
@@ -329,4 +343,22 @@ func (f *fileLog) known(fid int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.fids[fid] != nil
+}
+
+// fidSet runs a query listing fids.
+func fidSet(ctx context.Context, ss *sqlstore.Store, query string) (map[int64]bool, error) {
+	rows, err := ss.DB().QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	set := map[int64]bool{}
+	for rows.Next() {
+		var fid int64
+		if err := rows.Scan(&fid); err != nil {
+			return nil, err
+		}
+		set[fid] = true
+	}
+	return set, rows.Err()
 }
