@@ -3,6 +3,8 @@ package torture
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,6 +43,7 @@ type queueLog struct {
 	// fid → when the last requeue returned
 	lastRequeue map[int64]time.Time
 	twice       []string
+	traces      map[int64][]string
 	unknown     []string
 	bad         []string
 	leases      int64
@@ -58,6 +61,7 @@ func newQueueLog(skew time.Duration) *queueLog {
 		inflight:  map[int64]int{},
 
 		lastRequeue: map[int64]time.Time{},
+		traces:      map[int64][]string{},
 	}
 }
 
@@ -66,16 +70,18 @@ func newQueueLog(skew time.Duration) *queueLog {
 // (the contract gives a queue row no owner). Since the write lands
 // somewhere between call and return, a lease granted before the return is
 // void; the returned func marks the return.
-func (q *queueLog) requeue(fid int64) (done func()) {
+func (q *queueLog) requeue(fid int64, what string, by *tracker) (done func(err error)) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.inflight[fid]++
-	return func() {
+	q.trace(fid, "%s by %s starts", what, by)
+	return func(err error) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		q.inflight[fid]--
 		now := time.Now()
 		q.lastRequeue[fid] = now
+		q.trace(fid, "%s by %s returns %s", what, by, kindOf(err))
 		for _, l := range q.active[fid] {
 			if !l.ended {
 				l.ended, l.end = true, now
@@ -127,12 +133,13 @@ func (q *queueLog) leased(by string, call time.Time, fids []int64, until []time.
 					fid, by, now.Format("15:04:05.000000")))
 			case seen[fid]:
 				q.bad = append(q.bad, fmt.Sprintf("fid %d returned twice by one Lease call of %s at %s (until %s), with no requeue of it during the call",
-					fid, by, now.Format("15:04:05.000000"), until[i].Format("15:04:05")))
+					fid, by, now.Format("15:04:05.000000"), until[i].Format("15:04:05"))+q.history(fid))
 			case !requeued:
 				q.bad = append(q.bad, fmt.Sprintf("fid %d leased by %s at %s (until %s) while %s's lease (from %s, until %s) was valid",
-					fid, by, now.Format("15:04:05.000000"), until[i].Format("15:04:05"), a.by, a.start.Format("15:04:05.000000"), a.until.Format("15:04:05")))
+					fid, by, now.Format("15:04:05.000000"), until[i].Format("15:04:05"), a.by, a.start.Format("15:04:05.000000"), a.until.Format("15:04:05"))+q.history(fid))
 			}
 		}
+		q.trace(fid, "Lease by %s (called %s) returns it until %s", by, call.Format("15:04:05.000000"), until[i].Format("15:04:05"))
 		seen[fid] = true
 		l := &leaseRec{fid: fid, by: by, call: call, start: now, until: until[i]}
 		q.active[fid] = append(q.active[fid][:0:0], l)
@@ -149,6 +156,23 @@ func (q *queueLog) letGo(l *leaseRec) {
 	if !l.ended {
 		l.ended, l.end = true, time.Now()
 	}
+	q.trace(l.fid, "%s lets go", l.by)
+}
+
+// trace keeps the last events of each fid, so that a violation can be
+// told with what led to it.
+func (q *queueLog) trace(fid int64, format string, args ...any) {
+	const keep = 10
+	ev := time.Now().Format("15:04:05.000000") + " " + fmt.Sprintf(format, args...)
+	t := append(q.traces[fid], ev)
+	if len(t) > keep {
+		t = t[len(t)-keep:]
+	}
+	q.traces[fid] = t
+}
+
+func (q *queueLog) history(fid int64) string {
+	return "\n    history of fid " + strconv.FormatInt(fid, 10) + ":\n      " + strings.Join(q.traces[fid], "\n      ")
 }
 
 // finished is called when a Finish returns: the row went, with whatever
@@ -157,6 +181,7 @@ func (q *queueLog) finished(fid int64, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.lastFin[fid] = time.Now()
+	q.trace(fid, "finish returns %s", kindOf(err))
 	if err == nil {
 		q.nfinished++
 	}

@@ -182,11 +182,10 @@ func (w *worker) upload(ctx context.Context, tr *tracker) error {
 	}
 	c := store.Commit{Fid: fid, DomainID: dmid, Key: key, Length: int64(w.rng.IntN(1 << 20)), DevIDs: devs, Replicate: w.rng.IntN(2) == 0}
 	start := time.Now()
-	requeued := func() {}
+	requeued := func(error) {}
 	if c.Replicate {
-		requeued = w.r.queue.requeue(fid)
+		requeued = w.r.queue.requeue(fid, "commit", tr)
 	}
-	defer requeued()
 	res, err := tr.st.CommitFile(ctx, c)
 	w.r.ops.note("commit", err)
 	out := outcomeOf(err)
@@ -201,6 +200,7 @@ func (w *worker) upload(ctx context.Context, tr *tracker) error {
 			}
 		}
 	}
+	requeued(err)
 	w.r.files.committed(fid, out, res)
 	if c.Replicate {
 		w.r.queue.enqueued(fid, start, out)
@@ -283,8 +283,9 @@ func (w *worker) enqueue(ctx context.Context, tr *tracker) error {
 		return nil
 	}
 	start := time.Now()
-	defer w.r.queue.requeue(fid)()
+	requeued := w.r.queue.requeue(fid, "enqueue", tr)
 	err := tr.st.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: fid})
+	requeued(err)
 	w.r.ops.note("enqueue", err)
 	w.r.queue.enqueued(fid, start, outcomeOf(err))
 	return err
@@ -328,8 +329,10 @@ func (w *worker) replicate(ctx context.Context, tr *tracker) error {
 
 // reschedule gives a row back as failed, due at once.
 func (w *worker) reschedule(ctx context.Context, tr *tracker, fid int64) error {
-	defer w.r.queue.requeue(fid)()
-	return w.r.ops.note("reschedule", tr.st.Reschedule(ctx, store.QueueReplicate, fid, 0, true))
+	requeued := w.r.queue.requeue(fid, "reschedule", tr)
+	err := tr.st.Reschedule(ctx, store.QueueReplicate, fid, 0, true)
+	requeued(err)
+	return w.r.ops.note("reschedule", err)
 }
 
 // sleepCtx waits d unless ctx ends first; it reports whether d passed.
