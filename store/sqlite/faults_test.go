@@ -6,8 +6,10 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	msqlite "modernc.org/sqlite"
 
@@ -29,6 +31,9 @@ type faults struct {
 	ackLost   atomic.Int32 // COMMITs that apply and then report errAckLost
 	busyAtEnd atomic.Int32 // COMMITs that roll back and report errBusy
 	busyExec  atomic.Int32 // statements in a transaction that fail with errBusy
+	// beforeExec, if set, runs before each statement on its connection,
+	// to play a competing tracker's write at a chosen point.
+	beforeExec func(ctx context.Context, c fullConn, q string, args []sqldriver.NamedValue)
 }
 
 // take uses up one fault of a counter.
@@ -88,6 +93,9 @@ func (c *faultConn) BeginTx(ctx context.Context, o sqldriver.TxOptions) (sqldriv
 func (c *faultConn) ExecContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Result, error) {
 	if c.inTx && take(&c.f.busyExec) {
 		return nil, errBusy
+	}
+	if c.f.beforeExec != nil {
+		c.f.beforeExec(ctx, c.c, q, args)
 	}
 	return c.c.ExecContext(ctx, q, args)
 }
@@ -218,5 +226,48 @@ func TestStore_TxRetriesConflicts(t *testing.T) {
 	f.busyAtEnd.Store(0)
 	if v, err := s.ServerSetting(ctx, "n"); err != nil || v != "5" {
 		t.Errorf("setting after a failed increment = %q, %v; want 5", v, err)
+	}
+}
+
+// One Lease never returns a fid twice, even when a row it claimed in one
+// round is due again by the next (an Enqueue landed in between) — found by
+// the torture program on MySQL and PostgreSQL.
+func TestStore_LeaseReturnsEachFidOnce(t *testing.T) {
+	s, f := openFaulty(t)
+	ctx := t.Context()
+	if err := s.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: 1}, store.QueueEntry{Fid: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var played atomic.Bool
+	f.beforeExec = func(ctx context.Context, c fullConn, q string, args []sqldriver.NamedValue) {
+		// Just before the claim of fid 2 in the first round: a competitor
+		// has claimed fid 2, and fid 1 (claimed a moment ago) was
+		// enqueued again, due now.
+		if !strings.HasPrefix(q, "UPDATE file_to_replicate SET nexttry = ?") || len(args) < 2 || args[1].Value != int64(2) ||
+			!played.CompareAndSwap(false, true) {
+			return
+		}
+		for _, stmt := range []string{
+			"UPDATE file_to_replicate SET nexttry = nexttry + 7200 WHERE fid = 2",
+			"UPDATE file_to_replicate SET nexttry = 0 WHERE fid = 1",
+		} {
+			if _, err := c.ExecContext(ctx, stmt, nil); err != nil {
+				t.Errorf("competing write %q: %v", stmt, err)
+			}
+		}
+	}
+	items, err := s.Lease(ctx, store.QueueReplicate, 2, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !played.Load() {
+		t.Fatal("the competing writes never ran: the claim statement changed, fix the test")
+	}
+	var fids []int64
+	for _, it := range items {
+		fids = append(fids, it.Fid)
+	}
+	if len(fids) != 1 || fids[0] != 1 {
+		t.Errorf("Lease returned fids %v; want [1] (fid 2 is the competitor's, fid 1 only once)", fids)
 	}
 }

@@ -187,6 +187,10 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 		return nil, s.wrap(op, err)
 	}
 	var out []store.QueueItem
+	// A row claimed in an earlier round can be due again by the next one
+	// (an Enqueue moved it earlier); it is this caller's already, so one
+	// Lease never returns a fid twice.
+	taken := map[int64]bool{}
 	for round := 0; round < 4 && len(out) < maxRows; round++ {
 		var cands []store.QueueItem
 		var now int64
@@ -207,7 +211,9 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 				if err != nil {
 					return err
 				}
-				cands = append(cands, it)
+				if !taken[it.Fid] {
+					cands = append(cands, it)
+				}
 			}
 			return rows.Err()
 		})
@@ -243,6 +249,7 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 			if claimed[c.Fid] {
 				c.NextTry = time.Unix(until, 0)
 				got = append(got, c)
+				taken[c.Fid] = true
 			}
 		}
 		out = append(out, got...)
