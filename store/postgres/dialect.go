@@ -249,6 +249,7 @@ func (dialect) Classify(err error) sqlstore.ErrorKind {
 		errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, net.ErrClosed),
+		errors.Is(err, pgconn.ErrConnClosed),
 		errors.As(err, &connErr),
 		errors.As(err, &netErr),
 		pgconn.SafeToRetry(err):

@@ -216,6 +216,10 @@ func TestDialect_Classify(t *testing.T) {
 		{"ConnectionFailure", &pgconn.PgError{Code: "08006"}, sqlstore.ErrKindConnLost},
 		{"BadConn", fmt.Errorf("x: %w", driver.ErrBadConn), sqlstore.ErrKindConnLost},
 		{"EOF", fmt.Errorf("read: %w", io.EOF), sqlstore.ErrKindConnLost},
+		// What pgx returns for a statement on a connection it has closed,
+		// e.g. its statement cache cleanup after a killed session (seen by
+		// the torture program).
+		{"ConnClosed", fmt.Errorf("failed to deallocate cached statement(s): %w", pgconn.ErrConnClosed), sqlstore.ErrKindConnLost},
 		{"Plain", errors.New("something else"), sqlstore.ErrOther},
 	} {
 		if tc.err == nil {
