@@ -69,7 +69,7 @@ ensure_mariadb() {
 	if ! my_up >/dev/null 2>&1; then
 		log "starting MariaDB"
 		as_root install -d -o mysql -g mysql /run/mysqld 2>/dev/null || true
-		as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+		as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
 		wait_for 60 my_up || { log "MariaDB did not come up"; return 1; }
 	fi
 	if ! my_ok >/dev/null 2>&1; then
