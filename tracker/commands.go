@@ -148,6 +148,20 @@ func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, stor
 	return ns, d, nil
 }
 
+// checkDomainKey is checkDomain for the commands that also need a key,
+// refused with no_key when empty, as Query.pm checks them in that order.
+func (t *Tracker) checkDomainKey(ctx context.Context, r *request) (*namespace, store.Domain, string, error) {
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, dom, "", err
+	}
+	key := r.Args.Get("key")
+	if key == "" {
+		return nil, dom, "", perr("no_key")
+	}
+	return ns, dom, key, nil
+}
+
 // lookupClass finds a class by name; a miss reloads the namespace once,
 // since another tracker may have just created the class. It returns the
 // namespace it answered from.
@@ -356,15 +370,11 @@ func cmdDoMonitorRound(t *Tracker, ctx context.Context, r *request) (*Reply, err
 // ---- file commands ----
 
 func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	ns, dom, err := t.checkDomain(ctx, r)
+	// The original takes an empty key here (create_close then discards the
+	// upload), but a tempfile row needs a key in our store: no_key.
+	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	key := r.Args.Get("key")
-	if key == "" {
-		// The original takes an empty key here (create_close then discards
-		// the upload), but a tempfile row needs a key in our store.
-		return nil, perr("no_key")
 	}
 	multi := perlTrue(r.Args.Get("multi_dest"))
 	size := perlNum(r.Args.Get("size"))
@@ -715,13 +725,9 @@ func (t *Tracker) fileByKey(ctx context.Context, dmid int, key, missingCode stri
 }
 
 func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	ns, dom, err := t.checkDomain(ctx, r)
+	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	key := r.Args.Get("key")
-	if key == "" {
-		return nil, perr("no_key")
 	}
 	pathcount := int(perlNum(r.Args.Get("pathcount")))
 	if pathcount < 2 {
@@ -786,13 +792,9 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 }
 
 func cmdDelete(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	_, dom, err := t.checkDomain(ctx, r)
+	_, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	key := r.Args.Get("key")
-	if key == "" {
-		return nil, perr("no_key")
 	}
 	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
 	if err != nil {
@@ -831,13 +833,9 @@ func cmdRename(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 }
 
 func cmdUpdateClassOfKey(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	ns, dom, err := t.checkDomain(ctx, r)
+	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	key := r.Args.Get("key")
-	if key == "" {
-		return nil, perr("no_key")
 	}
 	cname := r.Args.Get("class")
 	if !perlTrue(cname) {
@@ -880,13 +878,9 @@ func (t *Tracker) className(ns *namespace, dmid, classid int) string {
 }
 
 func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	ns, dom, err := t.checkDomain(ctx, r)
+	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	key := r.Args.Get("key")
-	if key == "" {
-		return nil, perr("no_key")
 	}
 	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
 	if err != nil {

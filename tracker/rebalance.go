@@ -193,16 +193,9 @@ func cmdRebalanceStart(t *Tracker, ctx context.Context, r *request) (*Reply, err
 		return nil, err
 	}
 	if !perlTrue(state) {
-		pol, err := t.setting(ctx, "rebal_policy")
+		p, err := t.rebalPolicy(ctx)
 		if err != nil {
 			return nil, err
-		}
-		if !perlTrue(pol) {
-			return nil, perr("no_rebal_policy")
-		}
-		p, err := parseRebalPolicy(pol)
-		if err != nil {
-			return nil, perr("bad_rebal_pol", err.Error())
 		}
 		ns, err := t.fresh(ctx)
 		if err != nil {
@@ -225,7 +218,9 @@ func cmdRebalanceStart(t *Tracker, ctx context.Context, r *request) (*Reply, err
 	return res, nil
 }
 
-func cmdRebalanceTest(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+// rebalPolicy reads and parses the stored rebal_policy, refusing with the
+// original's error codes when it is missing or malformed.
+func (t *Tracker) rebalPolicy(ctx context.Context) (map[string]string, error) {
 	pol, err := t.setting(ctx, "rebal_policy")
 	if err != nil {
 		return nil, err
@@ -236,6 +231,14 @@ func cmdRebalanceTest(t *Tracker, ctx context.Context, r *request) (*Reply, erro
 	p, err := parseRebalPolicy(pol)
 	if err != nil {
 		return nil, perr("bad_rebal_pol", err.Error())
+	}
+	return p, nil
+}
+
+func cmdRebalanceTest(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+	p, err := t.rebalPolicy(ctx)
+	if err != nil {
+		return nil, err
 	}
 	ns, err := t.fresh(ctx)
 	if err != nil {
