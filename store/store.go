@@ -19,8 +19,13 @@
 //  4. Declare what legitimately differs in [Capabilities]; nothing else may.
 //
 // Every method taking a context may block on the database; the context bounds
-// that wait. All methods are safe for concurrent use. After Close every method
-// fails with [ErrClosed].
+// that wait, and so does a default deadline: the DSN parameter op_timeout
+// (default [DefaultOpTimeout], 10s; op_timeout=0 for none) gives every call
+// whose context has no earlier deadline that long, a Lock call its wait
+// timeout plus that long, so a hung server or a partition never ties up a
+// caller indefinitely. A call cut short by it fails with
+// context.DeadlineExceeded. All methods are safe for concurrent use. After
+// Close every method fails with [ErrClosed].
 package store
 
 import (
