@@ -334,8 +334,11 @@ func isSentinel(err error) bool {
 	return false
 }
 
-// wrap prefixes err once with the operation, adding store.ErrDuplicate or
-// store.ErrNotFound beside a driver error that means it.
+// wrap prefixes err once with the operation and attaches the sentinel a
+// driver error means: store.ErrNotFound, store.ErrDuplicate,
+// store.ErrUnavailable for a lost connection (at COMMIT, try has already
+// made it store.ErrUnknownOutcome), store.ErrClosed for anything failing
+// because Close ran meanwhile.
 func (s *Store) wrap(op string, err error) error {
 	if err == nil {
 		return nil
@@ -345,16 +348,19 @@ func (s *Store) wrap(op string, err error) error {
 		return fmt.Errorf("store: %s: %w", op, err)
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrNotFound, err)
-	case errors.Is(err, sql.ErrConnDone), errors.Is(err, sql.ErrTxDone):
-		if s.closed.Load() {
-			return fmt.Errorf("store: %s: %w: %w", op, store.ErrClosed, err)
-		}
-	}
-	if s.d.Classify(err) == ErrKindDuplicate {
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
-	}
-	if s.closed.Load() && strings.Contains(err.Error(), "database is closed") {
+	case s.closed.Load():
+		// Close raced with the call: whatever the driver says (its
+		// pool's "database is closed" has no sentinel to match), the
+		// cause is the Close.
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrClosed, err)
+	case errors.Is(err, sql.ErrConnDone):
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	switch s.d.Classify(err) {
+	case ErrKindDuplicate:
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
+	case ErrKindConnLost:
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }
