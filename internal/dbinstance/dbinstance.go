@@ -168,11 +168,16 @@ func tempDir(parent, pattern string, a *account) (string, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
+	sweep(parent)
 	dir, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
 		return "", fmt.Errorf("dbinstance: %w", err)
 	}
-	if err := a.chownAll(dir); err != nil {
+	err = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	if err == nil {
+		err = a.chownAll(dir)
+	}
+	if err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("dbinstance: %w", err)
 	}

@@ -23,7 +23,9 @@ func TestMain(m *testing.M) {
 		orphanChild()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	dbinstance.RemoveTemplates()
+	os.Exit(code)
 }
 
 // orphanChild is the child half of TestNoOrphanAfterOwnerDies: it starts

@@ -69,32 +69,60 @@ func StartPostgres(ctx context.Context, o PGOptions) (*Postgres, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	// --no-sync: the bootstrap files need not reach the disk now (only a
-	// machine crash would lose them); the server itself runs with fsync.
-	if err := run(p.acct, p.logPath(), filepath.Join(p.bin, "initdb"),
-		"-D", p.data, "-U", "root", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"); err != nil {
-		p.Cleanup()
-		return nil, err
-	}
-	if err := p.writeConf(); err != nil {
-		p.Cleanup()
-		return nil, err
-	}
-	if err := p.Start(ctx); err != nil {
-		p.Cleanup()
-		return nil, err
-	}
-	c, err := p.connect(ctx, "postgres")
+	tmpl, err := templateData("postgres "+p.bin+" "+o.Dir, o.Dir, p.acct, func(ctx context.Context, dir string) (string, error) {
+		return pgTemplate(ctx, p.bin, p.acct, dir)
+	})
 	if err == nil {
-		_, err = c.Exec(ctx, "CREATE DATABASE test")
-		c.Close(ctx)
+		err = copyTree(tmpl, p.data, p.acct)
+	}
+	if err == nil {
+		err = p.writeConf()
+	}
+	if err == nil {
+		err = p.Start(ctx)
 	}
 	if err != nil {
 		p.Cleanup()
-		return nil, fmt.Errorf("dbinstance: postgres: create database test: %w", err)
+		return nil, err
 	}
 	p.logf("postgres primary on %s (%s) ready in %v", p.Addr(), p.dir, time.Since(t0).Round(time.Millisecond))
 	return p, nil
+}
+
+// pgTemplate initialises a cluster in dir (trust auth, superuser root,
+// database test) and shuts it down cleanly, to be copied by StartPostgres.
+// Copies share its system identifier, which nothing here depends on.
+func pgTemplate(ctx context.Context, bin string, acct *account, dir string) (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	t := &Postgres{bin: bin, acct: acct, dir: dir, data: filepath.Join(dir, "data"), port: port}
+	// --no-sync: the bootstrap files need not reach the disk now (only a
+	// machine crash would lose them); the server itself runs with fsync.
+	if err := run(acct, t.logPath(), filepath.Join(bin, "initdb"),
+		"-D", t.data, "-U", "root", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"); err != nil {
+		return "", err
+	}
+	if err := t.writeConf(); err != nil {
+		return "", err
+	}
+	if err := t.Start(ctx); err != nil {
+		return "", err
+	}
+	c, err := t.connect(ctx, "postgres")
+	if err == nil {
+		_, err = c.Exec(ctx, "CREATE DATABASE test")
+		c.Close(context.Background())
+	}
+	if err != nil {
+		t.Kill()
+		return "", fmt.Errorf("dbinstance: postgres: create database test: %w", err)
+	}
+	if err := t.Stop(); err != nil {
+		return "", err
+	}
+	return t.data, nil
 }
 
 func newPostgres(o PGOptions) (*Postgres, error) {

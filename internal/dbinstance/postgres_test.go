@@ -179,3 +179,19 @@ func TestPostgresStandbyPromote(t *testing.T) {
 		t.Errorf("rows on the promoted standby: %d, want 3", n)
 	}
 }
+
+// Instances copied from one template are separate clusters.
+func TestPostgresInstancesIndependent(t *testing.T) {
+	a, b := startPG(t), startPG(t)
+	ctx := ctxT(t, 30*time.Second)
+	if a.Addr() == b.Addr() || a.Dir() == b.Dir() {
+		t.Fatalf("two instances share %s / %s", a.Addr(), a.Dir())
+	}
+	ca, cb := pgConn(t, ctx, a.DSN("test")), pgConn(t, ctx, b.DSN("test"))
+	if _, err := ca.Exec(ctx, "CREATE TABLE t (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.Exec(ctx, "SELECT 1 FROM t"); err == nil {
+		t.Fatal("a table made on one instance exists on the other")
+	}
+}

@@ -25,6 +25,12 @@ import (
 	"github.com/gomogile/gomogile/internal/testdb"
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dbinstance.RemoveTemplates()
+	os.Exit(code)
+}
+
 // echoServer accepts connections and echoes lines back until closed.
 func echoServer(t *testing.T) net.Listener {
 	t.Helper()
