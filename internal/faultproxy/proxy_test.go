@@ -134,6 +134,54 @@ func TestTCPCut(t *testing.T) {
 	}
 }
 
+// SetTarget moves new connections to another server, as a service address
+// moved to a promoted standby; a connection already made keeps its own.
+func TestTCPSetTarget(t *testing.T) {
+	a := echoServer(t)
+	b, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	go func() {
+		for {
+			c, err := b.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "this is b\n")
+			c.Close()
+		}
+	}()
+	p := start(t, a.Addr().String(), faultproxy.Options{})
+	old, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	ro := bufio.NewReader(old)
+	roundTrip(t, old, ro, "to a")
+	if err := p.SetTarget(b.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if p.Target() != b.Addr().String() {
+		t.Fatalf("Target %s after SetTarget(%s)", p.Target(), b.Addr())
+	}
+	roundTrip(t, old, ro, "still a")
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "this is b\n" {
+		t.Fatalf("new connection after SetTarget: %q %v", line, err)
+	}
+	if err := p.SetTarget("no-port"); err == nil {
+		t.Error("SetTarget accepted an address without a port")
+	}
+}
+
 // A partition holds data and closes alike: the client sees neither a
 // reply nor an end of stream until it heals.
 func TestTCPBlackhole(t *testing.T) {
