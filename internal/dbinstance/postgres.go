@@ -408,3 +408,43 @@ func (p *Postgres) Promote(ctx context.Context) error {
 		}
 	}
 }
+
+// SetSynchronousStandby makes p acknowledge a commit only once a standby
+// has flushed it (synchronous_standby_names = '*', synchronous_commit on),
+// so promoting that standby loses no acknowledged commit, which
+// asynchronous streaming may. With on it returns once a standby is
+// synchronous; with on false commits no longer wait for one. The setting
+// lives in postgresql.auto.conf, which StartStandby copies: a standby made
+// after it, once promoted, waits for a synchronous standby of its own
+// (give it one, or turn this off on it).
+func (p *Postgres) SetSynchronousStandby(ctx context.Context, on bool) error {
+	c, err := p.connect(ctx, "postgres")
+	if err != nil {
+		return fmt.Errorf("dbinstance: synchronous standby on %s: %w", p.Addr(), err)
+	}
+	defer c.Close(context.Background())
+	names := "''"
+	if on {
+		names = "'*'"
+	}
+	for _, q := range []string{"ALTER SYSTEM SET synchronous_standby_names = " + names, "SELECT pg_reload_conf()"} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			return fmt.Errorf("dbinstance: synchronous standby on %s: %s: %w", p.Addr(), q, err)
+		}
+	}
+	for on {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&n); err != nil {
+			return fmt.Errorf("dbinstance: synchronous standby on %s: %w", p.Addr(), err)
+		}
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dbinstance: no synchronous standby on %s: %w", p.Addr(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}

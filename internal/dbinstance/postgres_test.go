@@ -146,6 +146,13 @@ func TestPostgresStandbyPromote(t *testing.T) {
 	if sb.Addr() == pg.Addr() {
 		t.Fatal("standby on the primary's port")
 	}
+	if err := pg.SetSynchronousStandby(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	var sync string
+	if err := c.QueryRow(ctx, "SELECT sync_state FROM pg_stat_replication").Scan(&sync); err != nil || sync != "sync" {
+		t.Fatalf("standby sync_state %q (%v), want sync", sync, err)
+	}
 	if _, err := c.Exec(ctx, "INSERT INTO t VALUES (2)"); err != nil {
 		t.Fatal(err)
 	}

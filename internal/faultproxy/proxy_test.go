@@ -94,7 +94,7 @@ func TestTCPDelay(t *testing.T) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	base := roundTrip(t, c, r, "hello")
-	const d = 150 * time.Millisecond
+	const d = 300 * time.Millisecond
 	p.SetDelay(d)
 	slow := roundTrip(t, c, r, "slow")
 	// One chunk each way: the round trip grows by 2d at least.
@@ -102,6 +102,8 @@ func TestTCPDelay(t *testing.T) {
 		t.Errorf("round trip with delay %v took %v (without: %v), want ≥ %v", d, slow, base, 2*d)
 	}
 	p.SetDelay(0)
+	// Without the delay a loopback round trip takes well under a
+	// millisecond; 2d leaves a loaded machine room.
 	if fast := roundTrip(t, c, r, "fast"); fast >= 2*d {
 		t.Errorf("round trip after SetDelay(0) took %v", fast)
 	}
