@@ -667,3 +667,49 @@ func readToZ(r *bufio.Reader) error {
 		}
 	}
 }
+
+// DropCommitReplies(n) drops exactly the next n commits, whichever
+// connections they come on; 0 cancels what is pending.
+func TestMySQLDropSeveralCommitReplies(t *testing.T) {
+	cfg, addr := mysqlServer(t)
+	direct := openDB(t, "mysql", cfg.FormatDSN())
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.MySQL})
+	pcfg := cfg.Clone()
+	pcfg.Addr = p.Addr()
+	proxied := openDB(t, "mysql", pcfg.FormatDSN())
+	insert := func() error {
+		tx, err := proxied.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO t () VALUES ()"); err != nil {
+			t.Fatal(err)
+		}
+		return tx.Commit()
+	}
+	p.DropCommitReplies(2)
+	var failed []int
+	for i := 0; i < 4; i++ {
+		if err := insert(); err != nil {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) != 2 || failed[0] != 0 || failed[1] != 1 {
+		t.Fatalf("commits that failed: %v, want the first two", failed)
+	}
+	p.DropCommitReplies(5)
+	p.DropCommitReplies(0)
+	if err := insert(); err != nil {
+		t.Fatalf("commit after DropCommitReplies(0): %v", err)
+	}
+	if n := count(t, direct, "t"); n != 5 {
+		t.Fatalf("rows: %d, want 5 (every commit applied)", n)
+	}
+	if s := p.Stats(); s.DroppedCommitReplies != 2 || s.CommitsSeen != 5 || s.PendingDrops != 0 {
+		t.Fatalf("stats %+v, want 2 dropped of 5 seen, none pending", s)
+	}
+}
