@@ -713,3 +713,46 @@ func TestMySQLDropSeveralCommitReplies(t *testing.T) {
 		t.Fatalf("stats %+v, want 2 dropped of 5 seen, none pending", s)
 	}
 }
+
+// In front of a PgBouncer in transaction mode (whose own startup and
+// ReadyForQuery the proxy sees), and behind it (where the cut connection
+// is the pooler's to the server), a dropped reply is still an applied
+// commit the client cannot know about.
+func TestPostgresDropCommitReplyPgBouncer(t *testing.T) {
+	for _, kind := range []string{"postgres", "pgbouncer"} {
+		if err := dbinstance.Available(kind); err != nil {
+			testdb.Unavailable(t, kind, err.Error())
+		}
+	}
+	ctx := ctxT(t, 90*time.Second)
+	pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Cleanup() })
+	direct := openDB(t, "pgx", pg.DSN("test"))
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id serial PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("client-proxy-bouncer", func(t *testing.T) {
+		b, err := dbinstance.StartPgBouncer(ctx, pg.Addr(), dbinstance.BouncerOptions{Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Cleanup() })
+		p := start(t, b.Addr(), faultproxy.Options{Protocol: faultproxy.Postgres})
+		proxied := openDB(t, "pgx", pgDSN(t, b.DSN("test"), p.Addr(), "disable")+"&default_query_exec_mode=simple_protocol")
+		dropOne(t, p, direct, proxied, "INSERT INTO t DEFAULT VALUES")
+	})
+	t.Run("bouncer-proxy-server", func(t *testing.T) {
+		p := start(t, pg.Addr(), faultproxy.Options{Protocol: faultproxy.Postgres})
+		b, err := dbinstance.StartPgBouncer(ctx, p.Addr(), dbinstance.BouncerOptions{Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Cleanup() })
+		pooled := openDB(t, "pgx", b.DSN("test")+"&default_query_exec_mode=simple_protocol")
+		dropOne(t, p, direct, pooled, "INSERT INTO t DEFAULT VALUES")
+	})
+}
