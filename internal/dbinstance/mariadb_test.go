@@ -17,7 +17,7 @@ func TestMariaDBKillStart(t *testing.T) {
 	need(t, "mariadb")
 	ctx := ctxT(t, 120*time.Second)
 	t0 := time.Now()
-	m, err := dbinstance.StartMariaDB(ctx, dbinstance.MyOptions{Logf: t.Logf})
+	m, err := dbinstance.StartMariaDB(ctx, dbinstance.MyOptions{Logf: t.Logf, Settings: map[string]string{"max-connections": "77"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,10 @@ func TestMariaDBKillStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	var maxConns int
+	if err := db.QueryRowContext(ctx, "SELECT @@max_connections").Scan(&maxConns); err != nil || maxConns != 77 {
+		t.Errorf("max_connections %d (%v), want the 77 of Settings", maxConns, err)
+	}
 	if _, err := db.ExecContext(ctx, "CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
 		t.Fatal(err)
 	}

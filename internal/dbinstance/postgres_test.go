@@ -15,9 +15,15 @@ import (
 
 func startPG(t *testing.T) *dbinstance.Postgres {
 	t.Helper()
+	return startPGWith(t, dbinstance.PGOptions{})
+}
+
+func startPGWith(t *testing.T, o dbinstance.PGOptions) *dbinstance.Postgres {
+	t.Helper()
 	need(t, "postgres")
 	t0 := time.Now()
-	pg, err := dbinstance.StartPostgres(ctxT(t, 60*time.Second), dbinstance.PGOptions{Logf: t.Logf})
+	o.Logf = t.Logf
+	pg, err := dbinstance.StartPostgres(ctxT(t, 60*time.Second), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +193,11 @@ func TestPostgresStandbyPromote(t *testing.T) {
 	}
 }
 
-// Instances copied from one template are separate clusters.
+// Instances copied from one template are separate clusters, each with
+// its own settings.
 func TestPostgresInstancesIndependent(t *testing.T) {
-	a, b := startPG(t), startPG(t)
+	a := startPG(t)
+	b := startPGWith(t, dbinstance.PGOptions{Settings: map[string]string{"max_connections": "42"}})
 	ctx := ctxT(t, 30*time.Second)
 	if a.Addr() == b.Addr() || a.Dir() == b.Dir() {
 		t.Fatalf("two instances share %s / %s", a.Addr(), a.Dir())
@@ -200,5 +208,14 @@ func TestPostgresInstancesIndependent(t *testing.T) {
 	}
 	if _, err := cb.Exec(ctx, "SELECT 1 FROM t"); err == nil {
 		t.Fatal("a table made on one instance exists on the other")
+	}
+	for i, c := range []*pgx.Conn{ca, cb} {
+		var n string
+		if err := c.QueryRow(ctx, "SHOW max_connections").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"100", "42"}[i]; n != want {
+			t.Errorf("instance %d: max_connections %s, want %s", i, n, want)
+		}
 	}
 }
