@@ -167,7 +167,14 @@ func (p *Proxy) logf(format string, args ...any) {
 // Cut closes every current connection now, on both sides, as a network
 // reset would; the client sees its connection end. New connections work
 // as before (unless a blackhole is on).
-func (p *Proxy) Cut() {
+func (p *Proxy) Cut() { p.cut(false) }
+
+// Reset is Cut with a TCP reset (RST) in place of the orderly close, as a
+// rebooted peer or a firewall answers: drivers report it differently
+// ("connection reset by peer" rather than EOF), and both must be mapped.
+func (p *Proxy) Reset() { p.cut(true) }
+
+func (p *Proxy) cut(rst bool) {
 	p.mu.Lock()
 	cs := make([]*conn, 0, len(p.conns))
 	for c := range p.conns {
@@ -175,12 +182,15 @@ func (p *Proxy) Cut() {
 	}
 	p.mu.Unlock()
 	for _, c := range cs {
+		if rst {
+			c.lingerZero()
+		}
 		if c.close() {
 			p.nCuts.Add(1)
 		}
 	}
 	if len(cs) > 0 {
-		p.logf("cut %d connections", len(cs))
+		p.logf("cut %d connections (reset %v)", len(cs), rst)
 	}
 }
 
@@ -348,6 +358,18 @@ type conn struct {
 	halfDone atomic.Int32 // directions that ended cleanly
 
 	st protoState // shared by both directions of the protocol parser
+}
+
+// lingerZero makes the next close of both sides send a RST.
+func (c *conn) lingerZero() {
+	if tc, ok := c.client.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.smu.Lock()
+	if tc, ok := c.server.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.smu.Unlock()
 }
 
 // close closes both sides once; it reports whether this call did it.

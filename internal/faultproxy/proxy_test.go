@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,6 +134,28 @@ func TestTCPCut(t *testing.T) {
 	roundTrip(t, c2, bufio.NewReader(c2), "after")
 	if s := p.Stats(); s.Cuts != 1 || s.Accepted != 2 {
 		t.Errorf("stats %+v, want Cuts=1 Accepted=2", s)
+	}
+}
+
+// Reset ends connections with a RST, which the client sees as a reset,
+// not as an end of stream.
+func TestTCPReset(t *testing.T) {
+	ln := echoServer(t)
+	p := start(t, ln.Addr().String(), faultproxy.Options{})
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	roundTrip(t, c, r, "before")
+	p.Reset()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.ReadString('\n'); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after Reset: %v, want ECONNRESET", err)
+	}
+	if s := p.Stats(); s.Cuts != 1 {
+		t.Errorf("stats %+v, want Cuts=1", s)
 	}
 }
 
