@@ -44,7 +44,13 @@ func (h *harness) Reset(ctx context.Context) error {
 	if err != nil || len(tables) == 0 {
 		return err
 	}
-	_, err = conn.Exec(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" RESTART IDENTITY CASCADE")
+	if _, err = conn.Exec(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" RESTART IDENTITY CASCADE"); err != nil {
+		return err
+	}
+	// Emptied lock tables look like a crash's, after which no lock is
+	// granted for a lease; a reset database is a new one, on which no
+	// lock was ever held, as Open would have created it.
+	_, err = conn.Exec(ctx, "INSERT INTO "+postgres.EpochTable+" (id, started_at) VALUES (1, '-infinity') ON CONFLICT (id) DO UPDATE SET started_at = '-infinity'")
 	return err
 }
 
@@ -492,6 +498,11 @@ func TestLocks_RenewerKilled(t *testing.T) {
 		t.Errorf("another Store waited %v after the kill; want the old incarnation evicted at once, well within the %v lease", took, lease)
 	}
 	lb.Release(t.Context())
+	// The new incarnation's statement may commit (freeing the name to b)
+	// a moment before a's renewer records it.
+	if !waitFor(lease, func() bool { r, _, _ := postgres.LockSessionPIDs(a); return r != renew }) {
+		t.Errorf("no new renewer session within %v of the loss", lease)
+	}
 	if r, lnow, _ := postgres.LockSessionPIDs(a); r == renew || r == 0 || lnow != listen {
 		t.Errorf("sessions after the kill: renewer %d (was %d), listener %d (was %d); want a new renewer and the same listener", r, renew, lnow, listen)
 	}
