@@ -246,7 +246,7 @@ func newLockBackend(db *sql.DB, connCfg *pgx.ConnConfig, cfg lockConfig, hostnam
 func (b *lockBackend) start(ctx context.Context) error {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
-		return fmt.Errorf("postgres: lock session: %w", err)
+		return fmt.Errorf("postgres: lock session: %w", lockErr(ctx, err))
 	}
 	if err := b.register(ctx, conn); err != nil {
 		conn.Close(context.Background())
@@ -353,11 +353,11 @@ func (b *lockBackend) expire(inc *incarnation) {
 func (b *lockBackend) listenConn(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: listen session: %w", err)
+		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		conn.Close(context.Background())
-		return nil, fmt.Errorf("postgres: listen session: %w", err)
+		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
 	}
 	b.mu.Lock()
 	b.listenPID = conn.PgConn().PID()
@@ -902,7 +902,7 @@ func (b *lockBackend) Close() error {
 		defer cancel()
 		var n int64
 		if err = b.db.QueryRowContext(ctx, evictOwnerSQL, id).Scan(&n); err != nil {
-			err = fmt.Errorf("postgres: release locks of %q: %w", b.cfg.identity, err)
+			err = fmt.Errorf("postgres: release locks of %q: %w", b.cfg.identity, lockErr(ctx, err))
 		}
 	}
 	b.mu.Lock()
@@ -974,11 +974,19 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // lockErr maps a driver error of the lock paths onto the store's sentinels:
-// the caller's context error when that is what ended the call; otherwise
-// the error as it is.
+// the context's error when that is what ended the call (pgx reports it in
+// several shapes), store.ErrUnavailable for a connection that failed or
+// broke; other errors (SQL errors: a bug or a damaged schema) as they are.
+// Classification is by error type and SQLSTATE, never by text.
 func lockErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
 		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err
 }
