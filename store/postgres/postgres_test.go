@@ -612,3 +612,38 @@ func TestLocks_StalledRenewalLosesFirst(t *testing.T) {
 		t.Errorf("Release after the stall: got %v; want %v", err, store.ErrLockLost)
 	}
 }
+
+// TestLocks_ErrorsWrappedOnce: lock errors match their sentinels and name
+// the lock once (the shared layer adds the name; the backend must not).
+func TestLocks_ErrorsWrappedOnce(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	a, b := open(t, dsn), open(t, dsn)
+	l := lock(t, a, "once", 0)
+	_, err := b.Lock(t.Context(), "once", 20*time.Millisecond)
+	if !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("Lock of a held name: got %v; want %v", err, store.ErrLockTimeout)
+	}
+	if n := strings.Count(err.Error(), `lock "once"`); n != 1 {
+		t.Errorf("timeout error %q names the lock %d times; want once", err, n)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := b.Lock(ctx, "once", time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("Lock with a cancelled context: got %v; want %v", err, context.Canceled)
+	}
+	// Lose a's lock: its renewer's session dies.
+	renew, _, _ := postgres.LockSessionPIDs(a)
+	if err := terminate(t.Context(), dsn, renew); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(lease, func() bool { return isClosed(l.Lost()) }) {
+		t.Fatalf("Lost() not closed within %v of the renewer's death", lease)
+	}
+	err = l.Release(t.Context())
+	if !errors.Is(err, store.ErrLockLost) {
+		t.Fatalf("Release of a lost lock: got %v; want %v", err, store.ErrLockLost)
+	}
+	if n := strings.Count(err.Error(), `lock "once"`); n != 1 {
+		t.Errorf("release error %q names the lock %d times; want once", err, n)
+	}
+}
