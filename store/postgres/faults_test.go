@@ -5,13 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/faultproxy"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/postgres"
@@ -151,4 +155,99 @@ func TestLocks_PausedDuplicateLearnsLoss(t *testing.T) {
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatalf("successor's Release: %v", err)
 	}
+}
+
+// behind returns dsn with its host and port replaced by addr (a proxy's).
+func behind(t testing.TB, dsn, addr string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = addr
+	return u.String()
+}
+
+// hostPort is the server address dsn names.
+func hostPort(t testing.TB, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// TestLocks_PartitionLosesBeforeRegrant: every connection of the holder is
+// partitioned away (no FIN, no RST) for longer than the lease, starting at a
+// random point of its renewal cycle. Lost fires by the holder's own
+// deadline, whatever its renewer was doing, and before a Store that can
+// still reach the server is granted the lock.
+func TestLocks_PartitionLosesBeforeRegrant(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	proxy, err := faultproxy.Start(hostPort(t, dsn), faultproxy.Options{Protocol: faultproxy.Postgres})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	holderDSN := behind(t, dsn, proxy.Addr())
+	other := open(t, dsn)
+
+	const runs = 6
+	var gaps, losses []time.Duration
+	for run := range runs {
+		holder, err := store.Open(t.Context(), holderDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("partition/%d", run)
+		l := lock(t, holder, name, 0)
+		// A random point of the renewal and reaping cycles.
+		time.Sleep(time.Duration(rand.Int64N(int64(lease))))
+		proxy.Blackhole(true)
+		cut := time.Now()
+
+		granted := make(chan time.Time, 1)
+		go func() {
+			lo, err := other.Lock(t.Context(), name, 10*lease)
+			if err != nil {
+				t.Errorf("run %d: other Store's Lock: %v", run, err)
+				close(granted)
+				return
+			}
+			granted <- time.Now()
+			lo.Release(context.Background())
+		}()
+		var lostAt time.Time
+		select {
+		case <-l.Lost():
+			lostAt = time.Now()
+		case at := <-granted:
+			proxy.Blackhole(false)
+			holder.Close()
+			t.Fatalf("run %d: another Store was granted the lock %v into the partition, before the holder's Lost", run, at.Sub(cut))
+		case <-time.After(10 * lease):
+			t.Fatalf("run %d: Lost not closed %v into the partition", run, 10*lease)
+		}
+		at, ok := <-granted
+		proxy.Blackhole(false)
+		holder.Close()
+		if !ok {
+			t.FailNow()
+		}
+		loss, gap := lostAt.Sub(cut), at.Sub(lostAt)
+		losses, gaps = append(losses, loss), append(gaps, gap)
+		if gap <= 0 {
+			t.Errorf("run %d: granted to another Store %v before the holder's Lost", run, -gap)
+		}
+		// The deadline is at most lease - lease/5 after the partition began
+		// (the last renewal was sent before it); allow the margin again
+		// for a loaded machine's timer lateness.
+		if loss > lease {
+			t.Errorf("run %d: Lost fired %v into the partition; want by the deadline, under %v", run, loss, lease)
+		}
+	}
+	slices.Sort(gaps)
+	slices.Sort(losses)
+	t.Logf("lease %v: Lost after partition start %v; Lost to other's grant %v", lease, losses, gaps)
 }
