@@ -455,6 +455,16 @@ func (b *lockBackend) reconnect(conn **pgx.Conn) error {
 	if *conn == nil {
 		c, err := pgx.ConnectConfig(ctx, b.connCfg)
 		if err != nil {
+			if b.ctx.Err() == nil && ctx.Err() != nil {
+				// No answer within a lease: a partition or a hung server.
+				err = fmt.Errorf("%w: no answer within %v: %w", store.ErrUnavailable, b.cfg.lease, err)
+			} else {
+				err = lockErr(ctx, err)
+			}
+			err = fmt.Errorf("postgres: lock session: %w", err)
+			b.mu.Lock()
+			b.regErr = err
+			b.mu.Unlock()
 			return err
 		}
 		*conn = c
@@ -650,26 +660,27 @@ func (b *lockBackend) wakeAll() {
 }
 
 // current returns the live incarnation; or nil and, between a loss and the
-// next registration, a channel closed at that registration.
-func (b *lockBackend) current() (*incarnation, <-chan struct{}, error) {
+// next registration, a channel closed at that registration and why the last
+// registration failed (nil if none has yet).
+func (b *lockBackend) current() (*incarnation, <-chan struct{}, error, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.closed || b.crashed:
-		return nil, nil, store.ErrClosed
+		return nil, nil, nil, store.ErrClosed
 	case b.cur == nil && errors.Is(b.regErr, store.ErrDuplicate):
 		// Another live Store took the identity over: this one cannot
 		// register again until that one is gone.
-		return nil, nil, b.regErr
+		return nil, nil, nil, b.regErr
 	case b.cur == nil:
-		return nil, b.ready, nil
+		return nil, b.ready, b.regErr, nil
 	case !time.Now().Before(b.cur.deadline):
 		// Renewal is late: the lease is no longer safe to lend out. The
 		// renewer is about to renew or give the incarnation up.
 		b.poke()
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	return b.cur, nil, nil
+	return b.cur, nil, nil, nil
 }
 
 type tryResult int
@@ -701,7 +712,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		}
 	}()
 	for {
-		inc, ready, err := b.current()
+		inc, ready, why, err := b.current()
 		if err != nil {
 			return nil, err
 		}
@@ -723,6 +734,10 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
+			if inc == nil && errors.Is(why, store.ErrUnavailable) {
+				// Not a lock someone holds: no owner could be registered.
+				return nil, fmt.Errorf("no lock owner registered within %v: %w", timeout, why)
+			}
 			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
 		}
 		wait := min(backoff, deadline.Sub(now))
