@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -18,6 +20,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
 
+	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/internal/faultproxy"
 	"github.com/gomogile/gomogile/internal/testdb"
 )
@@ -528,5 +531,83 @@ func TestMySQLBlackhole(t *testing.T) {
 	db2 := openDB(t, "mysql", pcfg.FormatDSN())
 	if _, err := db2.ExecContext(ctx, "DO 1"); err != nil {
 		t.Fatalf("after heal: %v", err)
+	}
+}
+
+// A server without TLS answers an SSLRequest with 'N' and the client goes
+// on with its startup on the same connection (libpq does; pgx opens a new
+// one): the proxy passes both on and still sees the commit that follows.
+func TestPostgresSSLRequestRefusedByServer(t *testing.T) {
+	if err := dbinstance.Available("postgres"); err != nil {
+		testdb.Unavailable(t, "postgres", err.Error())
+	}
+	ctx := ctxT(t, 60*time.Second)
+	pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Cleanup() })
+	direct := openDB(t, "pgx", pg.DSN("test"))
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id serial PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, pg.Addr(), faultproxy.Options{Protocol: faultproxy.Postgres})
+
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(c)
+	c.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}) // SSLRequest
+	if b, err := r.ReadByte(); err != nil || b != 'N' {
+		t.Fatalf("answer to SSLRequest: %q %v, want 'N'", b, err)
+	}
+	startup := append([]byte{0, 0, 0, 0, 0, 3, 0, 0}, "user\x00root\x00database\x00test\x00\x00"...)
+	binary.BigEndian.PutUint32(startup, uint32(len(startup)))
+	c.Write(startup)
+	query := func(sql string) error { // sends a simple Query, reads to its ReadyForQuery
+		msg := append([]byte{'Q', 0, 0, 0, 0}, sql+"\x00"...)
+		binary.BigEndian.PutUint32(msg[1:], uint32(len(msg)-1))
+		c.Write(msg)
+		return readToZ(r)
+	}
+	if err := readToZ(r); err != nil {
+		t.Fatalf("startup: %v", err)
+	}
+	if err := query("BEGIN; INSERT INTO t DEFAULT VALUES"); err != nil {
+		t.Fatal(err)
+	}
+	p.DropCommitReplies(1)
+	if err := query("commit;"); err == nil {
+		t.Fatal("the reply of COMMIT arrived")
+	}
+	if n := count(t, direct, "t"); n != 1 {
+		t.Fatalf("rows after the ambiguous commit: %d, want 1", n)
+	}
+	if s := p.Stats(); s.DroppedCommitReplies != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// readToZ reads backend messages up to a ReadyForQuery; an ErrorResponse
+// or the end of the stream is an error.
+func readToZ(r *bufio.Reader) error {
+	for {
+		var hdr [5]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(hdr[1:])-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return err
+		}
+		switch hdr[0] {
+		case 'Z':
+			return nil
+		case 'E':
+			return fmt.Errorf("server error: %q", body)
+		}
 	}
 }
