@@ -64,25 +64,41 @@ func grab(t *testing.T, s store.Store, name string, d time.Duration) (store.Lock
 // notice the crash at all until its deadline: its connections go through a
 // proxy that is partitioned from just before the kill until the other
 // Store's grant, as a pooler holds a client's queries while its server is
-// down (or as the network fails with the server); its lease is longer than
+// down (or as the network fails with the server). In PgBouncer the holder
+// reaches the server through a real transaction-mode PgBouncer, whose
+// client sessions outlive the server's. These two have a lease longer than
 // a restart takes here, so that an acquirer that does not wait (the old
 // backend) is granted while the holder still believes it holds.
 func TestLocks_ServerCrashRestart(t *testing.T) {
 	pg := privatePostgres(t) // one for the modes: initdb is slow
+	pooler := []string{"lock_notify=false", "default_query_exec_mode=simple_protocol"}
 	for _, mode := range []struct {
-		name, param string
-		lease       time.Duration
-		runs        int
-		cutOff      bool
+		name            string
+		params          []string
+		lease           time.Duration
+		runs            int
+		cutOff, bouncer bool
 	}{
-		{"Default", "", 2 * time.Second, 2, false},
-		{"Pooler", "lock_notify=false", 2 * time.Second, 3, false},
-		{"CutOff", "lock_notify=false", 10 * time.Second, 1, true},
+		{"Default", nil, 2 * time.Second, 2, false, false},
+		{"Pooler", pooler, 2 * time.Second, 3, false, false},
+		{"CutOff", pooler, 10 * time.Second, 1, true, false},
+		{"PgBouncer", pooler, 10 * time.Second, 1, false, true},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			lease := mode.lease
-			dsn := withParams(pg.DSN("test"), "lock_lease="+lease.String(), mode.param)
+			dsn := withParams(pg.DSN("test"), append([]string{"lock_lease=" + lease.String()}, mode.params...)...)
 			holderDSN := dsn
+			if mode.bouncer {
+				if err := dbinstance.Available("pgbouncer"); err != nil {
+					t.Skipf("no PgBouncer: %v", err)
+				}
+				bouncer, err := dbinstance.StartPgBouncer(t.Context(), pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: t.Logf})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { bouncer.Cleanup() })
+				holderDSN = behind(t, dsn, bouncer.Addr())
+			}
 			var proxy *faultproxy.Proxy
 			if mode.cutOff {
 				var err error
