@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -390,7 +391,7 @@ func (b *lockBackend) renewLoop(conn *pgx.Conn) {
 				// The renewer's session died (a reaper pass or the
 				// listener found it so): as in renew, that forfeits.
 				if inc != nil {
-					b.lose(inc)
+					b.loseSession(inc, nil)
 				}
 				conn.Close(context.Background())
 				conn = nil
@@ -512,7 +513,7 @@ func (b *lockBackend) renew(conn *pgx.Conn, inc *incarnation) bool {
 		// The renewer's session died (terminated, server restart). Our
 		// rows may outlive it until they expire; re-registration evicts
 		// them at once instead.
-		b.lose(inc)
+		b.loseSession(inc, err)
 		return false
 	case !time.Now().Before(deadline):
 		b.lose(inc) // expire has done so, or is about to
@@ -526,6 +527,21 @@ func (b *lockBackend) renew(conn *pgx.Conn, inc *incarnation) bool {
 func (b *lockBackend) lose(inc *incarnation) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.loseLocked(inc)
+}
+
+// loseSession is lose for an incarnation whose renewer's session ended
+// (with err, if known): until the next registration, that is also why
+// Acquire cannot lend a lock.
+func (b *lockBackend) loseSession(inc *incarnation, err error) {
+	if err == nil {
+		err = pgconn.ErrConnClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !inc.gone {
+		b.regErr = fmt.Errorf("postgres: lock session ended: %w: %w", store.ErrUnavailable, err)
+	}
 	b.loseLocked(inc)
 }
 
