@@ -112,7 +112,9 @@ func TestLocks_ServerCrashRestart(t *testing.T) {
 			for run := range mode.runs {
 				holder, other := open(t, holderDSN), open(t, dsn)
 				name := fmt.Sprintf("crash/%d", run)
-				l := lock(t, holder, name, 0)
+				// After the previous crash (of this mode or another) no
+				// lock is granted until the epoch is a lease old.
+				l := lock(t, holder, name, 2*lease)
 				lost := lostAt(l)
 				// A random point of the renewal cycle.
 				time.Sleep(time.Duration(rand.Int64N(int64(lease / 3))))
