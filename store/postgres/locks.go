@@ -431,8 +431,12 @@ func (b *lockBackend) renewLoop(conn *pgx.Conn) {
 
 		now := time.Now()
 		if kicked || !now.Before(nextRenew) {
+			sent := now
 			if b.renew(conn, inc) {
-				nextRenew = time.Now().Add(every)
+				// Counted from the sending, not the reply: slow round
+				// trips must not eat the attempts left before the
+				// deadline (lease - lease/5 after this sending).
+				nextRenew = sent.Add(every)
 			} else {
 				// A failure that was not a loss: try again soon, but the
 				// deadline check in renew still applies.
