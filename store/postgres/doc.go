@@ -145,8 +145,10 @@
 // lease 10s and the holder cut off or behind PgBouncer, 5.9 to 9.3s after.
 // On a promoted standby (TestLocks_FailoverPromotedStandby, lease 10s,
 // holder cut off): Lost 5.2 to 5.9s after the primary died, the grant 4.6
-// to 5.0s after that. The old backend granted before Lost in each of these
-// but the direct default mode, whose listener notices a crash at once.
+// to 5.0s after that. The old backend, with no epoch, granted before Lost in
+// the lock_notify=false, cut-off and failover cases (a race: not in every
+// run); in the default mode its listener noticed the crash first, and
+// behind PgBouncer, here, its renewal did.
 //
 // The alternative, durable (LOGGED) lock tables, keeps the rows through a
 // crash, so pre-crash holders would simply expire; but it does not survive
