@@ -49,6 +49,7 @@ var (
 	ErrUnknownOutcome = errors.New("store: outcome of write unknown")
 	ErrNoDriver       = errors.New("store: no such backend")
 	ErrBadDSN         = errors.New("store: malformed DSN")
+	ErrUnavailable    = errors.New("store: database unavailable")
 )
 
 // SchemaVersion is the MogileFS schema version this contract implements.
