@@ -25,6 +25,7 @@ type faultProxy struct {
 	mu       sync.Mutex
 	links    map[int]*link
 	cutAfter []byte // cut the next link that sends these bytes, after delivering them
+	isolated bool   // every link, present and future, partitioned
 	cuts     chan int
 }
 
@@ -85,6 +86,7 @@ func (p *faultProxy) accept(done chan struct{}) {
 		}
 		l := &link{client: c, server: s, clientGone: make(chan struct{})}
 		p.mu.Lock()
+		l.partition = p.isolated
 		p.links[c.RemoteAddr().(*net.TCPAddr).Port] = l
 		p.mu.Unlock()
 		go p.pump(l, true)
@@ -113,6 +115,18 @@ func (p *faultProxy) cutAfterBytes(b string) {
 	p.mu.Lock()
 	p.cutAfter = []byte(b)
 	p.mu.Unlock()
+}
+
+// isolate partitions every link, and every link accepted from now on (the
+// client's connect succeeds, and then nothing passes): the client's host
+// is cut off from the server with no FIN or RST, for all its connections.
+func (p *faultProxy) isolate() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isolated = true
+	for _, l := range p.links {
+		l.set(func(l *link) { l.partition = true })
+	}
 }
 
 func (l *link) set(f func(l *link)) {
