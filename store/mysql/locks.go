@@ -626,21 +626,21 @@ func (l *lock) Release(ctx context.Context) error {
 		// The session is gone, and with it the lock, possibly before this
 		// call: whoever relied on holding it must hear so.
 		l.state = lockLost
-		l.markLost()
 		l.b.discard(l.s, false)
+		l.markLost()
 		return fmt.Errorf("%w: mysql: RELEASE_LOCK: %w", store.ErrLockLost, err)
 	case err != nil:
 		// A server error: whether the lock was still this session's is
 		// unknown, and the KILL makes sure it is nobody's.
 		l.state = lockLost
-		l.markLost()
 		l.b.discard(l.s, true)
+		l.markLost()
 		return fmt.Errorf("%w: mysql: RELEASE_LOCK: %w", store.ErrLockLost, err)
 	case !r.Valid || r.Int64 != 1:
 		// NULL: no such lock; 0: another session holds it.
 		l.state = lockLost
-		l.markLost()
 		l.b.discard(l.s, false)
+		l.markLost()
 		return store.ErrLockLost
 	}
 	l.state = lockReleased
