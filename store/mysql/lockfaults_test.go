@@ -342,3 +342,65 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 		t.Errorf("another Store was granted the lock %v into the partition, before the holder's Lost (%v)", g, lost)
 	}
 }
+
+// The backend's KILL (after a loss, an abandoned wait, a failed release)
+// ends only a session that holds or waits for the lock concerned: after a
+// server restart connection ids start again from 1, and a KILL by id alone
+// could end a stranger's session.
+func TestLock_KillSparesStrangers(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+
+	stranger, err := h.admin.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	var sid uint64
+	if err := stranger.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&sid); err != nil {
+		t.Fatal(err)
+	}
+	if err := mysql.KillSession(a, "guarded", sid); err != nil {
+		t.Fatal(err)
+	}
+	if err := stranger.PingContext(context.Background()); err != nil {
+		t.Fatalf("a session holding nothing was killed: %v", err)
+	}
+
+	// A session waiting for the lock is ended.
+	held := mustLock(t, b, "guarded", 0)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Lock(context.Background(), "guarded", 20*time.Second)
+		errc <- err
+	}()
+	key := mysql.ServerLockName(h.database, "guarded")
+	var wid uint64
+	if !waitFor(5*time.Second, func() bool {
+		return h.admin.QueryRow("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ?",
+			"SELECT GET_LOCK('"+key+"'%").Scan(&wid) == nil
+	}) {
+		t.Fatal("no session waiting in GET_LOCK")
+	}
+	if err := mysql.KillSession(a, "guarded", wid); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		checkSentinel(t, err, store.ErrUnavailable, "guarded")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting session was not killed")
+	}
+
+	// The session holding it is ended.
+	id, err := mysql.LockSessionID(b, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mysql.KillSession(b, "guarded", id); err != nil {
+		t.Fatal(err)
+	}
+	if !waitClosed(held.Lost(), mysql.DeadOwnerBound) {
+		t.Fatal("the holding session was not killed")
+	}
+}
