@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -403,4 +404,19 @@ func TestLock_KillSparesStrangers(t *testing.T) {
 	if !waitClosed(held.Lost(), mysql.DeadOwnerBound) {
 		t.Fatal("the holding session was not killed")
 	}
+}
+
+// Open against a server that is not there says so with ErrUnavailable.
+func TestOpen_ServerDownIsUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = store.Open(context.Background(), "mysql://root@"+addr+"/test")
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Open with nothing listening: got %v; want %v", err, store.ErrUnavailable)
+	}
+	t.Logf("Open: %v", err)
 }
