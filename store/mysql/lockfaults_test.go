@@ -8,9 +8,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/faultproxy"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 )
+
+// startFaultProxy starts internal/faultproxy in front of h's server, for
+// the faults that apply to every connection of a Store (Cut, Blackhole).
+func startFaultProxy(t testing.TB, h *harness) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(targetOf(t, h.dsn), faultproxy.Options{Protocol: faultproxy.MySQL, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("faultproxy: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
 
 // testPingTimeout replaces the watchers' 5s ping timeout in these tests, so
 // a stalled session is given up quickly; it is still far above a healthy
@@ -177,6 +190,45 @@ func TestLock_ConnectionFailuresAreSentinels(t *testing.T) {
 		mustRelease(t, held)
 	})
 
+	t.Run("GET_LOCK waiting, connection cut", func(t *testing.T) {
+		p := startFaultProxy(t, h)
+		a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		b := h.open(t)
+		held := mustLock(t, b, "waiting", 0)
+		errc := make(chan error, 1)
+		go func() {
+			l, err := a.Lock(context.Background(), "waiting", 20*time.Second)
+			if err == nil {
+				l.Release(context.Background())
+			}
+			errc <- err
+		}()
+		key := mysql.ServerLockName(h.database, "waiting")
+		if !waitFor(5*time.Second, func() bool {
+			var n int
+			h.admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE ?",
+				"SELECT GET_LOCK('"+key+"'%").Scan(&n)
+			return n > 0
+		}) {
+			t.Fatal("no session waiting in GET_LOCK")
+		}
+		p.Cut()
+		select {
+		case err := <-errc:
+			checkSentinel(t, err, store.ErrUnavailable, "waiting")
+			t.Logf("Lock: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Lock still waiting 10s after its connection was cut")
+		}
+		mustRelease(t, held)
+		// The abandoned wait must not be granted the lock afterwards.
+		mustRelease(t, mustLock(t, b, "waiting", time.Second))
+	})
+
 	t.Run("RELEASE_LOCK cut", func(t *testing.T) {
 		p := newFaultProxy(t, targetOf(t, h.dsn))
 		a := h.openVia(t, p)
@@ -315,8 +367,8 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 		t.Skip("waits for the lock sessions' wait_timeout")
 	}
 	h := newHarness(t)
-	p := newFaultProxy(t, targetOf(t, h.dsn))
-	a, err := store.Open(context.Background(), p.dsn(t, h.dsn))
+	p := startFaultProxy(t, h)
+	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +377,7 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 	l := mustLock(t, a, "island", 0)
 	time.Sleep(mysql.WatchEvery + 50*time.Millisecond)
 	start := time.Now()
-	p.isolate()
+	p.Blackhole(true)
 	granted := make(chan time.Duration, 1)
 	go func() {
 		lb, err := b.Lock(context.Background(), "island", 20*time.Second)
