@@ -40,6 +40,9 @@ const installHint = "run scripts/test-servers.sh"
 // "pgbouncer") can be started on this machine: nil, or an error wrapping
 // ErrUnavailable that says what is missing.
 func Available(kind string) error {
+	if errPlatform != nil {
+		return errPlatform
+	}
 	switch kind {
 	case "postgres":
 		_, err := pgBinDir()

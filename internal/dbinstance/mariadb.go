@@ -243,6 +243,17 @@ func (m *MariaDB) Stop() error {
 	return m.proc.stop(sigTerm, 60*time.Second)
 }
 
+// Pid is the server process's id (the postmaster's for PostgreSQL), 0
+// before the first Start.
+func (m *MariaDB) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil {
+		return 0
+	}
+	return m.proc.pid()
+}
+
 // Running reports whether mariadbd is alive.
 func (m *MariaDB) Running() bool {
 	m.mu.Lock()

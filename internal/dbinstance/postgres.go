@@ -255,6 +255,17 @@ func (p *Postgres) Stop() error {
 	return p.proc.stop(sigFast, 60*time.Second)
 }
 
+// Pid is the server process's id (the postmaster's for PostgreSQL), 0
+// before the first Start.
+func (p *Postgres) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return 0
+	}
+	return p.proc.pid()
+}
+
 // Running reports whether the server process is alive.
 func (p *Postgres) Running() bool {
 	p.mu.Lock()

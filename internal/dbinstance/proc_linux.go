@@ -61,3 +61,9 @@ func alive(pid int) bool {
 	}
 	return b[i+2] != 'Z' && b[i+2] != 'X'
 }
+
+// dieWithParent makes the kernel SIGKILL a server when this process dies
+// without cleaning up (a test binary killed at its timeout), so no private
+// server outlives its owner. PostgreSQL's backends then exit on their own:
+// they watch for the postmaster's death.
+func dieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }

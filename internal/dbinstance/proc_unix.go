@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -40,16 +41,31 @@ func startProc(a *account, logPath, name string, args ...string) (*proc, error) 
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	setAccount(cmd, a, true)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("dbinstance: start %s: %w", filepath.Base(name), err)
-	}
+	dieWithParent(cmd.SysProcAttr)
 	p := &proc{cmd: cmd, log: logPath, exited: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		// The parent-death signal fires when the thread that started the
+		// child ends, and Go ends threads at will: hold this one until
+		// the child is reaped.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("dbinstance: start %s: %w", filepath.Base(name), err)
+	}
 	return p, nil
 }
+
+// pid is the server process's id.
+func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) running() bool {
 	select {
@@ -121,3 +137,6 @@ const (
 	sigFast = syscall.SIGINT  // PostgreSQL: fast shutdown; PgBouncer: safe shutdown
 	sigTerm = syscall.SIGTERM // MariaDB: normal shutdown
 )
+
+// errPlatform is why this system cannot run private servers (none here).
+var errPlatform error

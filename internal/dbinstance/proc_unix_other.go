@@ -9,3 +9,6 @@ import "syscall"
 func descendants(int) []int { return nil }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// dieWithParent has no portable equivalent outside Linux.
+func dieWithParent(*syscall.SysProcAttr) {}
