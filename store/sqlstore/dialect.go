@@ -73,10 +73,19 @@ type LockBackend interface {
 	// Acquire takes name for this Store, waiting at most timeout (0 = try
 	// once), honouring ctx. It fails with store.ErrLockTimeout (wrapped) or
 	// ctx's error. It must not be reentrant.
-	Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error)
+	Acquire(ctx context.Context, name string, timeout time.Duration) (BackendLock, error)
 	// Close releases every lock this backend still holds and stops its
 	// background work (renewal, watchers).
 	Close() error
+}
+
+// BackendLock is one lock a LockBackend granted: store.Lock without the
+// fencing token, which the shared layer adds (one token table for every
+// backend, so a backend's lock code need not know about fencing).
+type BackendLock interface {
+	Name() string
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
 }
 
 // Config is what a backend hands to New.

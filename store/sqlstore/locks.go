@@ -9,17 +9,20 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-// heldLock is the handle Lock returns: the backend's lock, plus removal from
-// the Store's table of held names when it is released.
+// heldLock is the handle Lock returns: the backend's lock and its fencing
+// token, plus removal from the Store's table of held names when it is
+// released.
 type heldLock struct {
 	s     *Store
-	inner store.Lock
+	inner BackendLock
+	token int64
 }
 
 func (h *heldLock) Name() string          { return h.inner.Name() }
 func (h *heldLock) Lost() <-chan struct{} { return h.inner.Lost() }
 func (h *heldLock) String() string        { return fmt.Sprintf("lock %q", h.inner.Name()) }
-func (h *heldLock) Unwrap() store.Lock    { return h.inner }
+func (h *heldLock) Token() int64          { return h.token }
+func (h *heldLock) Unwrap() BackendLock   { return h.inner }
 func (h *heldLock) forget()               { h.s.forget(h) }
 func (h *heldLock) Release(ctx context.Context) error {
 	err := h.inner.Release(ctx)
