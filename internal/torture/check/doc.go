@@ -30,6 +30,8 @@ const (
 	InvCounterMalformed = "counter-malformed" // a history the checker cannot judge as given
 	InvLease            = "lease"             // one queue row leased to two workers at once
 	InvDeadline         = "deadline"          // an operation that returned past its deadline
+	InvFid              = "fid"               // a fid handed out twice, or below one reserved before
+	InvCommit           = "commit"            // an acknowledged commit missing, or a failed one present
 )
 
 // Violation is one broken invariant.
