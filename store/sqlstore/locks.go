@@ -57,7 +57,14 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
-	h := &heldLock{s: s, inner: l}
+	token, err := s.bumpFence(ctx, name)
+	if err != nil {
+		// Not a grant without its token. A bump that applied unseen is
+		// harmless: tokens only have to grow.
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, s.wrap(op+": fencing token", err)
+	}
+	h := &heldLock{s: s, inner: l, token: token}
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
