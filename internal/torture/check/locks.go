@@ -42,15 +42,24 @@ func (k EndKind) String() string {
 }
 
 // Hold is one holding of a named lock.
+//
+// From is when Lock returned; To is when the holding ended as seen by the
+// holder (see End), zero if it never ended. Both lie inside the time the
+// holder believed it held the lock (the grant came before From; Release
+// was called, or Lost observed, at To), so an overlap of two recorded
+// holdings is an overlap of real ones: the checkers find no false
+// violations from the recording itself. A holding recorded from a stop
+// instead of its grant (a grant stamped after SIGCONT, kept as an empty
+// holding at the stop) breaks that: it is harmless to Exclusion, being
+// empty, but TokenOrder would order its token by the stop, while the grant
+// may have come after it. Leave such holdings out of TokenOrder.
 type Hold struct {
 	Proc  string // the worker process, as the run names it
 	Name  string // the lock name
 	Token int64  // Lock.Token() of the grant
 	From  time.Time
-	// From is when Lock returned; To is when the holding ended as seen by
-	// the holder (see End). A zero To means it never ended.
-	To  time.Time
-	End EndKind
+	To    time.Time
+	End   EndKind
 }
 
 // forever stands for a zero To: a holding that never ended overlaps
