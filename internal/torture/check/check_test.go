@@ -186,6 +186,14 @@ func TestCountersUnknown(t *testing.T) {
 		ops := append(append([]CounterOp(nil), base...), amb)
 		wantViolations(t, Counters(ops, map[string]int64{"c": 5}), InvCounter, 1, "1 increments more than were attempted")
 	})
+	t.Run("impossible read", func(t *testing.T) {
+		// Its write is in doubt, but its read was seen: 1, when the counter
+		// had been at 3 since before the op began.
+		bad := amb
+		bad.Read, bad.Wrote = 1, 2
+		ops := append(append([]CounterOp(nil), base...), bad)
+		wantViolations(t, Counters(ops, map[string]int64{"c": 3}), InvCounter, 1)
+	})
 	t.Run("landed stale", func(t *testing.T) {
 		// The ambiguous write of 4 over 3 landed after w2 and w3 had taken
 		// the counter to 5: w1 then read 4. No order explains that.
