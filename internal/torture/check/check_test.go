@@ -100,6 +100,25 @@ func TestTokenOrder(t *testing.T) {
 		h = append(h, Hold{Proc: "w4", Name: "a", Token: 5, From: at(100), To: at(110)})
 		wantViolations(t, TokenOrder(h), InvTokenOrder, 1, "token 5 granted twice")
 	})
+	t.Run("handoff within slack", func(t *testing.T) {
+		// w1 saw Lost 2ms after w2 was granted: Exclusion's slack forgives
+		// that, but w2 called Lock long after w1 had it, so its token must
+		// be larger.
+		h := []Hold{
+			{Proc: "w1", Name: "a", Token: 7, Called: at(0), From: at(1), To: at(12), End: Lost},
+			{Proc: "w2", Name: "a", Token: 8, Called: at(5), From: at(10), To: at(20)},
+		}
+		wantViolations(t, append(Exclusion(h, 5*time.Millisecond), TokenOrder(h)...), InvTokenOrder, 0)
+		h[1].Token = 6
+		wantViolations(t, Exclusion(h, 5*time.Millisecond), InvExclusion, 0)
+		wantViolations(t, TokenOrder(h), InvTokenOrder, 1, "w2 token 6", "Lock called 10:00:00.005000, after w1 token 7")
+		h[1].Called = time.Time{} // without Called the two are not ordered
+		wantViolations(t, TokenOrder(h), InvTokenOrder, 0)
+		// Lock calls that overlapped are not ordered either.
+		h[1].Called = at(0)
+		h[0].Called, h[0].From = at(0), at(6)
+		wantViolations(t, TokenOrder(h), InvTokenOrder, 0)
+	})
 	t.Run("overlapping grants are exclusion's", func(t *testing.T) {
 		// Two grants a moment apart, seen in the other order: not a token
 		// violation (From is when Lock returned), but an overlap.
