@@ -187,12 +187,14 @@ func TestLateLost(t *testing.T) {
 		t.Fatalf("real store: %v %v", check.Exclusion(hs, 0), check.TokenOrder(hs))
 	}
 	c, d := open2(t)
-	const delay = 300 * time.Millisecond
+	const delay = time.Second
 	hs := crashHistory(t, wrap(t, "late-lost", c, broken.Config{Delay: delay}), d)
-	if late := hs[0].To.Sub(hs[1].From); late < delay-50*time.Millisecond {
-		t.Errorf("late-lost: Lost came %s after the next grant, want about %s", late, delay)
+	// The real Lost fired after the grant (From) and Lost came delay
+	// after it; the next grant was made while it was held back.
+	if late := hs[0].To.Sub(hs[0].From); late < delay {
+		t.Errorf("late-lost: Lost came %s after the grant, want at least %s", late, delay)
 	}
-	v := check.Exclusion(hs, 100*time.Millisecond)
+	v := check.Exclusion(hs, 0)
 	if len(v) != 1 {
 		t.Fatalf("late-lost: Exclusion found %v, want one overlap", v)
 	}
