@@ -22,7 +22,7 @@ func cmdGetDomains(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		return nil, err
 	}
 	res := &Reply{}
-	for i, d := range ns.domains {
+	for i, d := range ns.Domains {
 		n := i + 1
 		res.Set(fmt.Sprintf("domain%d", n), d.Name)
 		classes := t.domainClasses(ns, d.ID)
@@ -35,18 +35,18 @@ func cmdGetDomains(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		}
 		res.Set(fmt.Sprintf("domain%dclasses", n), len(classes))
 	}
-	res.Set("domains", len(ns.domains))
+	res.Set("domains", len(ns.Domains))
 	return res, nil
 }
 
 // domainClasses lists a domain's classes with the implicit default first.
 func (t *Tracker) domainClasses(ns *namespace, dmid int) []store.Class {
 	var out []store.Class
-	if _, ok := ns.classes[dmid]; !ok || ns.classes[dmid][0].ID != 0 {
+	if _, ok := ns.Classes[dmid]; !ok || ns.Classes[dmid][0].ID != 0 {
 		c, _ := t.classFor(ns, dmid, 0)
 		out = append(out, c)
 	}
-	for _, c := range ns.classes[dmid] {
+	for _, c := range ns.Classes[dmid] {
 		if c.ID == 0 && c.MinDevCount == 0 {
 			c.MinDevCount = t.cfg.DefaultMinDevCount
 		}
@@ -78,7 +78,7 @@ func cmdCreateDomain(t *Tracker, ctx context.Context, r *request) (*Reply, error
 		return nil, perr("no_domain")
 	}
 	_, err := t.st.CreateDomain(ctx, name)
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	if errors.Is(err, store.ErrDuplicate) {
 		return nil, perr("domain_exists")
 	}
@@ -99,12 +99,12 @@ func cmdDeleteDomain(t *Tracker, ctx context.Context, r *request) (*Reply, error
 	if err != nil {
 		return nil, err
 	}
-	d, ok := ns.domainByName[name]
+	d, ok := ns.DomainByName[name]
 	if !ok {
 		return nil, perr("domain_not_found")
 	}
 	err = t.st.DeleteDomain(ctx, d.ID)
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrHasFiles):
 		return nil, perr("domain_has_files")
@@ -185,12 +185,12 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	if err != nil {
 		return nil, err
 	}
-	d, ok := ns.domainByName[domain]
+	d, ok := ns.DomainByName[domain]
 	if !ok {
 		return nil, perr("domain_not_found")
 	}
 	var existing *store.Class
-	for _, c := range ns.classes[d.ID] {
+	for _, c := range ns.Classes[d.ID] {
 		if c.Name == cname {
 			c := c
 			existing = &c
@@ -215,11 +215,11 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	} else {
 		_, err = t.st.CreateClass(ctx, store.Class{DomainID: d.ID, Name: cname, MinDevCount: int(mindev), ReplPolicy: policy, HashType: ht})
 		if errors.Is(err, store.ErrDuplicate) {
-			t.ns.invalidate()
+			t.ns.Invalidate()
 			return nil, perr("class_exists")
 		}
 	}
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, perr("class_not_found")
@@ -249,16 +249,16 @@ func cmdDeleteClass(t *Tracker, ctx context.Context, r *request) (*Reply, error)
 	if err != nil {
 		return nil, err
 	}
-	d, ok := ns.domainByName[domain]
+	d, ok := ns.DomainByName[domain]
 	if !ok {
 		return nil, perr("domain_not_found")
 	}
-	c, ok := ns.classByName(d.ID, cname)
+	c, ok := ns.ClassByName(d.ID, cname, t.settings())
 	if !ok {
 		return nil, perr("class_not_found")
 	}
 	err = t.st.DeleteClass(ctx, d.ID, c.ID)
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrHasFiles):
 		return nil, perr("class_has_files")
@@ -302,7 +302,7 @@ func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Rep
 	if err != nil {
 		return nil, err
 	}
-	h, exists := ns.hostByName[name]
+	h, exists := ns.HostByName[name]
 	status := a.Get("status")
 	if update {
 		if !exists {
@@ -366,7 +366,7 @@ func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Rep
 	} else {
 		h, err = t.st.CreateHost(ctx, h)
 	}
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	if err != nil {
 		return nil, err
 	}
@@ -381,17 +381,17 @@ func cmdDeleteHost(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	if err != nil {
 		return nil, err
 	}
-	h, ok := ns.hostByName[r.Args.Get("host")]
+	h, ok := ns.HostByName[r.Args.Get("host")]
 	if !ok {
 		return nil, perr("unknown_host")
 	}
-	for _, d := range ns.devices {
+	for _, d := range ns.Devices {
 		if d.HostID == h.ID {
 			return nil, perr("host_not_empty")
 		}
 	}
 	err = t.st.DeleteHost(ctx, h.ID)
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrHasDevices):
 		return nil, perr("host_not_empty")
@@ -408,7 +408,7 @@ func cmdGetHosts(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	}
 	res := &Reply{}
 	n := 0
-	for _, h := range ns.hosts {
+	for _, h := range ns.Hosts {
 		if r.Args.Has("hostid") && int64(h.ID) != perlNum(r.Args.Get("hostid")) {
 			continue
 		}
@@ -448,12 +448,12 @@ func cmdCreateDevice(t *Tracker, ctx context.Context, r *request) (*Reply, error
 	switch {
 	case perlTrue(a.Get("hostid")) && allDigits(a.Get("hostid")):
 		id, _ := strconv.Atoi(a.Get("hostid"))
-		if _, ok := ns.hostByID[id]; !ok {
+		if _, ok := ns.HostByID[id]; !ok {
 			return nil, perr("unknown_hostid")
 		}
 		hostid = id
 	case perlTrue(a.Get("hostname")):
-		h, ok := ns.hostByName[a.Get("hostname")]
+		h, ok := ns.HostByName[a.Get("hostname")]
 		if !ok {
 			return nil, perr("unknown_host")
 		}
@@ -462,7 +462,7 @@ func cmdCreateDevice(t *Tracker, ctx context.Context, r *request) (*Reply, error
 		return nil, perr("bad_args", "No hostid/hostname parameter")
 	}
 	_, err = t.st.CreateDevice(ctx, store.Device{ID: devid, HostID: hostid, Status: store.DeviceState(state), Weight: 100})
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrDuplicate):
 		return nil, perr("existing_devid")
@@ -491,7 +491,7 @@ func cmdGetDevices(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	}
 	res := &Reply{}
 	n := 0
-	for _, d := range ns.devices {
+	for _, d := range ns.Devices {
 		if r.Args.Has("devid") && int64(d.ID) != perlNum(r.Args.Get("devid")) {
 			continue
 		}
@@ -501,8 +501,7 @@ func cmdGetDevices(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		res.Set(p+"hostid", d.HostID)
 		res.Set(p+"status", d.Status)
 		res.Set(p+"weight", d.Weight)
-		obs, _ := t.observed(d.ID)
-		res.Set(p+"observed_state", obs)
+		res.Set(p+"observed_state", t.observe(d.ID).State)
 		if d.MBTotal > 0 {
 			res.Set(p+"mb_total", d.MBTotal)
 			res.Set(p+"mb_used", d.MBUsed)
@@ -529,16 +528,13 @@ func cmdGetDevices(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 // monitor, as the original's Device fields: the figure exactly as the node
 // sent it, and 1 or 0; both empty while the monitor does not know them.
 func (t *Tracker) deviceStats(devid int) (util, reject string) {
-	ds, ok := t.jobs.(DeviceStatter)
-	if !ok || !t.jobsOpen {
-		return "", ""
+	o := t.observe(devid)
+	if o.UtilizationOK {
+		util = o.Utilization
 	}
-	if u, ok := ds.Utilization(devid); ok {
-		util = u
-	}
-	if r, ok := ds.RejectBadMD5(devid); ok {
+	if o.RejectBadMD5OK {
 		reject = "0"
-		if r {
+		if o.RejectBadMD5 {
 			reject = "1"
 		}
 	}
@@ -551,11 +547,11 @@ func (t *Tracker) deviceOfHost(ctx context.Context, hostname string, devid int) 
 	if err != nil {
 		return store.Device{}, err
 	}
-	d, ok := ns.devByID[devid]
+	d, ok := ns.DevByID[devid]
 	if !ok {
 		return d, perr("no_device")
 	}
-	if h, ok := ns.hostByID[d.HostID]; !ok || h.Name != hostname {
+	if h, ok := ns.HostByID[d.HostID]; !ok || h.Name != hostname {
 		return d, perr("host_mismatch")
 	}
 	return d, nil
@@ -573,7 +569,7 @@ func cmdSetWeight(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 		return nil, err
 	}
 	err = t.st.SetDeviceWeight(ctx, d.ID, int(weight))
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	return nil, err
 }
 
@@ -592,7 +588,7 @@ func cmdSetState(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 		return nil, perr("state_too_high")
 	}
 	err = t.st.SetDeviceState(ctx, d.ID, state)
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	return nil, err
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gomogile/gomogile/tracker/jobs"
+
 	"math"
 	"net"
 	"sort"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // request is one query command with what handlers need to know about its
@@ -115,14 +116,14 @@ func perlNum(s string) int64 {
 // ---- namespace helpers ----
 
 func (t *Tracker) namespace(ctx context.Context) (*namespace, error) {
-	return t.ns.get(ctx)
+	return t.ns.Get(ctx)
 }
 
 // fresh reloads the namespace now: admin commands act on the database as
 // it is, not on a cached view.
 func (t *Tracker) fresh(ctx context.Context) (*namespace, error) {
-	t.ns.invalidate()
-	return t.ns.get(ctx)
+	t.ns.Invalidate()
+	return t.ns.Get(ctx)
 }
 
 // checkDomain is Worker::Query::check_domain. A name missing from the cache
@@ -136,12 +137,12 @@ func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, stor
 	if err != nil {
 		return nil, store.Domain{}, err
 	}
-	d, ok := ns.domainByName[name]
+	d, ok := ns.DomainByName[name]
 	if !ok {
 		if ns, err = t.fresh(ctx); err != nil {
 			return nil, store.Domain{}, err
 		}
-		if d, ok = ns.domainByName[name]; !ok {
+		if d, ok = ns.DomainByName[name]; !ok {
 			return nil, store.Domain{}, perr("unreg_domain")
 		}
 	}
@@ -166,14 +167,14 @@ func (t *Tracker) checkDomainKey(ctx context.Context, r *request) (*namespace, s
 // since another tracker may have just created the class. It returns the
 // namespace it answered from.
 func (t *Tracker) lookupClass(ctx context.Context, ns *namespace, dmid int, name string) (*store.Class, *namespace, error) {
-	if c, ok := ns.classByName(dmid, name); ok {
+	if c, ok := ns.ClassByName(dmid, name, t.settings()); ok {
 		return &c, ns, nil
 	}
 	ns, err := t.fresh(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c, ok := ns.classByName(dmid, name); ok {
+	if c, ok := ns.ClassByName(dmid, name, t.settings()); ok {
 		return &c, ns, nil
 	}
 	return nil, ns, nil
@@ -182,18 +183,22 @@ func (t *Tracker) lookupClass(ctx context.Context, ns *namespace, dmid int, name
 // classFor returns a class, the implicit default class getting
 // default_mindevcount as in Factory::Domain.
 func (t *Tracker) classFor(ns *namespace, dmid, classid int) (store.Class, bool) {
-	c, ok := ns.class(dmid, classid)
-	if ok && c.MinDevCount == 0 {
-		c.MinDevCount = t.cfg.DefaultMinDevCount
-	}
-	return c, ok
+	return ns.Class(dmid, classid, t.settings())
 }
 
-func (t *Tracker) observed(devid int) (string, bool) {
+// observe is the monitor's view of devid; without a running jobs manager
+// there is no monitor and the database state alone decides.
+func (t *Tracker) observe(devid int) cluster.Observation {
 	if t.jobs == nil || !t.jobsOpen {
-		return "", false
+		return cluster.Observation{}
 	}
-	return t.jobs.Observed(devid)
+	return t.jobs.Observe(devid)
+}
+
+// device joins d with its host and observation for the cluster model's
+// predicates; ok is false when its host is unknown.
+func (t *Tracker) device(ns *namespace, d store.Device) (cluster.Device, bool) {
+	return ns.Join(d, t.observe(d.ID))
 }
 
 // hostIP is Host::ip: the alternate IP for clients inside altmask, or
@@ -212,93 +217,35 @@ func hostIP(h store.Host, r *request) string {
 	return h.IP
 }
 
-func hostGetPort(h store.Host) int {
-	if h.HTTPGetPort != 0 {
-		return h.HTTPGetPort
-	}
-	return h.HTTPPort
-}
-
 func hostBase(h store.Host, r *request, getPort bool) string {
-	port := h.HTTPPort
-	if getPort {
-		port = hostGetPort(h)
-	}
-	return "http://" + net.JoinHostPort(hostIP(h, r), strconv.Itoa(port))
+	return cluster.HostURL(h, hostIP(h, r), getPort)
 }
 
 // devURL is DevFID::url (put port) or get_url (get port); ok is false when
 // the device or its host is unknown.
 func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (string, bool) {
-	d, ok := ns.devByID[devid]
+	d, ok := ns.DevByID[devid]
 	if !ok {
 		return "", false
 	}
-	h, ok := ns.hostByID[d.HostID]
+	h, ok := ns.HostByID[d.HostID]
 	if !ok {
 		return "", false
 	}
-	return hostBase(h, r, getPort) + jobs.FidPath(devid, fid), true
+	return hostBase(h, r, getPort) + cluster.FidPath(devid, fid), true
 }
 
-func mbFree(d store.Device) (int64, bool) {
-	if d.MBTotal <= 0 {
-		return 0, false
-	}
-	return d.MBTotal - d.MBUsed, true
-}
-
-// shouldGetNewFiles is Device::should_get_new_files: device alive, host
-// alive, the monitor finds it writeable, and at least
-// min_free_space MB free when usage is known.
+// shouldGetNewFiles is the cluster model's Device.ShouldGetNewFiles under
+// this tracker's settings.
 func (t *Tracker) shouldGetNewFiles(ns *namespace, d store.Device) bool {
-	if d.Status != store.DeviceAlive {
-		return false
-	}
-	h, ok := ns.hostByID[d.HostID]
-	if !ok || h.Status != store.HostAlive {
-		return false
-	}
-	if !t.observedAs(d.ID, "writeable") {
-		return false
-	}
-	if free, ok := mbFree(d); ok && free < t.cfg.MinFreeSpace {
-		return false
-	}
-	return true
+	dv, ok := t.device(ns, d)
+	return ok && dv.ShouldGetNewFiles(t.settings())
 }
 
-// shouldReadFrom is Device::should_read_from.
+// shouldReadFrom is the cluster model's Device.ShouldReadFrom.
 func (t *Tracker) shouldReadFrom(ns *namespace, d store.Device) bool {
-	switch d.Status {
-	case store.DeviceAlive, store.DeviceReadOnly, store.DeviceDrain:
-	default:
-		return false
-	}
-	h, ok := ns.hostByID[d.HostID]
-	if !ok || (h.Status != store.HostAlive && h.Status != store.HostReadOnly) {
-		return false
-	}
-	return t.observedAs(d.ID, "writeable", "readable")
-}
-
-// observedAs reports whether the monitor last saw devid in one of states.
-// As in the original, a device the monitor has not seen yet is unusable;
-// without a jobs manager there is no monitor and the database state rules.
-func (t *Tracker) observedAs(devid int, states ...string) bool {
-	if t.jobs == nil || !t.jobsOpen {
-		return true
-	}
-	obs, ok := t.jobs.Observed(devid)
-	if !ok {
-		return false
-	}
-	for _, s := range states {
-		if obs == s {
-			return true
-		}
-	}
-	return false
+	dv, ok := t.device(ns, d)
+	return ok && dv.ShouldReadFrom()
 }
 
 type weighted struct {
@@ -323,10 +270,10 @@ func (t *Tracker) readWeight(d store.Device) float64 {
 	return float64(w)
 }
 
-// weightedList puts devices in jobs.WeightedOrder by their weights.
+// weightedList puts devices in cluster.WeightedOrder by their weights.
 func weightedList(in []weighted) []store.Device {
 	out := make([]store.Device, 0, len(in))
-	for _, w := range jobs.WeightedOrder(in, func(w weighted) float64 { return w.weight }) {
+	for _, w := range cluster.WeightedOrder(in, func(w weighted) float64 { return w.weight }) {
 		out = append(out, w.dev)
 	}
 	return out
@@ -358,12 +305,12 @@ func cmdSleep(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 }
 
 func cmdClearCache(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	return nil, nil
 }
 
 func cmdDoMonitorRound(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	t.ns.invalidate()
+	t.ns.Invalidate()
 	return nil, nil
 }
 
@@ -399,12 +346,12 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	// than answer no_devices.
 	t.waitForMonitor(ctx, ns)
 
-	devs := append([]store.Device(nil), ns.devices...)
+	devs := ns.JoinAll(t.observe)
 	if size > 0 {
 		// Devices known to have room first; if none, those of unknown usage.
-		var known, unknown []store.Device
+		var known, unknown []cluster.Device
 		for _, d := range devs {
-			if free, ok := mbFree(d); ok {
+			if free, ok := d.FreeMB(); ok {
 				if free*1024*1024 > size {
 					known = append(known, d)
 				}
@@ -417,7 +364,7 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 			devs = unknown
 		}
 	}
-	ordered := t.sortDevsByFreeSpace(ns, devs)
+	ordered := t.sortDevsByFreeSpace(devs)
 
 	want := 1
 	if multi {
@@ -469,8 +416,8 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		for _, d := range dests {
 			go func(d store.Device) {
 				defer func() { done <- struct{}{} }()
-				h := ns.hostByID[d.HostID]
-				if err := t.mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
+				h := ns.HostByID[d.HostID]
+				if err := t.nodes.Mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
 					t.log.Warn("MKCOL failed; the PUT may fail", "devid", d.ID, "fid", fid, "err", err)
 				}
 			}(d)
@@ -500,13 +447,13 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 // waitForMonitor waits (at most monitorWait) until the monitor has observed
 // at least one device, when a jobs manager runs and devices exist.
 func (t *Tracker) waitForMonitor(ctx context.Context, ns *namespace) {
-	if t.jobs == nil || !t.jobsOpen || len(ns.devices) == 0 {
+	if t.jobs == nil || !t.jobsOpen || len(ns.Devices) == 0 {
 		return
 	}
 	deadline := time.Now().Add(monitorWait)
 	for {
-		for _, d := range ns.devices {
-			if _, ok := t.jobs.Observed(d.ID); ok {
+		for _, d := range ns.Devices {
+			if t.jobs.Observe(d.ID).State != "" {
 				return
 			}
 		}
@@ -530,17 +477,17 @@ const monitorWait = 5 * time.Second
 // free. Devices whose usage nobody has reported yet (no monitor run) weigh
 // as if half empty rather than being dropped, so a tracker without a
 // monitor can still place files.
-func (t *Tracker) sortDevsByFreeSpace(ns *namespace, devs []store.Device) []store.Device {
+func (t *Tracker) sortDevsByFreeSpace(devs []cluster.Device) []store.Device {
 	var cand []weighted
 	for _, d := range devs {
-		if !t.shouldGetNewFiles(ns, d) {
+		if !d.ShouldGetNewFiles(t.settings()) {
 			continue
 		}
 		w := 50.0
-		if d.MBTotal > 0 {
-			w = 100 * (1 - float64(d.MBUsed)/float64(d.MBTotal))
+		if _, _, ok := d.UsageMB(); ok {
+			w = 100 * d.PercentFree()
 		}
-		cand = append(cand, weighted{d, w})
+		cand = append(cand, weighted{d.Device, w})
 	}
 	sort.SliceStable(cand, func(i, j int) bool { return cand[i].weight > cand[j].weight })
 	if len(cand) > 20 {
@@ -653,10 +600,10 @@ func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error)
 	if expect == 0 {
 		expect = -1
 	}
-	size, err := t.headSize(ctx, path)
+	size, err := t.nodes.Size(ctx, path)
 	if err != nil {
 		kind := "cantreach"
-		if errors.Is(err, errFileMissing) {
+		if errors.Is(err, cluster.ErrMissing) {
 			kind = "missing"
 		}
 		failed()
@@ -744,7 +691,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	}
 	var cand []weighted
 	for _, id := range devids {
-		if d, ok := ns.devByID[id]; ok {
+		if d, ok := ns.DevByID[id]; ok {
 			cand = append(cand, weighted{d, t.readWeight(d)})
 		}
 	}
@@ -752,7 +699,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	var paths, drain []string
 	backup := ""
 	for _, d := range weightedList(cand) {
-		if _, ok := ns.hostByID[d.HostID]; !ok {
+		if _, ok := ns.HostByID[d.HostID]; !ok {
 			continue
 		}
 		u, _ := devURL(ns, d.ID, f.Fid, r, true)
@@ -762,7 +709,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 		}
 		// Only the first path is verified, and not with noverify.
 		if len(paths) == 0 && !noverify {
-			if n, err := t.headSize(ctx, u); err != nil || n != f.Length {
+			if n, err := t.nodes.Size(ctx, u); err != nil || n != f.Length {
 				continue
 			}
 		}
@@ -871,7 +818,7 @@ func cmdUpdateClassOfKey(t *Tracker, ctx context.Context, r *request) (*Reply, e
 }
 
 func (t *Tracker) className(ns *namespace, dmid, classid int) string {
-	if c, ok := ns.class(dmid, classid); ok {
+	if c, ok := ns.Class(dmid, classid, t.settings()); ok {
 		return c.Name
 	}
 	return strconv.Itoa(classid) // class deleted behind the file's back
@@ -890,7 +837,7 @@ func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	res.Set("fid", f.Fid)
 	res.Set("domain", dom.Name)
 	res.Set("class", t.className(ns, f.DomainID, f.ClassID))
-	if c, ok := ns.class(f.DomainID, f.ClassID); ok && c.HashType != store.HashNone {
+	if c, ok := ns.Class(f.DomainID, f.ClassID, t.settings()); ok && c.HashType != store.HashNone {
 		cs, err := t.st.Checksum(ctx, f.Fid)
 		switch {
 		case err == nil:
@@ -956,7 +903,7 @@ func cmdFileDebug(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 		res.Set("fid_length", file.Length)
 		res.Set("fid_classid", file.ClassID)
 		res.Set("fid_devcount", file.DevCount)
-		if d, ok := ns.domainByID[file.DomainID]; ok {
+		if d, ok := ns.DomainByID[file.DomainID]; ok {
 			res.Set("fid_domain", d.Name)
 		}
 		res.Set("fid_class", t.className(ns, file.DomainID, file.ClassID))
@@ -1090,7 +1037,7 @@ func cmdListFids(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	for i, f := range files {
 		n := i + 1
 		res.Set(fmt.Sprintf("fid_%d_fid", n), f.Fid)
-		res.Set(fmt.Sprintf("fid_%d_domain", n), ns.domainByID[f.DomainID].Name)
+		res.Set(fmt.Sprintf("fid_%d_domain", n), ns.DomainByID[f.DomainID].Name)
 		res.Set(fmt.Sprintf("fid_%d_class", n), t.className(ns, f.DomainID, f.ClassID))
 		res.Set(fmt.Sprintf("fid_%d_key", n), f.Key)
 		res.Set(fmt.Sprintf("fid_%d_length", n), f.Length)

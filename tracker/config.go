@@ -89,7 +89,7 @@ type Config struct {
 	MaxConns int
 	// CacheTTL is how long domains, classes, hosts and devices are cached
 	// (cache_ttl, seconds).
-	CacheTTL time.Duration
+	NamespaceCacheTTL time.Duration
 	// SleepMax caps the sleep command (sleep_max, seconds).
 	SleepMax time.Duration
 }
@@ -117,7 +117,7 @@ func DefaultConfig() Config {
 		WriteTimeout:        120 * time.Second,
 		ShutdownTimeout:     10 * time.Second,
 		MaxConns:            10000,
-		CacheTTL:            3 * time.Second,
+		NamespaceCacheTTL:   3 * time.Second,
 		SleepMax:            60 * time.Second,
 	}
 }
@@ -201,7 +201,7 @@ func (c Config) Validate() error {
 		key string
 		v   time.Duration
 	}{{"node_timeout", c.NodeTimeout}, {"conn_timeout", c.ConnTimeout}, {"write_timeout", c.WriteTimeout},
-		{"shutdown_timeout", c.ShutdownTimeout}, {"cache_ttl", c.CacheTTL}} {
+		{"shutdown_timeout", c.ShutdownTimeout}, {"namespace_cache_ttl", c.NamespaceCacheTTL}} {
 		if d.v <= 0 {
 			bad(d.key, "must be positive")
 		}
@@ -412,12 +412,12 @@ var configKeys = map[string]keySetter{
 		c.Plugins = append(c.Plugins, splitList(v)...)
 		return nil
 	},
-	"idle_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.IdleTimeout }),
-	"write_timeout":    secondsKey(func(c *Config) *time.Duration { return &c.WriteTimeout }),
-	"shutdown_timeout": secondsKey(func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-	"max_conns":        intKey(func(c *Config) *int { return &c.MaxConns }),
-	"cache_ttl":        secondsKey(func(c *Config) *time.Duration { return &c.CacheTTL }),
-	"sleep_max":        secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
+	"idle_timeout":        secondsKey(func(c *Config) *time.Duration { return &c.IdleTimeout }),
+	"write_timeout":       secondsKey(func(c *Config) *time.Duration { return &c.WriteTimeout }),
+	"shutdown_timeout":    secondsKey(func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	"max_conns":           intKey(func(c *Config) *int { return &c.MaxConns }),
+	"namespace_cache_ttl": secondsKey(func(c *Config) *time.Duration { return &c.NamespaceCacheTTL }),
+	"sleep_max":           secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
 }
 
 // ConfigKeys lists the accepted keys, sorted.

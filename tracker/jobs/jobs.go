@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // Job class names, as !jobs and !want know them.
@@ -35,8 +36,27 @@ type Options struct {
 	QueuePoll       time.Duration // idle queue workers and the job master look again this often
 	TempFileTTL     time.Duration // tempfiles older than this are reaped
 
-	HTTPClient *http.Client // nil: a client with connect and header timeouts
-	Logger     *slog.Logger // nil: slog.Default()
+	// HTTPClient talks to storage nodes; nil: cluster.NewHTTPClient(Nodes).
+	HTTPClient *http.Client
+	// Nodes are conn_timeout, node_timeout and conn_pool_size for the
+	// storage-node client (zero fields: the original's defaults). The
+	// tracker passes its own, so workers and commands wait alike.
+	Nodes cluster.NodeConfig
+	// Settings are min_free_space and default_mindevcount, as the
+	// tracker's commands use them. The zero value takes
+	// cluster.DefaultSettings field by field.
+	Settings cluster.Settings
+	// ReplUseGetPort is repl_use_get_port: replication reads the source
+	// copy from its host's http_get_port rather than its http_port.
+	ReplUseGetPort bool
+	// Namespace is the namespace cache to read hosts, devices and classes
+	// through; the tracker shares its own so that clear_cache and its
+	// changes reach the workers at once. Nil: a cache of NamespaceTTL.
+	Namespace *cluster.Cache
+	// NamespaceTTL is how long a namespace read is reused when Namespace
+	// is nil (namespace_cache_ttl); 0: cluster.DefaultCacheTTL.
+	NamespaceTTL time.Duration
+	Logger       *slog.Logger // nil: slog.Default()
 
 	// NoJobMaster is like mogilefsd --no-job_master: this tracker injects
 	// nothing into the fsck and rebalance queues (and drains nothing); it
@@ -53,8 +73,8 @@ type Options struct {
 	// cancelling and handing them back.
 	CloseGrace time.Duration
 	// StreamPort is mogstored_stream_port: the storage nodes' management
-	// port, where the monitor watches I/O utilisation. 0 means 7501; a
-	// negative port watches nothing.
+	// port, where the monitor watches I/O utilisation. 0 (or less) watches
+	// nothing, as mogstored_stream_port = 0 does; DefaultOptions has 7501.
 	StreamPort int
 }
 
@@ -90,14 +110,12 @@ type Manager struct {
 	st      store.Store
 	opts    Options
 	log     *slog.Logger
-	nodes   *nodes
+	nodes   *cluster.Nodes
+	ns      *cluster.Cache
 	ownHTTP bool // the client is ours: Close drops its idle connections
 	obs     *observations
-	watch   *watchers // nil: StreamPort < 0
+	watch   *watchers // nil: StreamPort <= 0
 	host    string
-
-	rowsMu    sync.Mutex
-	rowsCache *nsRows
 
 	mu        sync.Mutex
 	opened    bool
@@ -143,15 +161,19 @@ func New(st store.Store, opts Options) *Manager {
 	if opts.CloseGrace <= 0 {
 		opts.CloseGrace = def.CloseGrace
 	}
-	if opts.StreamPort == 0 {
-		opts.StreamPort = def.StreamPort
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := opts.HTTPClient
-	if c == nil {
-		c = newHTTPClient()
+	defSet := cluster.DefaultSettings()
+	if opts.Settings.MinFreeMB == 0 {
+		opts.Settings.MinFreeMB = defSet.MinFreeMB
+	}
+	if opts.Settings.DefaultMinDevCount <= 0 {
+		opts.Settings.DefaultMinDevCount = defSet.DefaultMinDevCount
+	}
+	ns := opts.Namespace
+	if ns == nil {
+		ns = cluster.NewCache(st, opts.NamespaceTTL)
 	}
 	host := opts.Hostname
 	if host == "" {
@@ -161,7 +183,8 @@ func New(st store.Store, opts Options) *Manager {
 		st:      st,
 		opts:    opts,
 		log:     opts.Logger.With("component", "jobs"),
-		nodes:   &nodes{c: c},
+		nodes:   cluster.NewNodes(opts.Nodes, opts.HTTPClient),
+		ns:      ns,
 		ownHTTP: opts.HTTPClient == nil,
 		obs:     newObservations(),
 		host:    host,
@@ -289,11 +312,16 @@ func (m *Manager) Stats() []JobStat {
 	return out
 }
 
+// Observe is the monitor's view of a device, as the cluster model's
+// predicates take it.
+func (m *Manager) Observe(devid int) cluster.Observation { return m.obs.observe(devid) }
+
 // Observed is the monitor's view of a device: "writeable", "readable" or
 // "unreachable" (a device on an unreachable host is unreachable). ok is
 // false before the monitor has looked at it.
 func (m *Manager) Observed(devid int) (state string, ok bool) {
-	return m.obs.state(devid)
+	o := m.obs.observe(devid)
+	return o.State, o.State != ""
 }
 
 // Close stops leasing, gives in-flight items CloseGrace to finish, then
@@ -329,7 +357,7 @@ func (m *Manager) Close() error {
 	m.workStop()
 	<-done
 	if m.ownHTTP {
-		m.nodes.c.CloseIdleConnections()
+		m.nodes.CloseIdleConnections()
 	}
 	return nil
 }

@@ -5,30 +5,13 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
-	"errors"
 	"fmt"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 	"hash"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
 )
-
-// newHTTPClient is the one client the workers share when the caller gives
-// none. No overall Timeout: a copy of a large file may take long; instead
-// connecting and waiting for response headers are bounded, like the
-// original's conn_timeout and SOCK_TIMEOUT.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ResponseHeaderTimeout: 45 * time.Second,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-	}}
-}
 
 // copyError says which end of a copy failed, as http_copy's src_error and
 // dest_error do: a failed source is not tried again this round, a failed
@@ -46,124 +29,6 @@ func (e *copyError) Error() string {
 	return side + ": " + e.err.Error()
 }
 func (e *copyError) Unwrap() error { return e.err }
-
-// errMissing: the storage node answered 404.
-var errMissing = errors.New("jobs: blob missing on storage node")
-
-// nodes speaks HTTP to storage nodes.
-type nodes struct {
-	c *http.Client
-
-	mu  sync.Mutex
-	dir map[string]time.Time // collection URL -> when MKCOL succeeded
-}
-
-func (n *nodes) do(ctx context.Context, method, url string, body io.Reader, size int64, hdr http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, body)
-	if err != nil {
-		return nil, fmt.Errorf("jobs: %s %s: %w", method, url, err)
-	}
-	if body != nil {
-		req.ContentLength = size
-		if size == 0 {
-			req.Body = http.NoBody
-		}
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := n.c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("jobs: %s %s: %w", method, url, err)
-	}
-	return resp, nil
-}
-
-func drain(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-}
-
-// mkcols creates the collections of a blob path, remembering successes for
-// an hour as the original does. Failures are not fatal: servers that create
-// directories on PUT answer MKCOL with an error the PUT then contradicts.
-func (n *nodes) mkcols(ctx context.Context, base string, dirs []string) {
-	for _, d := range dirs {
-		u := base + d + "/"
-		n.mu.Lock()
-		if n.dir == nil {
-			n.dir = map[string]time.Time{}
-		}
-		t, ok := n.dir[u]
-		n.mu.Unlock()
-		if ok && time.Since(t) < time.Hour {
-			continue
-		}
-		resp, err := n.do(ctx, "MKCOL", u, bytes.NewReader(nil), 0, nil)
-		if err != nil {
-			return
-		}
-		drain(resp)
-		// 405: it exists already.
-		if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusMethodNotAllowed {
-			n.mu.Lock()
-			n.dir[u] = time.Now()
-			n.mu.Unlock()
-		}
-	}
-}
-
-// size HEADs url: the blob's length, errMissing on 404, other errors on
-// connectivity problems (HTTPFile::size).
-func (n *nodes) size(ctx context.Context, url string) (int64, error) {
-	resp, err := n.do(ctx, http.MethodHead, url, nil, 0, nil)
-	if err != nil {
-		return 0, err
-	}
-	drain(resp)
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return 0, errMissing
-	case resp.StatusCode/100 != 2:
-		return 0, fmt.Errorf("jobs: HEAD %s: HTTP %d", url, resp.StatusCode)
-	case resp.ContentLength < 0:
-		return 0, fmt.Errorf("jobs: HEAD %s: no Content-Length", url)
-	}
-	return resp.ContentLength, nil
-}
-
-// md5sum GETs url and hashes it (HTTPFile::digest_http).
-func (n *nodes) md5sum(ctx context.Context, url string) ([]byte, error) {
-	resp, err := n.do(ctx, http.MethodGet, url, nil, 0, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil, errMissing
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("jobs: GET %s: HTTP %d", url, resp.StatusCode)
-	}
-	h := md5.New()
-	if _, err := io.Copy(h, resp.Body); err != nil {
-		return nil, fmt.Errorf("jobs: GET %s: %w", url, err)
-	}
-	return h.Sum(nil), nil
-}
-
-// remove DELETEs url; 404 counts as done (Worker::Delete::delete_devfid).
-func (n *nodes) remove(ctx context.Context, url string) error {
-	resp, err := n.do(ctx, http.MethodDelete, url, nil, 0, nil)
-	if err != nil {
-		return err
-	}
-	drain(resp)
-	if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusNotFound {
-		return nil
-	}
-	return fmt.Errorf("jobs: DELETE %s: HTTP %d", url, resp.StatusCode)
-}
 
 // srcReader remembers whether reading the source failed, so that a failed
 // PUT can be blamed on the right end.
@@ -186,27 +51,30 @@ func (s *srcReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// copyBlob streams fid from src to dst (Replicate::http_copy): GET, check
+// copyBlob streams fid from src to dst (Replicate::http_copy): GET (from
+// the source's get port with repl_use_get_port, else its http port, as the
+// original), check
 // Content-Length against the file's length, PUT with Content-Length (and
 // Content-MD5 when the checksum is known), then HEAD the copy to check its
 // length. It returns the MD5 of the bytes it moved when wantMD5 is set or
 // sum is known; a known sum that does not match is a source error.
-func (n *nodes) copyBlob(ctx context.Context, src, dst *device, fid, length int64, sum []byte, wantMD5 bool) ([]byte, error) {
-	surl := src.fidURL(fid, true)
-	resp, err := n.do(ctx, http.MethodGet, surl, nil, 0, nil)
+func (m *Manager) copyBlob(ctx context.Context, src, dst *device, fid, length int64, sum []byte, wantMD5 bool) ([]byte, error) {
+	n := m.nodes
+	surl := src.FidURL(fid, m.opts.ReplUseGetPort)
+	resp, err := n.Do(ctx, http.MethodGet, surl, nil, 0, nil)
 	if err != nil {
 		return nil, &copyError{src: true, err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		drain(resp)
+		cluster.Drain(resp)
 		return nil, &copyError{src: true, err: fmt.Errorf("GET %s: HTTP %d", surl, resp.StatusCode)}
 	}
 	if resp.ContentLength != length {
 		return nil, &copyError{src: true, err: fmt.Errorf("GET %s: Content-Length %d, want %d", surl, resp.ContentLength, length)}
 	}
 
-	n.mkcols(ctx, dst.baseURL(false), FidDirs(dst.ID, fid))
+	n.Mkcol(ctx, dst.BaseURL(false), dst.ID, fid)
 	sr := &srcReader{r: io.LimitReader(resp.Body, length)}
 	if sum != nil || wantMD5 {
 		sr.h = md5.New()
@@ -215,15 +83,15 @@ func (n *nodes) copyBlob(ctx context.Context, src, dst *device, fid, length int6
 	if len(sum) == md5.Size {
 		hdr = http.Header{"Content-Md5": {base64.StdEncoding.EncodeToString(sum)}}
 	}
-	durl := dst.fidURL(fid, false)
-	presp, err := n.do(ctx, http.MethodPut, durl, sr, length, hdr)
+	durl := dst.FidURL(fid, false)
+	presp, err := n.Do(ctx, http.MethodPut, durl, sr, length, hdr)
 	if sr.err != nil {
 		return nil, &copyError{src: true, err: fmt.Errorf("GET %s: reading body: %w", surl, sr.err)}
 	}
 	if err != nil {
 		return nil, &copyError{err: err}
 	}
-	drain(presp)
+	cluster.Drain(presp)
 	if sr.n != length {
 		return nil, &copyError{src: true, err: fmt.Errorf("GET %s: body ended after %d of %d bytes", surl, sr.n, length)}
 	}
@@ -237,7 +105,7 @@ func (n *nodes) copyBlob(ctx context.Context, src, dst *device, fid, length int6
 	if presp.StatusCode/100 != 2 {
 		return nil, &copyError{err: fmt.Errorf("PUT %s: HTTP %d", durl, presp.StatusCode)}
 	}
-	sz, err := n.size(ctx, durl)
+	sz, err := n.Size(ctx, durl)
 	if err != nil {
 		return nil, &copyError{err: err}
 	}
