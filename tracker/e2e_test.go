@@ -70,14 +70,20 @@ type e2e struct {
 // startE2E runs ntrackers trackers, each on its own Store opened on the
 // same database, and nnodes storage nodes with one device each.
 func startE2E(t *testing.T, dsn string, ntrackers, nnodes int, hc *http.Client) *e2e {
+	cfg := testConfig()
+	cfg.JobMaster = true
+	return startE2ECfg(t, dsn, cfg, ntrackers, nnodes, hc)
+}
+
+// startE2ECfg is startE2E with every tracker and its workers configured by
+// cfg (its Listen is kept).
+func startE2ECfg(t *testing.T, dsn string, cfg tracker.Config, ntrackers, nnodes int, hc *http.Client) *e2e {
 	e := &e2e{}
 	var addrs []string
 	for i := 0; i < ntrackers; i++ {
 		st := openStore(t, dsn)
-		cfg := testConfig()
-		cfg.JobMaster = true
 		host := fmt.Sprintf("tracker%d", i)
-		tt := startTracker(t, cfg, st, &tracker.Options{Jobs: fastJobs(st, hc, host), Hostname: host})
+		tt := startTracker(t, cfg, st, &tracker.Options{Jobs: fastJobsCfg(st, hc, host, cfg), Hostname: host})
 		e.trackers = append(e.trackers, tt)
 		addrs = append(addrs, tt.addr)
 	}
