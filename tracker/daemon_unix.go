@@ -46,13 +46,3 @@ func setUser(uid, gid int) error {
 	}
 	return nil
 }
-
-// raiseNoFile sets the open-file limit to n (the original's max_handles).
-func raiseNoFile(n int) error {
-	lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
-	var cur syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err == nil && cur.Max > lim.Max {
-		lim.Max = cur.Max // never lower the hard limit
-	}
-	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-}

@@ -31,9 +31,11 @@ func JobsOptions(cfg Config) jobs.Options {
 	o.DeleteWorkers = cfg.DeleteJobs
 	o.FsckWorkers = cfg.FsckJobs
 	o.NoJobMaster = !cfg.JobMaster
+	o.NoReaper = cfg.ReaperJobs == 0
 	o.Settings = cfg.clusterSettings()
 	o.Nodes = cfg.nodeConfig()
 	o.ReplUseGetPort = cfg.ReplUseGetPort
+	o.RebalanceIgnoreMissing = cfg.RebalanceIgnoreMissing
 	o.NamespaceTTL = cfg.NamespaceCacheTTL
 	o.StreamPort = cfg.MogstoredStreamPort
 	return o

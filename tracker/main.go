@@ -41,7 +41,7 @@ type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (Jobs, error
 //	    --no-job_master      feed no fsck/rebalance/drain work from this tracker
 //	    --pidfile FILE, --max_disk_age, --min_free_space, --default_mindevcount,
 //	    --node_timeout, --conn_timeout, --conn_pool_size, --max_handles,
-//	    --no_schema_check, --repl_use_get_port, --local_network,
+//	    --no_schema_check (refused), --repl_use_get_port, --local_network,
 //	    --mogstored_stream_port
 //	    --no_http, --workerport N   accepted and ignored, as the original did
 //
@@ -202,7 +202,7 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 		case "listen", "l":
 			cfg.Listen = append([]string(nil), listen...)
 		case "no_schema_check":
-			cfg.NoSchemaCheck = schemaSkip
+			set("no_schema_check", strconv.FormatBool(schemaSkip))
 		case "job_master":
 			cfg.JobMaster = jobMaster
 		case "no-job_master", "nojob_master":
@@ -276,11 +276,6 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("pidfile: %w", err)
 		}
 		defer os.Remove(cfg.PidFile)
-	}
-	if cfg.MaxHandles > 0 {
-		if err := raiseNoFile(cfg.MaxHandles); err != nil {
-			return fmt.Errorf("max_handles %d: %w", cfg.MaxHandles, err)
-		}
 	}
 	if cfg.User != "" {
 		if err := switchUser(cfg.User); err != nil {

@@ -74,7 +74,7 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 			putOff((1+fc)*time.Hour, true)
 			continue
 		}
-		if err := m.nodes.Remove(ctx, d.FidURL(it.Fid, false)); err != nil {
+		if err := m.nodes.Remove(ctx, d.FidURL(it.Fid, false), true); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

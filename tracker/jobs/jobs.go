@@ -46,6 +46,10 @@ type Options struct {
 	// tracker's commands use them. The zero value takes
 	// cluster.DefaultSettings field by field.
 	Settings cluster.Settings
+	// RebalanceIgnoreMissing is rebalance_ignore_missing: a moved file's
+	// source copy that is already gone (404) counts as deleted; without it
+	// the move fails and the file stays queued, as in the original.
+	RebalanceIgnoreMissing bool
 	// ReplUseGetPort is repl_use_get_port: replication reads the source
 	// copy from its host's http_get_port rather than its http_port.
 	ReplUseGetPort bool
@@ -57,6 +61,10 @@ type Options struct {
 	// is nil (namespace_cache_ttl); 0: cluster.DefaultCacheTTL.
 	NamespaceTTL time.Duration
 	Logger       *slog.Logger // nil: slog.Default()
+
+	// NoReaper is reaper_jobs = 0: this tracker reaps nothing (another
+	// tracker on the database may).
+	NoReaper bool
 
 	// NoJobMaster is like mogilefsd --no-job_master: this tracker injects
 	// nothing into the fsck and rebalance queues (and drains nothing); it
@@ -203,6 +211,9 @@ func New(st store.Store, opts Options) *Manager {
 	if opts.NoJobMaster {
 		m.classes[JobMaster].want = 0
 	}
+	if opts.NoReaper {
+		m.classes[JobReaper].want = 0
+	}
 	m.classes[JobReplicate].run = m.replicateWorker
 	m.classes[JobDelete].run = m.deleteWorker
 	m.classes[JobFsck].run = m.fsckWorker
@@ -229,7 +240,9 @@ func (m *Manager) Open(ctx context.Context) error {
 	m.workCtx, m.workStop = context.WithCancel(context.WithoutCancel(ctx))
 
 	m.startLoop(JobMonitor, m.monitorLoop)
-	m.startLoop(JobReaper, m.reaperLoop)
+	if !m.opts.NoReaper {
+		m.startLoop(JobReaper, m.reaperLoop)
+	}
 	if !m.opts.NoJobMaster {
 		m.startLoop(JobMaster, m.jobMasterLoop)
 	}

@@ -244,7 +244,7 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 	if d == nil {
 		return fmt.Errorf("jobs: rebalance fid %d: no dev%d", fid, src)
 	}
-	if err := m.nodes.Remove(ctx, d.FidURL(fid, false)); err != nil {
+	if err := m.nodes.Remove(ctx, d.FidURL(fid, false), m.opts.RebalanceIgnoreMissing); err != nil {
 		return fmt.Errorf("jobs: rebalance fid %d off dev%d: %w", fid, src, err)
 	}
 	return m.forgetOnDevice(ctx, fid, src)

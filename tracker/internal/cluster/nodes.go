@@ -166,8 +166,10 @@ func (n *Nodes) Digest(ctx context.Context, url string, h hash.Hash) ([]byte, er
 	return h.Sum(nil), nil
 }
 
-// Remove DELETEs url; 404 counts as done (Worker::Delete::delete_devfid).
-func (n *Nodes) Remove(ctx context.Context, url string) error {
+// Remove DELETEs url. With missingOK a 404 counts as done, as
+// Worker::Delete::delete_devfid and DevFID::destroy(ignore_missing) have
+// it; without, it is ErrMissing.
+func (n *Nodes) Remove(ctx context.Context, url string, missingOK bool) error {
 	ctx, cancel := context.WithTimeout(ctx, n.small)
 	defer cancel()
 	resp, err := n.Do(ctx, http.MethodDelete, url, nil, 0, nil)
@@ -175,8 +177,11 @@ func (n *Nodes) Remove(ctx context.Context, url string) error {
 		return err
 	}
 	Drain(resp)
-	if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusNotFound {
+	switch {
+	case resp.StatusCode/100 == 2, resp.StatusCode == http.StatusNotFound && missingOK:
 		return nil
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("DELETE %s: %w", url, ErrMissing)
 	}
 	return fmt.Errorf("DELETE %s: %s", url, resp.Status)
 }
