@@ -297,6 +297,7 @@ func (t *Tracker) releaseSlot() {
 type conn struct {
 	t  *Tracker
 	nc net.Conn
+	br *bufio.Reader // read only by serve, and by watchGone while serve waits
 
 	wmu sync.Mutex // replies and watcher lines interleave whole
 
@@ -361,12 +362,12 @@ func (c *conn) serve() {
 		t.releaseSlot()
 		t.wg.Done()
 	}()
-	br := bufio.NewReaderSize(c.nc, 4096)
+	c.br = bufio.NewReaderSize(c.nc, 4096)
 	for {
 		if !c.idle() {
 			return
 		}
-		line, err := readLine(br, MaxLineBytes)
+		line, err := readLine(c.br, MaxLineBytes)
 		// A line read before shutdown is in flight: answer it, then stop.
 		closing := c.setBusy(true)
 		if errors.Is(err, ErrLineTooLong) {
@@ -448,12 +449,24 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 		clientIP = ta.IP.String()
 	}
 
+	// The request's own context: its deadline covers waiting for a query
+	// slot too, and it ends when the client hangs up, so that a hung
+	// database or storage node holds neither a slot nor the client's
+	// connection past request_timeout.
+	ctx, cancel := context.WithTimeout(t.reqCtx, t.cfg.RequestTimeout)
+	defer cancel()
+	stopWatch := c.watchGone(cancel)
+	defer stopWatch()
+
 	t.stats.pending.Add(1)
 	if !t.limiter.tryAcquire() {
 		t.stats.outOfWorkers.Add(1)
-		if err := t.limiter.acquire(t.reqCtx); err != nil {
+		if err := t.limiter.acquire(ctx); err != nil {
 			t.stats.pending.Add(-1)
-			return errLine("failure", "Tracker shutting down", callid), true
+			if t.reqCtx.Err() != nil {
+				return errLine("failure", "Tracker shutting down", callid), true
+			}
+			return errLine("failure", fmt.Sprintf("No query worker free within request_timeout (%v)", t.cfg.RequestTimeout), callid), false
 		}
 	}
 	t.stats.pending.Add(-1)
@@ -461,7 +474,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	t.stats.queries.Add(1)
 	start := time.Now()
 	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt"}
-	res, herr := t.run(h, r)
+	res, herr := t.run(ctx, h, r)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
 	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, req.Raw, time.Since(start).Seconds()))
@@ -474,6 +487,10 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 		if errors.Is(herr, store.ErrDuplicate) {
 			return errLine("dup", "", callid), false
 		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && t.reqCtx.Err() == nil {
+			t.log.Warn("request timed out", "cmd", req.Cmd, "timeout", t.cfg.RequestTimeout, "err", herr)
+			return errLine("failure", fmt.Sprintf("Request took longer than request_timeout (%v)", t.cfg.RequestTimeout), callid), false
+		}
 		t.log.Error("command failed", "cmd", req.Cmd, "err", herr)
 		return errLine("failure", "", callid), false
 	}
@@ -482,14 +499,45 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 
 // run calls a handler, turning a panic into an error: one bad request must
 // not take the tracker down.
-func (t *Tracker) run(h handler, r *request) (res *Reply, err error) {
+func (t *Tracker) run(ctx context.Context, h handler, r *request) (res *Reply, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.log.Error("command panicked", "cmd", r.Cmd, "panic", p)
 			res, err = nil, fmt.Errorf("internal error in %s", r.Cmd)
 		}
 	}()
-	return h(t, t.reqCtx, r)
+	return h(t, ctx, r)
+}
+
+// watchGone cancels a request when its client hangs up while it runs, by
+// waiting for the connection to become readable. A client that already
+// sent its next request is still there: nothing is watched then (and a
+// hangup is noticed at the next read). The returned stop ends the watch
+// before serve reads again.
+func (c *conn) watchGone(cancel context.CancelFunc) (stop func()) {
+	if c.br == nil || c.br.Buffered() > 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := c.br.Peek(1); err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				cancel() // EOF or reset: nobody waits for the answer
+			}
+		}
+	}()
+	return func() {
+		c.nc.SetReadDeadline(time.Now()) // wake the Peek
+		<-done
+		c.nc.SetReadDeadline(time.Time{})
+		if c.br.Buffered() == 0 {
+			// Drop the error the Peek may have stored (our own timeout
+			// above); a real EOF or reset is met again at the next read.
+			c.br.Reset(c.nc)
+		}
+	}
 }
 
 // limiter bounds concurrent requests (query_jobs) and can be resized by

@@ -77,6 +77,11 @@ type Options struct {
 	// Lease is how long a leased queue row stays hidden from other
 	// trackers; it bounds how long a crashed tracker delays an item.
 	Lease time.Duration
+	// PassTimeout bounds one pass of the monitor, the reaper and the job
+	// master, and one Lease call, so that a hung database or storage node
+	// delays a loop rather than stopping it for good. (A queue item is
+	// bounded by Lease.)
+	PassTimeout time.Duration
 	// CloseGrace is how long Close lets in-flight items finish before
 	// cancelling and handing them back.
 	CloseGrace time.Duration
@@ -100,6 +105,7 @@ func DefaultOptions() Options {
 		TempFileTTL:      time.Hour,
 		Lease:            10 * time.Minute,
 		CloseGrace:       5 * time.Second,
+		PassTimeout:      time.Minute,
 		StreamPort:       defaultStreamPort,
 	}
 }
@@ -165,6 +171,9 @@ func New(st store.Store, opts Options) *Manager {
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = def.Lease
+	}
+	if opts.PassTimeout <= 0 {
+		opts.PassTimeout = def.PassTimeout
 	}
 	if opts.CloseGrace <= 0 {
 		opts.CloseGrace = def.CloseGrace
@@ -428,7 +437,9 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 			}
 			// Lease under the work context: a lease granted while a stop
 			// interrupts the call would hide the row until it expires.
-			items, err := m.st.Lease(m.workCtx, q, 1, m.opts.Lease)
+			lctx, cancel := context.WithTimeout(m.workCtx, m.opts.PassTimeout)
+			items, err := m.st.Lease(lctx, q, 1, m.opts.Lease)
+			cancel()
 			if err != nil {
 				if !isCtxErr(m.workCtx, err) {
 					jc.errors.Add(1)
@@ -438,7 +449,12 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 			}
 			for _, it := range items {
 				worked = true
-				err := handle(m.workCtx, it)
+				// An item may take as long as its lease hides it from other
+				// trackers, no longer: after that another tracker may work
+				// it too.
+				ictx, cancel := context.WithTimeout(m.workCtx, m.opts.Lease)
+				err := handle(ictx, it)
+				cancel()
 				jc.processed.Add(1)
 				if err != nil {
 					// Whatever the error says, an item cut short by Close

@@ -173,6 +173,11 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 // rows, and at most every 15 s per device), and test-write devices to tell
 // writeable from readable.
 func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
+	// The watch connections live as long as the monitor (loopCtx); the
+	// pass's own reads and writes are bounded by PassTimeout.
+	loopCtx := ctx
+	ctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
+	defer cancel()
 	w, err := m.freshWorld(ctx)
 	if err != nil {
 		return err
@@ -204,7 +209,7 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 		}
 	}
 	if m.watch != nil {
-		m.watch.set(ctx, watch)
+		m.watch.set(loopCtx, watch)
 	}
 	var (
 		wg       sync.WaitGroup

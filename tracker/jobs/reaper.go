@@ -26,10 +26,12 @@ func (m *Manager) reaperLoop(ctx context.Context) {
 	t := time.NewTicker(m.opts.ReaperInterval)
 	defer t.Stop()
 	for {
-		err := m.reapTempFiles(ctx)
+		pctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
+		err := m.reapTempFiles(pctx)
 		if err == nil {
-			err = m.reapDeadDevices(ctx, log)
+			err = m.reapDeadDevices(pctx, log)
 		}
+		cancel()
 		if err != nil {
 			if isCtxErr(ctx, err) {
 				return

@@ -35,7 +35,10 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 		return
 	}
 	for {
-		if err := m.jobMasterPass(ctx, log, drain); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
+		err := m.jobMasterPass(pctx, log, drain)
+		cancel()
+		if err != nil {
 			if isCtxErr(ctx, err) {
 				return
 			}
