@@ -13,7 +13,7 @@ import (
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
-func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error) {
 	// The original takes an empty key here (create_close then discards the
 	// upload), but a tempfile row needs a key in our store: no_key.
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
@@ -141,7 +141,7 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	return res, nil
 }
 
-func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, err := t.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
@@ -284,7 +284,7 @@ func (t *Tracker) fileByKey(ctx context.Context, dmid int, key, missingCode stri
 	return f, err
 }
 
-func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func cmdDelete(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdDelete(ctx context.Context, r *request) (*Reply, error) {
 	_, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -369,7 +369,7 @@ func cmdDelete(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func cmdRename(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRename(ctx context.Context, r *request) (*Reply, error) {
 	_, dom, err := t.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
@@ -392,7 +392,7 @@ func cmdRename(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func cmdUpdateClassOfKey(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdUpdateClassOfKey(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -437,7 +437,7 @@ func (t *Tracker) className(ns *namespace, dmid, classid int) string {
 	return strconv.Itoa(classid) // class deleted behind the file's back
 }
 
-func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFileInfo(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -474,7 +474,7 @@ func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func cmdFileDebug(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) {
 	var (
 		fid   int64
 		file  *store.File
@@ -591,7 +591,7 @@ func zeroEmpty(n int) string {
 	return strconv.Itoa(n)
 }
 
-func cmdListKeys(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdListKeys(ctx context.Context, r *request) (*Reply, error) {
 	_, dom, err := t.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
@@ -628,7 +628,7 @@ func cmdListKeys(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func cmdListFids(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdListFids(ctx context.Context, r *request) (*Reply, error) {
 	from := perlNum(r.Args.Get("from"))
 	count := int(perlNum(r.Args.Get("to")))
 	if count == 0 {

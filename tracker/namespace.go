@@ -12,7 +12,7 @@ import (
 
 // ---- domains and classes ----
 
-func cmdGetDomains(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdGetDomains(ctx context.Context, r *request) (*Reply, error) {
 	ns, err := t.namespace(ctx)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func hashTypeString(h store.HashType) string {
 	return strconv.Itoa(int(h))
 }
 
-func cmdCreateDomain(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateDomain(ctx context.Context, r *request) (*Reply, error) {
 	name := r.Args.Get("domain")
 	if !perlTrue(name) {
 		return nil, perr("no_domain")
@@ -86,7 +86,7 @@ func cmdCreateDomain(t *Tracker, ctx context.Context, r *request) (*Reply, error
 	return res, nil
 }
 
-func cmdDeleteDomain(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdDeleteDomain(ctx context.Context, r *request) (*Reply, error) {
 	name := r.Args.Get("domain")
 	if !perlTrue(name) {
 		return nil, perr("no_domain")
@@ -136,11 +136,11 @@ func validReplPolicy(p string) error {
 	return nil
 }
 
-func cmdCreateClass(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateClass(ctx context.Context, r *request) (*Reply, error) {
 	return t.createClass(ctx, r, perlTrue(r.Args.Get("update")))
 }
 
-func cmdUpdateClass(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdUpdateClass(ctx context.Context, r *request) (*Reply, error) {
 	return t.createClass(ctx, r, true)
 }
 
@@ -229,7 +229,7 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	return res, nil
 }
 
-func cmdDeleteClass(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdDeleteClass(ctx context.Context, r *request) (*Reply, error) {
 	domain := r.Args.Get("domain")
 	if domain == "" {
 		return nil, perr("no_domain")
@@ -280,11 +280,11 @@ func validHostState(s string) bool {
 	return false
 }
 
-func cmdCreateHost(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateHost(ctx context.Context, r *request) (*Reply, error) {
 	return t.createHost(ctx, r, perlTrue(r.Args.Get("update")))
 }
 
-func cmdUpdateHost(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdUpdateHost(ctx context.Context, r *request) (*Reply, error) {
 	return t.createHost(ctx, r, true)
 }
 
@@ -372,7 +372,7 @@ func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Rep
 	return res, nil
 }
 
-func cmdDeleteHost(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdDeleteHost(ctx context.Context, r *request) (*Reply, error) {
 	ns, err := t.fresh(ctx)
 	if err != nil {
 		return nil, err
@@ -397,7 +397,7 @@ func cmdDeleteHost(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	return nil, err
 }
 
-func cmdGetHosts(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdGetHosts(ctx context.Context, r *request) (*Reply, error) {
 	ns, err := t.namespace(ctx)
 	if err != nil {
 		return nil, err
@@ -423,7 +423,7 @@ func cmdGetHosts(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func cmdCreateDevice(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateDevice(ctx context.Context, r *request) (*Reply, error) {
 	a := r.Args
 	state := a.Get("state")
 	if !perlTrue(state) {
@@ -480,7 +480,7 @@ func allDigits(s string) bool {
 	return true
 }
 
-func cmdGetDevices(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdGetDevices(ctx context.Context, r *request) (*Reply, error) {
 	ns, err := t.namespace(ctx)
 	if err != nil {
 		return nil, err
@@ -553,7 +553,7 @@ func (t *Tracker) deviceOfHost(ctx context.Context, hostname string, devid int) 
 	return d, nil
 }
 
-func cmdSetWeight(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdSetWeight(ctx context.Context, r *request) (*Reply, error) {
 	host := r.Args.Get("host")
 	devid := int(perlNum(r.Args.Get("device")))
 	weight := perlNum(r.Args.Get("weight"))
@@ -569,7 +569,7 @@ func cmdSetWeight(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, err
 }
 
-func cmdSetState(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdSetState(ctx context.Context, r *request) (*Reply, error) {
 	host := r.Args.Get("host")
 	devid := int(perlNum(r.Args.Get("device")))
 	state := store.DeviceState(r.Args.Get("state"))
@@ -588,7 +588,7 @@ func cmdSetState(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, err
 }
 
-func cmdReplicateNow(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdReplicateNow(ctx context.Context, r *request) (*Reply, error) {
 	n, err := t.st.Expedite(ctx, store.QueueReplicate)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func (t *Tracker) rebalDestDevs(ns *namespace, p cluster.RebalPolicy, exclude []
 	return p.DestDevices(ns.JoinAll(t.observe), t.settings(), skip)
 }
 
-func cmdRebalanceStatus(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRebalanceStatus(ctx context.Context, r *request) (*Reply, error) {
 	state, err := t.setting(ctx, "rebal_state")
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func cmdRebalanceStatus(t *Tracker, ctx context.Context, r *request) (*Reply, er
 	return res, nil
 }
 
-func cmdRebalanceStart(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRebalanceStart(ctx context.Context, r *request) (*Reply, error) {
 	rebalHost, err := t.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (t *Tracker) rebalPolicy(ctx context.Context) (cluster.RebalPolicy, error) 
 	return p, nil
 }
 
-func cmdRebalanceTest(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRebalanceTest(ctx context.Context, r *request) (*Reply, error) {
 	p, err := t.rebalPolicy(ctx)
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func cmdRebalanceTest(t *Tracker, ctx context.Context, r *request) (*Reply, erro
 	return res, nil
 }
 
-func cmdRebalanceReset(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRebalanceReset(ctx context.Context, r *request) (*Reply, error) {
 	host, err := t.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func cmdRebalanceReset(t *Tracker, ctx context.Context, r *request) (*Reply, err
 	return nil, t.st.DeleteServerSetting(ctx, "rebal_state")
 }
 
-func cmdRebalanceStop(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRebalanceStop(ctx context.Context, r *request) (*Reply, error) {
 	host, err := t.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func cmdRebalanceStop(t *Tracker, ctx context.Context, r *request) (*Reply, erro
 	return nil, t.st.SetServerSetting(ctx, "rebal_signal", "stop")
 }
 
-func cmdRebalanceSetPolicy(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRebalanceSetPolicy(ctx context.Context, r *request) (*Reply, error) {
 	host, err := t.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err

@@ -16,7 +16,8 @@ type request struct {
 	altZone  bool // zone=alt: answer with hosts' alternate IPs
 }
 
-type handler func(t *Tracker, ctx context.Context, r *request) (*Reply, error)
+// handler answers one query command; a *protoError becomes its ERR line.
+type handler func(ctx context.Context, r *request) (*Reply, error)
 
 // protoError is an "ERR code text" reply.
 type protoError struct{ code, text string }
@@ -32,56 +33,55 @@ func perr(code string, text ...string) error {
 	return e
 }
 
-// commands maps command names to handlers (Worker::Query's cmd_* subs).
-var commands map[string]handler
-
-func init() {
-	commands = map[string]handler{
-		"noop":                 cmdNoop,
-		"test":                 cmdTest,
-		"sleep":                cmdSleep,
-		"clear_cache":          cmdClearCache,
-		"do_monitor_round":     cmdDoMonitorRound,
-		"create_open":          cmdCreateOpen,
-		"create_close":         cmdCreateClose,
-		"get_paths":            cmdGetPaths,
-		"delete":               cmdDelete,
-		"rename":               cmdRename,
-		"updateclass":          cmdUpdateClassOfKey,
-		"file_info":            cmdFileInfo,
-		"file_debug":           cmdFileDebug,
-		"list_keys":            cmdListKeys,
-		"list_fids":            cmdListFids,
-		"get_domains":          cmdGetDomains,
-		"create_domain":        cmdCreateDomain,
-		"delete_domain":        cmdDeleteDomain,
-		"create_class":         cmdCreateClass,
-		"update_class":         cmdUpdateClass,
-		"delete_class":         cmdDeleteClass,
-		"create_host":          cmdCreateHost,
-		"update_host":          cmdUpdateHost,
-		"delete_host":          cmdDeleteHost,
-		"get_hosts":            cmdGetHosts,
-		"create_device":        cmdCreateDevice,
-		"get_devices":          cmdGetDevices,
-		"set_state":            cmdSetState,
-		"set_weight":           cmdSetWeight,
-		"replicate_now":        cmdReplicateNow,
-		"set_server_setting":   cmdSetServerSetting,
-		"server_setting":       cmdServerSetting,
-		"server_settings":      cmdServerSettings,
-		"fsck_start":           cmdFsckStart,
-		"fsck_stop":            cmdFsckStop,
-		"fsck_reset":           cmdFsckReset,
-		"fsck_status":          cmdFsckStatus,
-		"fsck_getlog":          cmdFsckGetLog,
-		"fsck_clearlog":        cmdFsckClearLog,
-		"rebalance_status":     cmdRebalanceStatus,
-		"rebalance_start":      cmdRebalanceStart,
-		"rebalance_stop":       cmdRebalanceStop,
-		"rebalance_test":       cmdRebalanceTest,
-		"rebalance_reset":      cmdRebalanceReset,
-		"rebalance_set_policy": cmdRebalanceSetPolicy,
+// commandTable maps command names to t's handlers (Worker::Query's cmd_*
+// subs), built once by New from method values.
+func (t *Tracker) commandTable() map[string]handler {
+	return map[string]handler{
+		"noop":                 t.cmdNoop,
+		"test":                 t.cmdTest,
+		"sleep":                t.cmdSleep,
+		"clear_cache":          t.cmdClearCache,
+		"do_monitor_round":     t.cmdDoMonitorRound,
+		"create_open":          t.cmdCreateOpen,
+		"create_close":         t.cmdCreateClose,
+		"get_paths":            t.cmdGetPaths,
+		"delete":               t.cmdDelete,
+		"rename":               t.cmdRename,
+		"updateclass":          t.cmdUpdateClassOfKey,
+		"file_info":            t.cmdFileInfo,
+		"file_debug":           t.cmdFileDebug,
+		"list_keys":            t.cmdListKeys,
+		"list_fids":            t.cmdListFids,
+		"get_domains":          t.cmdGetDomains,
+		"create_domain":        t.cmdCreateDomain,
+		"delete_domain":        t.cmdDeleteDomain,
+		"create_class":         t.cmdCreateClass,
+		"update_class":         t.cmdUpdateClass,
+		"delete_class":         t.cmdDeleteClass,
+		"create_host":          t.cmdCreateHost,
+		"update_host":          t.cmdUpdateHost,
+		"delete_host":          t.cmdDeleteHost,
+		"get_hosts":            t.cmdGetHosts,
+		"create_device":        t.cmdCreateDevice,
+		"get_devices":          t.cmdGetDevices,
+		"set_state":            t.cmdSetState,
+		"set_weight":           t.cmdSetWeight,
+		"replicate_now":        t.cmdReplicateNow,
+		"set_server_setting":   t.cmdSetServerSetting,
+		"server_setting":       t.cmdServerSetting,
+		"server_settings":      t.cmdServerSettings,
+		"fsck_start":           t.cmdFsckStart,
+		"fsck_stop":            t.cmdFsckStop,
+		"fsck_reset":           t.cmdFsckReset,
+		"fsck_status":          t.cmdFsckStatus,
+		"fsck_getlog":          t.cmdFsckGetLog,
+		"fsck_clearlog":        t.cmdFsckClearLog,
+		"rebalance_status":     t.cmdRebalanceStatus,
+		"rebalance_start":      t.cmdRebalanceStart,
+		"rebalance_stop":       t.cmdRebalanceStop,
+		"rebalance_test":       t.cmdRebalanceTest,
+		"rebalance_reset":      t.cmdRebalanceReset,
+		"rebalance_set_policy": t.cmdRebalanceSetPolicy,
 	}
 }
 
@@ -105,16 +105,16 @@ func perlNum(s string) int64 {
 	return n
 }
 
-func cmdNoop(t *Tracker, ctx context.Context, r *request) (*Reply, error) { return nil, nil }
+func (t *Tracker) cmdNoop(ctx context.Context, r *request) (*Reply, error) { return nil, nil }
 
-func cmdTest(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdTest(ctx context.Context, r *request) (*Reply, error) {
 	if perlTrue(r.Args.Get("crash")) {
 		return nil, errors.New("crashed on purpose")
 	}
 	return nil, nil
 }
 
-func cmdSleep(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdSleep(ctx context.Context, r *request) (*Reply, error) {
 	d := time.Duration(perlNum(r.Args.Get("duration"))) * time.Second
 	if d <= 0 {
 		d = 10 * time.Second
@@ -132,12 +132,12 @@ func cmdSleep(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func cmdClearCache(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdClearCache(ctx context.Context, r *request) (*Reply, error) {
 	t.ns.Invalidate()
 	return nil, nil
 }
 
-func cmdDoMonitorRound(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdDoMonitorRound(ctx context.Context, r *request) (*Reply, error) {
 	t.ns.Invalidate()
 	return nil, nil
 }

@@ -69,9 +69,10 @@ type Tracker struct {
 	host   string
 	onStop func()
 
-	ns      *cluster.Cache
-	limiter *limiter
-	watch   *watchers
+	ns       *cluster.Cache
+	commands map[string]handler
+	limiter  *limiter
+	watch    *watchers
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -125,6 +126,7 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		watch:   w,
 		conns:   map[*conn]struct{}{},
 	}
+	t.commands = t.commandTable()
 	t.log = slog.New(&watchHandler{Handler: parent.Handler(), w: w}).With("component", "tracker")
 	if t.host == "" {
 		t.host, _ = os.Hostname()
@@ -437,7 +439,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	case err != nil:
 		return errLine("bad_params", err.Error(), callid), false
 	}
-	h, ok := commands[req.Cmd]
+	h, ok := t.commands[req.Cmd]
 	if !ok {
 		return errLine("unknown_command", "", callid), false
 	}
@@ -503,7 +505,7 @@ func (t *Tracker) run(ctx context.Context, h handler, r *request) (res *Reply, e
 			res, err = nil, fmt.Errorf("internal error in %s", r.Cmd)
 		}
 	}()
-	return h(t, ctx, r)
+	return h(ctx, r)
 }
 
 // watchGone cancels a request when its client hangs up while it runs, by

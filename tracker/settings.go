@@ -125,7 +125,7 @@ func settingReadable(key string) bool {
 	return key == "fsck_checksum" || !strings.HasPrefix(key, "fsck_")
 }
 
-func cmdSetServerSetting(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdSetServerSetting(ctx context.Context, r *request) (*Reply, error) {
 	key := r.Args.Get("key")
 	if !perlTrue(key) {
 		return nil, perr("bad_params")
@@ -149,7 +149,7 @@ func cmdSetServerSetting(t *Tracker, ctx context.Context, r *request) (*Reply, e
 	return nil, nil
 }
 
-func cmdServerSetting(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdServerSetting(ctx context.Context, r *request) (*Reply, error) {
 	key := r.Args.Get("key")
 	if !perlTrue(key) {
 		return nil, perr("bad_params")
@@ -164,7 +164,7 @@ func cmdServerSetting(t *Tracker, ctx context.Context, r *request) (*Reply, erro
 	return res, nil
 }
 
-func cmdServerSettings(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdServerSettings(ctx context.Context, r *request) (*Reply, error) {
 	all, err := t.st.ServerSettings(ctx)
 	if err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func (t *Tracker) dbUnixTime(ctx context.Context) (string, error) {
 	return strconv.FormatInt(now.Unix(), 10), nil
 }
 
-func cmdFsckStart(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFsckStart(ctx context.Context, r *request) (*Reply, error) {
 	fsckHost, err := t.setting(ctx, "fsck_host")
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func cmdFsckStart(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func cmdFsckStop(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFsckStop(ctx context.Context, r *request) (*Reply, error) {
 	if err := t.st.DeleteServerSetting(ctx, "fsck_host"); err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func cmdFsckStop(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, t.st.SetServerSetting(ctx, "fsck_stop_time", now)
 }
 
-func cmdFsckReset(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFsckReset(ctx context.Context, r *request) (*Reply, error) {
 	var policy *string
 	if perlTrue(r.Args.Get("policy_only")) {
 		policy = sp("1")
@@ -387,11 +387,11 @@ func (t *Tracker) fsckSummarize(ctx context.Context) (int64, error) {
 	return after, nil
 }
 
-func cmdFsckClearLog(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFsckClearLog(ctx context.Context, r *request) (*Reply, error) {
 	return nil, t.st.ClearFsckLog(ctx)
 }
 
-func cmdFsckGetLog(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFsckGetLog(ctx context.Context, r *request) (*Reply, error) {
 	evs, err := t.st.FsckEvents(ctx, perlNum(r.Args.Get("after_logid")), 100)
 	if err != nil {
 		return nil, err
@@ -411,7 +411,7 @@ func cmdFsckGetLog(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	return res, nil
 }
 
-func cmdFsckStatus(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFsckStatus(ctx context.Context, r *request) (*Reply, error) {
 	maxLog, err := t.fsckSummarize(ctx)
 	if err != nil {
 		return nil, err
