@@ -1,6 +1,6 @@
 //go:build !unix
 
-package tracker
+package main
 
 import "errors"
 
