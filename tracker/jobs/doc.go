@@ -10,6 +10,18 @@
 // original's named locks, mgfs:fid:<fid>:replicate while copying, deleting,
 // moving or fixing a fid and mgfs:fid:<fid> around file_on changes.
 //
+// Workers decide with the same model of the cluster as the tracker's query
+// commands (package tracker/internal/cluster): the same device predicates
+// under the same settings (Options.Settings: min_free_space and
+// default_mindevcount), the same rebalance policy parser, and the same
+// storage-node client built from Options.Nodes (conn_timeout,
+// node_timeout, conn_pool_size). tracker.JobsOptions maps a tracker's
+// configuration onto Options.
+//
+// Every queue item is bounded by its lease, and a Lease call and each
+// pass of the monitor, reaper and job master by Options.PassTimeout, so a
+// hung database or storage node delays a worker rather than stopping it.
+//
 // A [Manager] is built with [New], started with [Manager.Open] and stopped
 // with [Manager.Close], which stops leasing, lets in-flight items finish for
 // a grace period, then hands the rest back due now and releases their locks.
@@ -54,7 +66,8 @@
 //     ignores queue_size_for_reaper.
 //   - Devices in state drain are emptied automatically; the original only
 //     keeps new files off them and leaves moving to a rebalance.
-//   - Rebalance policies support fid_age=old only (the contract lists fids
+//   - Rebalance policies support fid_age=old only, and rebalance_set_policy
+//     refuses the others (the contract lists fids
 //     on a device ascending) and limit_by none, count and size (the original
 //     does not implement percent either). A global limit is given its
 //     budget when the run starts; the original never set it, so a global

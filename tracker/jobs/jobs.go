@@ -27,7 +27,8 @@ const (
 )
 
 // Options configures a Manager. Zero fields take DefaultOptions' values,
-// except the worker counts, where 0 means none.
+// except the worker counts and StreamPort, where 0 means none, and the
+// booleans. Settings and Nodes take their defaults field by field.
 type Options struct {
 	ReplicateWorkers, DeleteWorkers, FsckWorkers int
 
