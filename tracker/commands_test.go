@@ -228,3 +228,18 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 		t.Errorf("rebal_signal = %q; want stop", v)
 	}
 }
+
+// create_class refuses the policies the replicate worker cannot run (it
+// retried such a class forever before), naming the ones it can.
+func TestCommands_CreateClassRefusesPoliciesTheWorkerCannotRun(t *testing.T) {
+	tt := startTracker(t, testConfig(), nil, nil)
+	c := tt.dial()
+	c.want("create_domain domain=d", "OK domain=d")
+	for _, p := range []string{"MultipleNetworks(2)", "HostsPerNetwork(2)", "Union(MultipleHosts(),MultipleDevices())"} {
+		got := c.do("create_class domain=d&class=c&mindevcount=2&replpolicy=" + esc(p))
+		if !strings.HasPrefix(got, "ERR invalid_replpolicy ") || !strings.Contains(got, "MultipleHosts%28N%29") {
+			t.Errorf("replpolicy %s: %s; want invalid_replpolicy naming MultipleHosts(N)", p, got)
+		}
+	}
+	c.want("create_class domain=d&class=c&mindevcount=2&replpolicy=MultipleDevices(2)", "OK class=c&mindevcount=2&domain=d")
+}

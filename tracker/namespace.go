@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // ---- domains and classes ----
@@ -117,25 +117,6 @@ func (t *Tracker) cmdDeleteDomain(ctx context.Context, r *request) (*Reply, erro
 	return res, nil
 }
 
-// replPolicyRE is the shape of a policy string (ReplicationPolicy's
-// new_from_policy_string): Name(args).
-var replPolicyRE = regexp.MustCompile(`^(\w+)\(([^()]*)\)$`)
-
-var knownPolicies = map[string]bool{
-	"MultipleHosts": true, "MultipleDevices": true, "MultipleNetworks": true, "HostsPerNetwork": true, "Union": true,
-}
-
-func validReplPolicy(p string) error {
-	m := replPolicyRE.FindStringSubmatch(p)
-	if m == nil {
-		return fmt.Errorf("Failed to parse replication policy %q", p)
-	}
-	if !knownPolicies[m[1]] {
-		return fmt.Errorf("Failed to load replication policy %s", m[1])
-	}
-	return nil
-}
-
 func (t *Tracker) cmdCreateClass(ctx context.Context, r *request) (*Reply, error) {
 	return t.createClass(ctx, r, perlTrue(r.Args.Get("update")))
 }
@@ -159,7 +140,9 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	}
 	policy := r.Args.Get("replpolicy")
 	if perlTrue(policy) {
-		if err := validReplPolicy(policy); err != nil {
+		// The replicate worker parses it with the same function, so a
+		// class accepted here is one it can replicate.
+		if _, err := cluster.ParseReplPolicy(policy); err != nil {
 			return nil, perr("invalid_replpolicy", err.Error())
 		}
 	} else {

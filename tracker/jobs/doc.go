@@ -72,8 +72,11 @@
 //     does not implement percent either). A global limit is given its
 //     budget when the run starts; the original never set it, so a global
 //     limit moved nothing there.
-//   - The Union replication policy is not supported (a class using it is
-//     retried with backoff and logged).
+//   - Only the MultipleHosts(N) and MultipleDevices(N) replication policies
+//     run; create_class and update_class refuse the others (Union and the
+//     plugins' MultipleNetworks, HostsPerNetwork). A class that already has
+//     one, in a database made by the original, is retried with backoff and
+//     logged.
 //   - Placement weighs a device by free space times its weight/100; the
 //     original ignores weight when replicating.
 package jobs

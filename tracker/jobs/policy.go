@@ -2,11 +2,9 @@ package jobs
 
 import (
 	"fmt"
-	"github.com/gomogile/gomogile/tracker/internal/cluster"
-	"regexp"
 	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // replRequest is a replication policy's answer (ReplicationRequest.pm):
@@ -23,23 +21,13 @@ type policy struct {
 	min  int    // 0 = the class's mindevcount
 }
 
-var policyRE = regexp.MustCompile(`^\s*(MultipleHosts|MultipleDevices)\s*\(\s*(\d*)\s*\)\s*$`)
-
-// parsePolicy understands the two single policies the original ships;
-// "" means MultipleHosts().
+// parsePolicy is cluster.ParseReplPolicy in the worker's terms.
 func parsePolicy(s string) (policy, error) {
-	if strings.TrimSpace(s) == "" {
-		return policy{kind: "MultipleHosts"}, nil
+	p, err := cluster.ParseReplPolicy(s)
+	if err != nil {
+		return policy{}, fmt.Errorf("jobs: unsupported replication policy: %w", err)
 	}
-	m := policyRE.FindStringSubmatch(s)
-	if m == nil {
-		return policy{}, fmt.Errorf("jobs: unsupported replication policy %q", s)
-	}
-	p := policy{kind: m[1]}
-	if m[2] != "" {
-		p.min, _ = strconv.Atoi(m[2])
-	}
-	return p, nil
+	return policy{kind: p.Kind, min: p.Min}, nil
 }
 
 // replicateTo mirrors ReplicationPolicy::*::replicate_to. on are the devices

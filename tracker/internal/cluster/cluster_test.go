@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomogile/gomogile/store"
@@ -123,5 +124,30 @@ func TestSnapshotClassDefaultMinDevCount(t *testing.T) {
 	}
 	if _, ok := n.Class(1, 9, s); ok {
 		t.Error("unknown class found")
+	}
+}
+
+// The class policies create_class accepts are exactly those the replicate
+// worker runs.
+func TestParseReplPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    ReplPolicy
+		wantErr string
+	}{
+		{"", ReplPolicy{Kind: "MultipleHosts"}, ""},
+		{"MultipleHosts()", ReplPolicy{Kind: "MultipleHosts"}, ""},
+		{"MultipleHosts(3)", ReplPolicy{Kind: "MultipleHosts", Min: 3}, ""},
+		{" MultipleDevices( 2 ) ", ReplPolicy{Kind: "MultipleDevices", Min: 2}, ""},
+		{"MultipleHosts", ReplPolicy{}, "Failed to parse replication policy"},
+		{"MultipleHosts(x)", ReplPolicy{}, "must be a number"},
+		{"Union(MultipleHosts(), MultipleDevices())", ReplPolicy{}, "runs only MultipleHosts(N) and MultipleDevices(N)"},
+		{"MultipleNetworks(2)", ReplPolicy{}, "runs only"},
+		{"Bogus(1)", ReplPolicy{}, "Failed to load replication policy Bogus"},
+	} {
+		got, err := ParseReplPolicy(tc.in)
+		if tc.wantErr == "" && (err != nil || got != tc.want) || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("ParseReplPolicy(%q) = %+v, %v; want %+v, error %q", tc.in, got, err, tc.want, tc.wantErr)
+		}
 	}
 }
