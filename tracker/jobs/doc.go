@@ -62,8 +62,9 @@
 //     when the watch connection that reported it drops (the original keeps
 //     showing the last figure), a connection silent for 15 s is redone, and
 //     connections to hosts that no longer have readable devices are closed.
-//   - The reaper queues up to 1000 fids of a dead device per pass and
-//     ignores queue_size_for_reaper.
+//   - The reaper queues up to queue_rate_for_reaper (1000) fids of a dead
+//     device per pass, fewer when queue_size_for_reaper bounds the
+//     replicate queue, as the original.
 //   - Devices in state drain are emptied automatically; the original only
 //     keeps new files off them and leaves moving to a rebalance.
 //   - Rebalance policies support fid_age=old only, and rebalance_set_policy
