@@ -111,6 +111,16 @@
 //   - plugins: refused: Perl plugins cannot be loaded.
 //   - user: honoured (needs root).
 //
+// Server settings (set_server_setting) the original reads are likewise
+// honoured — skip_mkcol, skip_devcount, fsck_checksum, fsck_opt_policy_only,
+// queue_rate_for_* and queue_size_for_* (fsck, rebal, reaper), the fsck_* and
+// rebal_* state — or refused with ERR setting_refused and the reason:
+// memcache_servers and memcache_ttl (no memcache), slave_* (no slave list;
+// removing one is allowed), internal_queue_limit (no in-memory queue),
+// case_sensitive_list_keys = 0 (keys always compare byte for byte), and
+// network_zones and zone_* (only MultipleNetworks and the ZoneLocal plugin
+// read them).
+//
 // gomogile's own keys: idle_timeout, write_timeout, shutdown_timeout,
 // max_conns, sleep_max, request_timeout and namespace_cache_ttl (see
 // [Config]). cache_ttl is refused with a pointer to namespace_cache_ttl:

@@ -121,6 +121,30 @@ func settingCleaner(key string) (clean func(string) (*string, error), ok bool) {
 	return nil, false
 }
 
+// settingRefusal says why gomogile refuses a server setting the original
+// reads but gomogile cannot honour, given its cleaned value (nil: the
+// setting is deleted, which is always allowed); "" means it is honoured.
+// set_server_setting refuses rather than store a setting nothing obeys.
+func settingRefusal(key string, v *string) string {
+	if v == nil {
+		return ""
+	}
+	set := *v != "" && *v != "0"
+	switch {
+	case strings.HasPrefix(key, "slave_") && set:
+		return "gomogile keeps no list of slave databases and reads everything from db_dsn; use a DSN that names the replicas (PostgreSQL: host=a,b&target_session_attrs=read-write)"
+	case (key == "memcache_servers" || key == "memcache_ttl") && set:
+		return "gomogile uses no memcache: get_paths always reads the database"
+	case key == "internal_queue_limit" && set:
+		return "gomogile's job master queues rows in the database and has no in-memory queue to limit; use queue_size_for_fsck or queue_size_for_rebal"
+	case key == "case_sensitive_list_keys" && *v == "0":
+		return "list_keys compares keys byte for byte (case-sensitively) on every backend"
+	case (key == "network_zones" || strings.HasPrefix(key, "zone_")) && set:
+		return "only the MultipleNetworks policy and the ZoneLocal plugin read network zones, and gomogile runs neither; give hosts an altip/altmask instead"
+	}
+	return ""
+}
+
 func settingReadable(key string) bool {
 	return key == "fsck_checksum" || !strings.HasPrefix(key, "fsck_")
 }
@@ -137,6 +161,9 @@ func (t *Tracker) cmdSetServerSetting(ctx context.Context, r *request) (*Reply, 
 	v, err := clean(r.Args.Get("value"))
 	if err != nil {
 		return nil, perr("invalid_format", err.Error())
+	}
+	if why := settingRefusal(key, v); why != "" {
+		return nil, perr("setting_refused", key+" refused: "+why)
 	}
 	if err := t.setOrDelete(ctx, key, v); err != nil {
 		return nil, err
