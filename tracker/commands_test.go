@@ -254,7 +254,7 @@ func TestCommands_ServerSettingsRefused(t *testing.T) {
 	tt := startTracker(t, testConfig(), nil, nil)
 	c := tt.dial()
 	for _, kv := range []string{
-		"key=memcache_servers&value=10.0.0.1:11211", "key=memcache_ttl&value=3600", "key=slave_keys&value=s1",
+		"key=memcache_servers&value=10.0.0.1:11211", "key=slave_keys&value=s1",
 		"key=internal_queue_limit&value=500", "key=case_sensitive_list_keys&value=0",
 		"key=network_zones&value=one,two", "key=zone_one&value=10.0.0.0/8",
 	} {

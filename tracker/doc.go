@@ -115,7 +115,8 @@
 // honoured — skip_mkcol, skip_devcount, fsck_checksum, fsck_opt_policy_only,
 // queue_rate_for_* and queue_size_for_* (fsck, rebal, reaper), the fsck_* and
 // rebal_* state — or refused with ERR setting_refused and the reason:
-// memcache_servers and memcache_ttl (no memcache), slave_* (no slave list;
+// memcache_servers (no memcache; memcache_ttl alone means nothing, as in
+// the original without servers), slave_* (no slave list;
 // removing one is allowed), internal_queue_limit (no in-memory queue),
 // case_sensitive_list_keys = 0 (keys always compare byte for byte), and
 // network_zones and zone_* (only MultipleNetworks and the ZoneLocal plugin

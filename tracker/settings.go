@@ -133,7 +133,9 @@ func settingRefusal(key string, v *string) string {
 	switch {
 	case strings.HasPrefix(key, "slave_") && set:
 		return "gomogile keeps no list of slave databases and reads everything from db_dsn; use a DSN that names the replicas (PostgreSQL: host=a,b&target_session_attrs=read-write)"
-	case (key == "memcache_servers" || key == "memcache_ttl") && set:
+	case key == "memcache_servers" && set:
+		// memcache_ttl alone is accepted: without servers the original
+		// ignores it as well.
 		return "gomogile uses no memcache: get_paths always reads the database"
 	case key == "internal_queue_limit" && set:
 		return "gomogile's job master queues rows in the database and has no in-memory queue to limit; use queue_size_for_fsck or queue_size_for_rebal"
