@@ -231,7 +231,12 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	// The client asked for verification, or the class keeps checksums of
 	// this type and we are about to store it: check before trusting it.
 	if haveSum && (perlTrue(r.Args.Get("checksumverify")) || (classOK && class.HashType == sumType)) {
-		actual, err := t.digest(ctx, path, sumType)
+		actual, err := t.digest(r.bulk, path, sumType)
+		// The transfer took as long as the blob is big; what is left of
+		// the request gets request_timeout anew.
+		rest, cancel := context.WithTimeout(r.bulk, t.cfg.RequestTimeout)
+		defer cancel()
+		ctx = rest
 		if err != nil || string(actual) != string(sum) {
 			failed()
 			got := "(unreadable: " + fmt.Sprint(err) + ")"

@@ -1,6 +1,16 @@
 package tracker_test
 
 import (
+	"bytes"
+	"crypto/md5"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,4 +78,58 @@ func TestRequest_PipelinedStillAnswered(t *testing.T) {
 		c.want("noop", "OK ")
 	}
 	c.want("sleep duration=1", "OK ")
+}
+
+// Reading a whole blob is bounded by node_timeout per wait, not by
+// request_timeout: create_close verifies the checksum of a blob its node
+// sends slower than request_timeout, and answers OK.
+func TestRequest_ChecksumOfSlowBlobOutlivesDeadline(t *testing.T) {
+	cfg := testConfig()
+	cfg.RequestTimeout = time.Second
+	tt := startTracker(t, cfg, nil, nil)
+	c := tt.dial()
+	real := startNode(t, "127.0.0.2", 1)
+	target, _ := url.Parse("http://" + real.srv.HTTPAddr())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	slow := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, ".fid") {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		b, err := os.ReadFile(real.blobPath(1, fidOfURLPath(r.URL.Path)))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		for i := range 4 { // 4 × 400 ms: longer than request_timeout, each wait short
+			w.Write(b[i*len(b)/4 : (i+1)*len(b)/4])
+			w.(http.Flusher).Flush()
+			time.Sleep(400 * time.Millisecond)
+		}
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go slow.Serve(ln)
+	t.Cleanup(func() { slow.Close() })
+	c.want("create_domain domain=d", "OK domain=d")
+	c.want(fmt.Sprintf("create_host host=h1&ip=127.0.0.3&port=%d&status=alive", ln.Addr().(*net.TCPAddr).Port), "OK hostid=1&hostname=h1")
+	c.want("create_device hostname=h1&devid=1&state=alive", "OK ")
+	r := parseOK(t, c.do("create_open domain=d&key=big"))
+	body := bytes.Repeat([]byte("slow "), 2000)
+	put(t, r.Get("path"), body)
+	start := time.Now()
+	c.want(fmt.Sprintf("create_close domain=d&key=big&fid=%s&devid=1&path=%s&checksum=MD5:%x&checksumverify=1",
+		r.Get("fid"), esc(r.Get("path")), md5.Sum(body)), "OK ")
+	if d := time.Since(start); d < cfg.RequestTimeout {
+		t.Errorf("create_close took %v; the slow node should have taken longer than request_timeout", d)
+	}
+}
+
+// fidOfURLPath is the fid of a blob path's last element.
+func fidOfURLPath(p string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSuffix(p[strings.LastIndexByte(p, '/')+1:], ".fid"), 10, 64)
+	return n
 }

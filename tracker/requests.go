@@ -14,6 +14,12 @@ type request struct {
 	Request
 	clientIP string
 	altZone  bool // zone=alt: answer with hosts' alternate IPs
+	// bulk is the request's context without request_timeout, cancelled
+	// like it when the client goes away or the tracker gives up: for
+	// reading a whole blob (create_close's checksum check), which takes as
+	// long as the blob is big and is bounded by node_timeout per wait
+	// instead.
+	bulk context.Context
 }
 
 // handler answers one query command; a *protoError becomes its ERR line.

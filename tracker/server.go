@@ -452,9 +452,13 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	// slot too, and it ends when the client hangs up, so that a hung
 	// database or storage node holds neither a slot nor the client's
 	// connection past request_timeout.
-	ctx, cancel := context.WithTimeout(t.reqCtx, t.cfg.RequestTimeout)
+	// bulk is the same minus the deadline, for transfers whose length
+	// depends on a blob's size (see request.bulk).
+	bulk, cancelBulk := context.WithCancel(t.reqCtx)
+	defer cancelBulk()
+	ctx, cancel := context.WithTimeout(bulk, t.cfg.RequestTimeout)
 	defer cancel()
-	stopWatch := c.watchGone(cancel)
+	stopWatch := c.watchGone(cancelBulk)
 	defer stopWatch()
 
 	t.stats.pending.Add(1)
@@ -472,7 +476,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	t.stats.inProgress.Add(1)
 	t.stats.queries.Add(1)
 	start := time.Now()
-	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt"}
+	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt", bulk: bulk}
 	res, herr := t.run(ctx, h, r)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
