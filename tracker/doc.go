@@ -36,8 +36,8 @@
 // the database on every request, because operators edit them by hand;
 // domains, classes, hosts and devices are cached for namespace_cache_ttl
 // (Config.NamespaceCacheTTL, 3 s), reloaded on a miss, and dropped at once
-// by clear_cache and by the tracker's own changes. The workers read the
-// namespace through a cache of the same TTL.
+// by clear_cache and by the tracker's own changes. The standard workers
+// ([NewJobs], [JobsFor]) read the namespace through the same cache.
 //
 // # Devices
 //

@@ -335,6 +335,11 @@ func (m *Manager) Stats() []JobStat {
 	return out
 }
 
+// Namespace is the namespace cache the workers read through (Options.Namespace
+// or their own): the tracker shares it, so that its changes and
+// clear_cache reach the workers at once.
+func (m *Manager) Namespace() *cluster.Cache { return m.ns }
+
 // Observe is the monitor's view of a device, as the cluster model's
 // predicates take it.
 func (m *Manager) Observe(devid int) cluster.Observation { return m.obs.observe(devid) }
