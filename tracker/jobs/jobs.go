@@ -49,7 +49,8 @@ type Options struct {
 	Settings cluster.Settings
 	// RebalanceIgnoreMissing is rebalance_ignore_missing: a moved file's
 	// source copy that is already gone (404) counts as deleted; without it
-	// the move fails and the file stays queued, as in the original.
+	// the move fails and the source device stays in file_on, as in the
+	// original.
 	RebalanceIgnoreMissing bool
 	// ReplUseGetPort is repl_use_get_port: replication reads the source
 	// copy from its host's http_get_port rather than its http_port.
