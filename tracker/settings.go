@@ -384,6 +384,8 @@ func (t *Tracker) fsckSummarize(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	defer lock.Release(context.WithoutCancel(ctx))
+	// A summary written after a newer grant of the lock would count rows twice.
+	ctx = store.WithFence(ctx, lock)
 	processed, err := t.intSetting(ctx, "fsck_logid_processed")
 	if err != nil {
 		return 0, err
