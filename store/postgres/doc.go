@@ -95,7 +95,7 @@
 // Renewals are scheduled lease/3 after the sending of the previous one, so
 // slow round trips leave two attempts before the deadline. Measured
 // (TestLocks_PartitionLosesBeforeRegrant: lease 1s, every connection of the
-// holder blackholed at a random point of its cycle, two rounds of six runs,
+// holder blackholed at a random point of its cycle, three rounds of six runs,
 // loaded shared machine): Lost 0.38 to 0.77s into the partition, and
 // another Store's grant 0.21 to 0.37s after Lost (the margin, plus the
 // reaper's round trip); the old renewer let the other Store in first.
@@ -137,14 +137,16 @@
 // -infinity: nobody has held a lock there. The gate uses the acquirer's
 // lock_lease, so every Store on one database must use the same lock_lease
 // (a shorter one could be granted before a longer-leased holder's
-// deadline). After a clean shutdown the rows survive; each holder's renewer,
+// deadline). So right after a crash or a promotion, Lock with timeout 0
+// fails with store.ErrLockTimeout for a lease, and waiting Locks are granted
+// once it is over. After a clean shutdown the rows survive; each holder's renewer,
 // its session gone, forfeits and re-registers, and dead trackers' rows
 // expire.
 //
 // Measured (TestLocks_ServerCrashRestart, SIGKILL of a private server whose
 // restart took 0.2 to 5s here): with lease 2s another Store's grant came 2.1
 // to 6.7s after the holder's Lost, directly and with lock_notify=false; with
-// lease 10s and the holder cut off or behind PgBouncer, 5.9 to 9.3s after.
+// lease 10s and the holder cut off or behind PgBouncer, 2.8 to 9.5s after.
 // On a promoted standby (TestLocks_FailoverPromotedStandby, lease 10s,
 // holder cut off): Lost 5.2 to 5.9s after the primary died, the grant 4.6
 // to 5.0s after that. The old backend, with no epoch, granted before Lost in
@@ -185,7 +187,9 @@
 // pooler: the deadline timer does not depend on the session, a server
 // restart behind the pooler shows as a vanished sentinel at the next
 // renewal, and the epoch rule above keeps a restarted server from granting
-// anything until every earlier holder's deadline has passed. With a session-mode pooler, or none,
-// the defaults apply. Each Store uses its pool plus one session for renewal
-// and, with notifications, one for LISTEN.
+// anything until every earlier holder's deadline has passed. The whole
+// conformance suite passes through a real PgBouncer (1.18, pool_mode =
+// transaction) with these settings (TestConformancePgBouncer). With a
+// session-mode pooler, or none, the defaults apply. Each Store uses its pool
+// plus one session for renewal and, with notifications, one for LISTEN.
 package postgres

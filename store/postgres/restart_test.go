@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/conformance"
 	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/internal/faultproxy"
 	"github.com/gomogile/gomogile/store"
@@ -214,4 +215,31 @@ func TestLocks_FailoverPromotedStandby(t *testing.T) {
 	default:
 		t.Fatalf("granted on the promoted standby %v after the failure while the holder's Lost was still open", granted.Sub(failed))
 	}
+}
+
+// restartHarness is the conformance harness on a private server that the
+// suite may restart (a fast shutdown and a start).
+type restartHarness struct {
+	*harness
+	pg *dbinstance.Postgres
+}
+
+func (h restartHarness) RestartServer(ctx context.Context) error {
+	if err := h.pg.Stop(); err != nil {
+		return err
+	}
+	return h.pg.Start(ctx)
+}
+
+// TestConformanceRestart runs the suite's restart cases (fencing tokens
+// across a server restart) on a private server. The restart is a clean
+// one: after a crash the lock tables start a new epoch and nothing is
+// granted for a lease (# Restarts and failover), which the suite's
+// Lock(name, 0) right after the restart does not wait for.
+func TestConformanceRestart(t *testing.T) {
+	pg := privatePostgres(t)
+	conformance.RunRestart(t, restartHarness{
+		harness: &harness{dsn: withParams(pg.DSN("test"), "lock_lease=1s")},
+		pg:      pg,
+	})
 }
