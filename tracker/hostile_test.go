@@ -5,11 +5,21 @@ package tracker_test
 // checks the cluster neither stopped, nor ran out of memory, nor obeyed.
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker"
@@ -106,4 +116,345 @@ func TestHostile_OverflowingNumbersRefused(t *testing.T) {
 			t.Errorf("%.40s...: reply %q echoes internal text", line, got)
 		}
 	}
+}
+
+// usage is the test process's goroutines and live heap after a GC: the
+// tracker runs in this process, so its growth is the tracker's.
+type usage struct {
+	goroutines int
+	heap       uint64 // HeapInuse
+	rss        uint64 // resident set, where /proc tells it (else 0)
+}
+
+func measure() usage {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usage{runtime.NumGoroutine(), ms.HeapInuse, rss()}
+}
+
+// rss reads this process's resident set size from /proc/self/statm.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+// settle polls until the goroutine count is back within slack of base (the
+// tracker closes connections asynchronously), failing after d.
+func settle(t *testing.T, d time.Duration, base, slack int, what string) usage {
+	t.Helper()
+	var u usage
+	deadline := time.Now().Add(d)
+	for {
+		u = measure()
+		if u.goroutines <= base+slack || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if u.goroutines > base+slack {
+		t.Errorf("%s: %d goroutines, %d before; bound is %d more", what, u.goroutines, base, slack)
+	}
+	return u
+}
+
+// dialFrom connects to addr from the loopback address local.
+func dialFrom(t *testing.T, local, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s from %s: %v", addr, local, err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
+// readAdmin reads a "!" reply up to its "." line.
+func readAdmin(t *testing.T, c *lineConn) []string {
+	t.Helper()
+	var out []string
+	for {
+		l := strings.TrimSuffix(c.readLine(), "\r\n")
+		if l == "." {
+			return out
+		}
+		out = append(out, l)
+	}
+}
+
+// Attack 2: "!watch" connections that never read, and a flood of error
+// lines. The stream to each watcher is bounded and says what it dropped;
+// the tracker's goroutines and heap stay within a stated bound however many
+// lines are logged.
+func TestHostile_WatchStormBounded(t *testing.T) {
+	const (
+		watchers = 8
+		lines    = 40000
+		// Bounds: each watcher costs its connection's goroutine and one
+		// stream writer; the ring holds at most 1024 lines of 1 KB.
+		goroutineSlack = 2*watchers + 20
+		heapBound      = 64 << 20
+	)
+	tt := startTracker(t, testConfig(), nil, nil)
+	base := measure()
+	var conns []*lineConn
+	for i := 0; i < watchers; i++ {
+		c := tt.dial()
+		c.send("!watch\r\n")
+		if got := readAdmin(t, c); len(got) != 1 || got[0] != "Added you to watcher list." {
+			t.Fatalf("!watch: %q", got)
+		}
+		conns = append(conns, c)
+	}
+	log := tracker.Logger(tt.tr)
+	key := strings.Repeat("k", 10000) // as long as a request line lets a key be
+	peak := base
+	for i := 0; i < lines; i++ {
+		log.Error("command failed", "cmd", "create_open", "key", key, "n", i)
+		if i%500 == 0 {
+			if n := runtime.NumGoroutine(); n > peak.goroutines {
+				peak.goroutines = n
+			}
+		}
+	}
+	after := measure()
+	t.Logf("before: %d goroutines, heap %d KB, RSS %d MB; peak %d goroutines; after %d lines to %d silent watchers: %d goroutines, heap %d KB, RSS %d MB",
+		base.goroutines, base.heap>>10, base.rss>>20, peak.goroutines, lines, watchers, after.goroutines, after.heap>>10, after.rss>>20)
+	if peak.goroutines > base.goroutines+goroutineSlack {
+		t.Errorf("peak %d goroutines during the storm, %d before; bound is %d more", peak.goroutines, base.goroutines, goroutineSlack)
+	}
+	if after.heap > base.heap+heapBound {
+		t.Errorf("heap %d KB after the storm, %d KB before; bound is %d KB more", after.heap>>10, base.heap>>10, heapBound>>10)
+	}
+	// RSS never shrinks much, so it also bounds the peak: the original
+	// report saw 25 MB become 706 MB.
+	if base.rss > 0 && after.rss > base.rss+2*heapBound {
+		t.Errorf("RSS %d MB after the storm, %d MB before; bound is %d MB more", after.rss>>20, base.rss>>20, 2*heapBound>>20)
+	}
+
+	// A watcher that reads at last gets the lines the ring still holds,
+	// truncated, after a line saying how many it lost.
+	c := conns[0]
+	c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var dropped bool
+	for n := 0; n < lines; n++ {
+		l, err := c.br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the watch stream: %v", err)
+		}
+		if len(l) > 1100 {
+			t.Fatalf("watch line of %d bytes; want at most about 1 KB", len(l))
+		}
+		if strings.HasPrefix(l, "!watch: ") && strings.Contains(l, "lines dropped") {
+			dropped = true
+			break
+		}
+	}
+	if !dropped {
+		t.Error("the slow watcher was never told lines were dropped")
+	}
+	// Watchers that go away leave nothing behind.
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	settle(t, 10*time.Second, base.goroutines, 5, "after the watchers left")
+}
+
+// Logged keys and arguments are truncated.
+func TestHostile_LogTruncated(t *testing.T) {
+	var buf syncBuffer
+	cfg := testConfig()
+	cfg.AdminNetworks = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	tt := startTracker(t, cfg, nil, &tracker.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	c := tt.dial()
+	c.send("!" + strings.Repeat("x", 20000) + "\r\n")
+	if got := readAdmin(t, c); len(got) != 1 || !strings.HasPrefix(got[0], "ERROR: access denied") {
+		t.Fatalf("refused admin command: %q", got)
+	}
+	tracker.Logger(tt.tr).Error("command failed", "key", strings.Repeat("k", 20000), "err", errors.New(strings.Repeat("e", 20000)))
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if len(l) > 2000 {
+			t.Errorf("log line of %d bytes: %.200s...", len(l), l)
+		}
+	}
+	if !strings.Contains(buf.String(), "bytes more") {
+		t.Errorf("log does not say what was cut:\n%s", buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Attack 3: "!" admin commands from anyone. admin_networks limits them;
+// refusals are an ERROR line and a log line, and nothing is done.
+func TestHostile_AdminNetworks(t *testing.T) {
+	var buf syncBuffer
+	cfg := testConfig()
+	var err error
+	if cfg.AdminNetworks, err = tracker.ParseNetworks("127.0.0.2, ::1"); err != nil {
+		t.Fatal(err)
+	}
+	var stopped atomic.Bool
+	tt := startTracker(t, cfg, nil, &tracker.Options{Shutdown: func() { stopped.Store(true) },
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	outsider := &lineConn{t: t, nc: dialFrom(t, "127.0.0.1", tt.addr)}
+	outsider.br = bufio.NewReader(outsider.nc)
+	for _, cmd := range []string{"shutdown", "want 0 queryworker", "to replicate x", "recent", "watch", "version"} {
+		outsider.send("!" + cmd + "\r\n")
+		got := readAdmin(t, outsider)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "ERROR: access denied: !") || !strings.Contains(got[0], "127.0.0.1") {
+			t.Errorf("!%s from outside admin_networks: %q", cmd, got)
+		}
+	}
+	if stopped.Load() {
+		t.Error("!shutdown from outside admin_networks stopped the tracker")
+	}
+	if !strings.Contains(buf.String(), "admin command refused") {
+		t.Error("refusals were not logged")
+	}
+	// Ordinary commands still work from anywhere.
+	outsider.send("noop\r\n")
+	if got := outsider.readLine(); got != "OK \r\n" {
+		t.Errorf("noop from outside admin_networks: %q", got)
+	}
+	insider := &lineConn{t: t, nc: dialFrom(t, "127.0.0.2", tt.addr)}
+	insider.br = bufio.NewReader(insider.nc)
+	insider.send("!version\r\n")
+	if got := readAdmin(t, insider); len(got) != 1 || got[0] != tracker.Version {
+		t.Errorf("!version from inside admin_networks: %q", got)
+	}
+	insider.send("!shutdown\r\n")
+	readAdmin(t, insider)
+	if !stopped.Load() {
+		t.Error("!shutdown from inside admin_networks did not stop the tracker")
+	}
+}
+
+// Attack 4: 2,000 connections holding a partial line. line_timeout closes
+// them; the tracker's goroutines and heap come back within a bound.
+func TestHostile_PartialLineFlood(t *testing.T) {
+	const (
+		flood          = 2000
+		goroutineSlack = 10
+		heapBound      = 32 << 20
+	)
+	cfg := testConfig()
+	cfg.LineTimeout = time.Second
+	tt := startTracker(t, cfg, nil, nil)
+	base := measure()
+	conns := make([]net.Conn, 0, flood)
+	start := time.Now()
+	for i := 0; i < flood; i++ {
+		nc, err := net.DialTimeout("tcp", tt.addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		defer nc.Close()
+		// Most of a maximal line, never finished.
+		if _, err := io.WriteString(nc, "get_paths domain=d&key="+strings.Repeat("a", 16<<10)); err != nil {
+			t.Fatalf("connection %d: write: %v", i, err)
+		}
+		conns = append(conns, nc)
+	}
+	during := measure()
+	// Every one is closed by the tracker once line_timeout has passed (a
+	// read then sees EOF or a reset). Poll up to a deadline from the bound.
+	deadline := start.Add(cfg.LineTimeout + 30*time.Second)
+	for i, nc := range conns {
+		nc.SetReadDeadline(deadline)
+		var b [64]byte
+		if _, err := nc.Read(b[:]); err == nil || isTimeoutErr(err) {
+			t.Fatalf("connection %d still open %v after its partial line (line_timeout %v): %v", i, time.Since(start), cfg.LineTimeout, err)
+		}
+	}
+	closed := time.Since(start)
+	after := settle(t, 10*time.Second, base.goroutines, goroutineSlack, "after the partial-line flood")
+	t.Logf("%d partial lines: %d goroutines and heap %d KB during, all closed after %v; after: %d goroutines (%d before), heap %d KB (%d before)",
+		flood, during.goroutines, during.heap>>10, closed.Round(time.Millisecond), after.goroutines, base.goroutines, after.heap>>10, base.heap>>10)
+	if after.heap > base.heap+heapBound {
+		t.Errorf("heap %d KB after the flood, %d KB before; bound is %d KB more", after.heap>>10, base.heap>>10, heapBound>>10)
+	}
+	// 2,000 connections each pinning a 64 KB line would be 128 MB.
+	if base.rss > 0 && after.rss > base.rss+4*heapBound {
+		t.Errorf("RSS %d MB after the flood, %d MB before; bound is %d MB more", after.rss>>20, base.rss>>20, 4*heapBound>>20)
+	}
+	// The tracker still answers.
+	tt.dial().want("noop", "OK ")
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// A complete request resets nothing: an idle client between requests is
+// not bound by line_timeout (long-lived Perl clients rely on that), and
+// idle_timeout is off by default, as in the original.
+func TestHostile_IdleClientsStay(t *testing.T) {
+	if d := tracker.DefaultConfig().IdleTimeout; d != 0 {
+		t.Errorf("default idle_timeout %v; want 0 (never), as the original", d)
+	}
+	cfg := testConfig()
+	cfg.LineTimeout = 200 * time.Millisecond
+	tt := startTracker(t, cfg, nil, nil)
+	c := tt.dial()
+	c.want("noop", "OK ")
+	time.Sleep(4 * cfg.LineTimeout)
+	c.want("noop", "OK ")
+}
+
+// Attack 4: one address takes every connection slot. max_conns_per_ip
+// refuses the excess with an error line; other addresses still connect.
+func TestHostile_ConnsPerAddress(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxConnsPerIP = 50
+	tt := startTracker(t, cfg, nil, nil)
+	var open []*lineConn
+	for i := 0; i < cfg.MaxConnsPerIP; i++ {
+		c := tt.dial()
+		c.want("noop", "OK ")
+		open = append(open, c)
+	}
+	for i := 0; i < 10; i++ {
+		c := tt.dial()
+		got, err := c.br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(got, "ERR too_many_connections ") {
+			t.Fatalf("connection %d over max_conns_per_ip: %q, %v", cfg.MaxConnsPerIP+i+1, got, err)
+		}
+	}
+	other := &lineConn{t: t, nc: dialFrom(t, "127.0.0.3", tt.addr)}
+	other.br = bufio.NewReader(other.nc)
+	other.want("noop", "OK ")
+	// A slot freed is a slot available again.
+	open[0].nc.Close()
+	waitFor(t, 10*time.Second, "a freed slot to be reusable", func() bool {
+		c := tt.dial()
+		c.send("noop\r\n")
+		got, err := c.br.ReadString('\n')
+		c.nc.Close()
+		return err == nil && got == "OK \r\n"
+	})
 }

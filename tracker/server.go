@@ -93,6 +93,7 @@ type Tracker struct {
 	mkcols  mkcolCache
 	limiter *limiter
 	watch   *watchers
+	perAddr perAddr
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -144,6 +145,7 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		limiter: newLimiter(cfg.QueryJobs),
 		watch:   w,
 		conns:   map[*conn]struct{}{},
+		perAddr: perAddr{max: cfg.MaxConnsPerIP},
 	}
 	t.log = slog.New(newLogHandler(parent.Handler(), w)).With("component", "tracker")
 	if t.host == "" {
@@ -293,10 +295,15 @@ func (t *Tracker) acceptLoop(ln net.Listener) {
 				continue
 			}
 		}
+		if !t.admit(nc) {
+			t.releaseSlot()
+			continue
+		}
 		c := &conn{t: t, nc: nc}
 		t.mu.Lock()
 		if t.closing {
 			t.mu.Unlock()
+			t.perAddr.release(nc)
 			nc.Close()
 			t.releaseSlot()
 			continue
@@ -380,6 +387,7 @@ func (c *conn) serve() {
 		t.mu.Lock()
 		delete(t.conns, c)
 		t.mu.Unlock()
+		t.perAddr.release(c.nc)
 		t.releaseSlot()
 		t.wg.Done()
 	}()
@@ -387,6 +395,9 @@ func (c *conn) serve() {
 	for {
 		if !c.idle() {
 			return
+		}
+		if c.awaitLine(br) != nil {
+			return // EOF, idle timeout, reset, or shutdown
 		}
 		line, err := readLine(br, MaxLineBytes)
 		// A line read before shutdown is in flight: answer it, then stop.
@@ -447,6 +458,9 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	}
 	req, err := ParseRequest(line)
 	if req.Admin {
+		if refused := t.adminRefused(c, req); refused != "" {
+			return refused, false
+		}
 		return t.admin(c, req), false
 	}
 	var callid *string
