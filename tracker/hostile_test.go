@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -457,4 +458,94 @@ func TestHostile_ConnsPerAddress(t *testing.T) {
 		c.nc.Close()
 		return err == nil && got == "OK \r\n"
 	})
+}
+
+// Attacks that already held, repeated so they keep holding: malformed and
+// oversize request lines get an error, the tracker stays up and leaks
+// nothing.
+func TestHostile_MalformedLines(t *testing.T) {
+	tt := startTracker(t, testConfig(), nil, nil)
+	base := measure()
+	c := tt.dial()
+	for _, line := range []string{
+		"\x00\x01\x02\xff\xfe", "get_paths domain=%zz&key=%", "get_paths domain=d&key=%E0%80%AF", "create_open " + strings.Repeat("&", 5000),
+		"!" + strings.Repeat("\xff", 100), "!want 99999999999999999999999 queryworker", "!want -1 replicate", "!to", "sleep duration=1e99",
+		"list_keys domain=d&limit=99999999999999999999", "list_fids from=-99999999999999999999&to=99999999999999999999",
+		"create_open domain=d&key=k&fid=-1", "set_weight host=h&device=99999999999999999999&weight=1", "\t \t", "x\ry",
+	} {
+		c.send(line + "\r\n")
+		l := c.readLine()
+		if strings.HasPrefix(line, "!") {
+			for strings.TrimSuffix(l, "\r\n") != "." {
+				l = c.readLine()
+			}
+			continue
+		}
+		if !strings.HasPrefix(l, "ERR ") && !strings.HasPrefix(l, "OK ") {
+			t.Errorf("%q: reply %q", line, l)
+		}
+	}
+	c.want("noop", "OK ")
+	// A line over MaxLineBytes is refused and its connection closed.
+	long := tt.dial()
+	long.send("get_paths domain=d&key=" + strings.Repeat("a", tracker.MaxLineBytes) + "\r\n")
+	if got := long.readLine(); !strings.HasPrefix(got, "ERR line_too_long ") {
+		t.Errorf("oversize line: %q", got)
+	}
+	long.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := long.br.ReadByte(); err == nil {
+		t.Error("connection still open after an oversize line")
+	}
+	c.want("noop", "OK ")
+	c.nc.Close()
+	settle(t, 10*time.Second, base.goroutines, 5, "after the malformed lines")
+}
+
+// Path traversal against the storage node, in every encoding a client
+// might try, for reads and writes: refused, and nothing is written outside
+// the device directory.
+func TestHostile_NodeTraversal(t *testing.T) {
+	n := startNode(t, "127.0.0.2", 1)
+	outside := filepath.Dir(n.docroot)
+	before := dirNames(t, outside)
+	for _, p := range []string{
+		"/dev1/../../escape", "/dev1/%2e%2e/%2e%2e/escape", "/dev1/%2E%2E/escape", "/dev1/%252e%252e/escape",
+		"/dev1/..%2f..%2fescape", "/dev1/.%2e/escape", "/dev1/%c0%ae%c0%ae/escape", "/dev1/..\\..\\escape",
+		"/dev1/x/../../../escape", "/dev1/%00/escape", "/dev1/./../escape", "/../escape", "/dev1/%u002e%u002e/escape",
+		"//dev1/../../escape", "/dev1/...//escape", "/dev1/..;/escape",
+	} {
+		for _, method := range []string{"GET", "PUT", "DELETE", "MKCOL"} {
+			nc, err := net.DialTimeout("tcp", n.ip+":"+n.port, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(nc, "%s %s HTTP/1.0\r\nContent-Length: 4\r\n\r\nevil", method, p)
+			l, _ := bufio.NewReader(nc).ReadString('\n')
+			nc.Close()
+			f := strings.Fields(l)
+			if len(f) < 2 || (f[1] != "400" && f[1] != "403" && f[1] != "404" && f[1] != "405") {
+				t.Errorf("%s %s: %q; want 400, 403, 404 or 405", method, p, strings.TrimSpace(l))
+			}
+		}
+	}
+	if after := dirNames(t, outside); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("names outside the docroot changed: %v -> %v", before, after)
+	}
+	if _, err := os.Stat(filepath.Join(n.docroot, "escape")); err == nil {
+		t.Error("a traversal wrote docroot/escape")
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
 }
