@@ -61,6 +61,9 @@ type Config struct {
 	// keep once BodyTimeout has passed since it started (minbodyrate;
 	// default DefaultMinBodyRate).
 	MinBodyRate int64
+	// MaxConnsPerIP bounds open HTTP connections from one remote address
+	// (maxconnsperip; 0 = no bound, the default); the excess gets 503.
+	MaxConnsPerIP int
 	// MgmtMaxConns bounds open management connections (mgmtmaxconns;
 	// default DefaultMgmtMaxConns).
 	MgmtMaxConns int
@@ -287,6 +290,12 @@ func applySetting(cfg *Config, fo *fileOptions, key, val string) error {
 		} else {
 			cfg.MgmtIdleTimeout = d
 		}
+	case "maxconnsperip":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			return fmt.Errorf("maxconnsperip %q: want a number, 0 for none", val)
+		}
+		cfg.MaxConnsPerIP = n
 	case "minbodyrate", "mgmtmaxconns":
 		n, err := strconv.ParseInt(val, 10, 32)
 		if err != nil || n < 0 {
@@ -316,7 +325,7 @@ func limitDefault[T int | int64 | time.Duration](v, def T) T {
 
 // limitKeys are the settings that take a value on the command line too
 // (--key=value), beside the original's options.
-var limitKeys = []string{"writenetworks", "mgmtnetworks", "bodytimeout", "minbodyrate", "mgmtmaxconns", "mgmtidletimeout"}
+var limitKeys = []string{"writenetworks", "mgmtnetworks", "bodytimeout", "minbodyrate", "maxconnsperip", "mgmtmaxconns", "mgmtidletimeout"}
 
 // parseBool accepts the spellings an operator is likely to use; the Perl
 // parser treated anything but "0" as true, which made "false" mean true, so we

@@ -235,3 +235,30 @@ func isReset(err error) bool {
 	var ne *net.OpError
 	return errors.As(err, &ne) && !ne.Timeout()
 }
+
+// One address cannot take every HTTP slot: beyond maxconnsperip it gets
+// 503, other addresses still connect, and a closed connection frees its slot.
+func TestHostile_HTTPConnsPerAddress(t *testing.T) {
+	const per = 5
+	s, _ := startServer(t, func(c *Config) { c.MaxConnsPerIP = per })
+	var held []net.Conn
+	for i := 0; i < per; i++ {
+		c, err := net.Dial("tcp", s.HTTPAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	// Accept runs asynchronously: the refusal comes once all five are in.
+	waitFor(t, "the sixth connection to be refused", func() bool {
+		return strings.HasPrefix(rawRequest(t, s.HTTPAddr(), "GET /dev1/usage HTTP/1.0\r\n\r\n"), "HTTP/1.0 503")
+	})
+	if got := doWith(t, clientFrom("127.0.0.2"), http.MethodGet, "http://"+s.HTTPAddr()+"/dev1/usage", ""); got != http.StatusOK {
+		t.Errorf("GET from another address: %d", got)
+	}
+	held[0].Close()
+	waitFor(t, "a freed slot", func() bool {
+		return strings.HasPrefix(rawRequest(t, s.HTTPAddr(), "GET /dev1/usage HTTP/1.0\r\n\r\n"), "HTTP/1.0 200")
+	})
+}

@@ -3,8 +3,11 @@ package mogstored
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"sync"
 	"time"
 )
 
@@ -52,6 +55,54 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 		err = errSlowBody
 	}
 	return n, err
+}
+
+// perAddr counts open HTTP connections by remote address, for
+// MaxConnsPerIP: one peer must not take every connection slot.
+type perAddr struct {
+	max int // <= 0: no bound
+	log *slog.Logger
+	mu  sync.Mutex
+	n   map[netip.Addr]int
+}
+
+// acquire counts c against its address; over the bound it answers 503,
+// closes c and reports false.
+func (p *perAddr) acquire(c net.Conn) (netip.Addr, bool) {
+	if p.max <= 0 {
+		return netip.Addr{}, true
+	}
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}, true
+	}
+	a := ap.Addr().Unmap()
+	p.mu.Lock()
+	if p.n == nil {
+		p.n = map[netip.Addr]int{}
+	}
+	if p.n[a] >= p.max {
+		p.mu.Unlock()
+		p.log.Warn("http connection refused: maxconnsperip reached", "remote", c.RemoteAddr().String(), "maxconnsperip", p.max)
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		io.WriteString(c, "HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\ntoo many connections from your address\n")
+		c.Close()
+		return netip.Addr{}, false
+	}
+	p.n[a]++
+	p.mu.Unlock()
+	return a, true
+}
+
+func (p *perAddr) release(a netip.Addr) {
+	if p.max <= 0 || !a.IsValid() {
+		return
+	}
+	p.mu.Lock()
+	if p.n[a]--; p.n[a] <= 0 {
+		delete(p.n, a)
+	}
+	p.mu.Unlock()
 }
 
 // admitMgmt applies MgmtMaxConns to a new management connection; called

@@ -61,6 +61,7 @@ Protections (see the README's "Security"; 0 turns a limit off):
  --mgmtnetworks=<nets>  Networks allowed to "shutdown" on the management port (default everyone)
  --bodytimeout=<secs>   Longest wait for the next byte of a PUT body (default 30)
  --minbodyrate=<B/s>    Average rate a PUT body keeps after bodytimeout (default 1024)
+ --maxconnsperip=<n>    Open HTTP connections from one address (default 0, none)
  --mgmtmaxconns=<n>     Open management connections (default 1000)
  --mgmtidletimeout=<s>  Close a management connection silent this long (default 600)
 

@@ -500,7 +500,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	res, herr := t.run(h, r)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
-	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, req.Raw, time.Since(start).Seconds()))
+	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, truncate(req.Raw, maxLogValue), time.Since(start).Seconds()))
 
 	if herr != nil {
 		var pe *protoError
