@@ -259,6 +259,10 @@ func TestHostile_WatchStormBounded(t *testing.T) {
 			dropped = true
 			break
 		}
+		// Lines stay whole however writes were cut by the deadline.
+		if !strings.HasPrefix(l, "command failed ") || !strings.HasSuffix(l, "\r\n") || strings.Count(l, "command failed") != 1 {
+			t.Fatalf("watch line %d is not one whole line: %.120q", n, l)
+		}
 	}
 	if !dropped {
 		t.Error("the slow watcher was never told lines were dropped")
@@ -548,4 +552,58 @@ func dirNames(t *testing.T, dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// A watcher that reads slowly gets whole lines in order, and every gap in
+// them is exactly what a "lines dropped" notice announced.
+func TestHostile_WatchSlowReaderAccounting(t *testing.T) {
+	tt := startTracker(t, testConfig(), nil, nil)
+	c := tt.dial()
+	c.send("!watch\r\n")
+	readAdmin(t, c)
+	const lines = 30000 // 9 MB: more than the socket buffers hold
+	log := tracker.Logger(tt.tr)
+	pad := strings.Repeat("p", 200)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < lines; i++ {
+			log.Warn("seq", "n", i, "pad", pad)
+		}
+		log.Warn("seq", "n", lines, "pad", "end")
+	}()
+	time.Sleep(2500 * time.Millisecond) // a reader asleep: writes time out, the ring overflows
+	c.nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+	last, drops, totalDropped := -1, 0, 0
+	var announced int
+	for last < lines {
+		l, err := c.br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after n=%d: %v", last, err)
+		}
+		if strings.HasPrefix(l, "!watch: ") {
+			if _, err := fmt.Sscanf(l, "!watch: %d lines dropped", &announced); err != nil {
+				t.Fatalf("notice %q: %v", l, err)
+			}
+			drops++
+			totalDropped += announced
+			continue
+		}
+		var n int
+		if !strings.HasPrefix(l, "seq ") || strings.Count(l, "seq ") != 1 || !strings.HasSuffix(l, "\r\n") {
+			t.Fatalf("after n=%d, not one whole line: %.100q", last, l)
+		}
+		if _, err := fmt.Sscanf(strings.Fields(l)[2], "n=%d", &n); err != nil {
+			t.Fatalf("line %.80q: %v", l, err)
+		}
+		if want := last + 1 + announced; n != want {
+			t.Fatalf("after n=%d and %d announced dropped, got n=%d; want %d", last, announced, n, want)
+		}
+		last, announced = n, 0
+	}
+	<-done
+	t.Logf("%d lines: %d notices announced %d dropped", lines+1, drops, totalDropped)
+	if drops == 0 {
+		t.Error("no line was dropped: the test did not make the reader slow enough to check the accounting")
+	}
 }

@@ -139,37 +139,74 @@ func (w *watchers) send(line string) {
 }
 
 // stream writes the ring to one watcher until stop is closed or a write
-// fails for another reason than its deadline.
+// fails for another reason than its deadline. Lines stay whole on the wire
+// whatever the reader does: when a write times out in the middle of a
+// line, the rest of that line (at most maxWatchLine bytes, the only memory
+// a watcher holds) goes out before anything else, and the lines after it
+// are read from the ring again (or reported dropped).
 func (w *watchers) stream(c *conn, seq uint64, stop <-chan struct{}) {
+	var pending string
 	for {
-		lines, dropped, next, more := w.ring.since(seq)
-		seq = next
-		if dropped > 0 || len(lines) > 0 {
-			var b strings.Builder
+		var segs []string
+		first, next := seq, seq
+		var more <-chan struct{}
+		if pending != "" {
+			segs = []string{pending}
+		} else {
+			var lines []string
+			var dropped uint64
+			lines, dropped, next, more = w.ring.since(seq)
+			first = next - uint64(len(lines))
 			if dropped > 0 {
-				fmt.Fprintf(&b, "!watch: %d lines dropped (reader too slow)\r\n", dropped)
+				segs = append(segs, fmt.Sprintf("!watch: %d lines dropped (reader too slow)\r\n", dropped))
 			}
 			for _, l := range lines {
-				b.WriteString(l)
-				b.WriteString("\r\n")
+				segs = append(segs, l+"\r\n")
 			}
+		}
+		if len(segs) == 0 {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-more:
 			}
-			c.wmu.Lock()
-			c.nc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
-			_, err := io.WriteString(c.nc, b.String())
-			c.wmu.Unlock()
-			if err != nil && !isTimeout(err) {
-				return // connection gone; serve removes the watcher
-			}
+			continue
 		}
 		select {
 		case <-stop:
 			return
-		case <-more:
+		default:
+		}
+		hadPending := pending != ""
+		pending = ""
+		c.wmu.Lock()
+		c.nc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+		var err error
+		written := 0 // whole segments written
+		for _, sg := range segs {
+			var n int
+			n, err = io.WriteString(c.nc, sg)
+			if err != nil {
+				pending = sg[n:]
+				break
+			}
+			written++
+		}
+		c.wmu.Unlock()
+		switch {
+		case hadPending:
+			// seq already points past the line pending belonged to.
+		case err == nil:
+			seq = next
+		default:
+			// The cut segment's rest is pending; resume after it. A cut
+			// "dropped" notice is segment 0, before the first line.
+			lineSegs := len(segs) - int(next-first) // 1 with a notice, else 0
+			cut := written - lineSegs               // index of the cut line; -1 for the notice
+			seq = first + uint64(cut+1)
+		}
+		if err != nil && !isTimeout(err) {
+			return // connection gone; serve removes the watcher
 		}
 	}
 }
