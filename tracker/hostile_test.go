@@ -445,6 +445,7 @@ func TestHostile_ConnsPerAddress(t *testing.T) {
 	}
 	for i := 0; i < 10; i++ {
 		c := tt.dial()
+		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		got, err := c.br.ReadString('\n')
 		if err != nil || !strings.HasPrefix(got, "ERR too_many_connections ") {
 			t.Fatalf("connection %d over max_conns_per_ip: %q, %v", cfg.MaxConnsPerIP+i+1, got, err)
@@ -457,6 +458,7 @@ func TestHostile_ConnsPerAddress(t *testing.T) {
 	open[0].nc.Close()
 	waitFor(t, 10*time.Second, "a freed slot to be reusable", func() bool {
 		c := tt.dial()
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 		c.send("noop\r\n")
 		got, err := c.br.ReadString('\n')
 		c.nc.Close()

@@ -85,6 +85,9 @@ func (p *perAddr) release(nc net.Conn) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if _, counted := p.n[a]; !counted {
+		return
+	}
 	if p.n[a]--; p.n[a] <= 0 {
 		delete(p.n, a)
 	}
