@@ -1,10 +1,7 @@
 package tracker
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -32,79 +29,6 @@ func (r *recentQueries) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.list...)
-}
-
-// watchers are connections that asked "!watch" for the tracker's warnings
-// and errors, as the original streamed its children's errors.
-type watchers struct {
-	mu  sync.Mutex
-	set map[*conn]struct{}
-}
-
-func (w *watchers) toggle(c *conn) (added bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.set[c]; ok {
-		delete(w.set, c)
-		return false
-	}
-	w.set[c] = struct{}{}
-	return true
-}
-
-func (w *watchers) remove(c *conn) {
-	w.mu.Lock()
-	delete(w.set, c)
-	w.mu.Unlock()
-}
-
-func (w *watchers) send(line string) {
-	w.mu.Lock()
-	list := make([]*conn, 0, len(w.set))
-	for c := range w.set {
-		list = append(list, c)
-	}
-	w.mu.Unlock()
-	for _, c := range list {
-		// A slow watcher must not stall logging: short deadline, drop on error.
-		go func(c *conn) {
-			c.wmu.Lock()
-			c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(c.nc, line+"\r\n")
-			c.wmu.Unlock()
-		}(c)
-	}
-}
-
-// watchHandler copies warnings and errors to watchers.
-type watchHandler struct {
-	slog.Handler
-	w     *watchers
-	attrs []slog.Attr
-}
-
-func (h *watchHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		var b strings.Builder
-		b.WriteString(r.Message)
-		for _, a := range h.attrs {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		}
-		r.Attrs(func(a slog.Attr) bool {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-			return true
-		})
-		h.w.send(b.String())
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *watchHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &watchHandler{Handler: h.Handler.WithAttrs(as), w: h.w, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
-}
-
-func (h *watchHandler) WithGroup(name string) slog.Handler {
-	return &watchHandler{Handler: h.Handler.WithGroup(name), w: h.w, attrs: h.attrs}
 }
 
 // admin answers the ProcManager "!" commands; the reply always ends ".\r\n".

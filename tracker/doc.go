@@ -129,7 +129,21 @@
 //
 // gomogile's own keys: idle_timeout, write_timeout, shutdown_timeout,
 // max_conns, sleep_max, request_timeout and namespace_cache_ttl (see
-// [Config]). cache_ttl is refused with a pointer to namespace_cache_ttl:
+// [Config]), and admin_networks, line_timeout and max_conns_per_ip (see
+// Hostile clients below). cache_ttl is refused with a pointer to namespace_cache_ttl:
 // the original has no such key, and its memcache_ttl (a server setting,
 // often an hour) must not become an hour-long namespace cache.
+//
+// # Hostile clients
+//
+// Nothing a client sends may stop, exhaust or corrupt the tracker.
+// admin_networks limits the "!" commands (empty = everyone, as the
+// original); line_timeout bounds a partial request line while idle
+// connections stay open (idle_timeout 0, as the original); max_conns_per_ip
+// and max_conns bound connections. A client may name a fid up to
+// store.MaxNamedFid; numeric arguments that overflow are refused; the
+// "!watch" stream is a shared ring that a slow watcher skips through (it is
+// told how many lines it lost); log values are cut to 256 bytes; store
+// error texts are logged, not sent. The README's "Security" section lists
+// the keys, defaults and a hardened example.
 package tracker

@@ -79,7 +79,7 @@ func (t *Tracker) cmdCreateDomain(ctx context.Context, r *request) (*Reply, erro
 		return nil, perr("domain_exists")
 	}
 	if err != nil {
-		return nil, perr("failure", err.Error())
+		return nil, err // logged by handleLine; store text is not for clients
 	}
 	res := &Reply{}
 	res.Set("domain", name)
@@ -203,7 +203,7 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, perr("class_not_found")
 		}
-		return nil, perr("failure", err.Error())
+		return nil, err // logged by handleLine; store text is not for clients
 	}
 	res := &Reply{}
 	res.Set("class", cname)
@@ -539,8 +539,8 @@ func (t *Tracker) deviceOfHost(ctx context.Context, hostname string, devid int) 
 func (t *Tracker) cmdSetWeight(ctx context.Context, r *request) (*Reply, error) {
 	host := r.Args.Get("host")
 	devid := int(perlNum(r.Args.Get("device")))
-	weight := perlNum(r.Args.Get("weight"))
-	if !perlTrue(host) || devid == 0 || weight < 0 {
+	weight, ok := numArg(r.Args.Get("weight"))
+	if !perlTrue(host) || devid == 0 || !ok || weight < 0 || weight > maxWeightArg {
 		return nil, perr("bad_params")
 	}
 	d, err := t.deviceOfHost(ctx, host, devid)

@@ -73,6 +73,7 @@ type Tracker struct {
 	commands map[string]handler
 	limiter  *limiter
 	watch    *watchers
+	perAddr  perAddr
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -113,7 +114,7 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 	if parent == nil {
 		parent = slog.Default()
 	}
-	w := &watchers{set: map[*conn]struct{}{}}
+	w := newWatchers()
 	t := &Tracker{
 		cfg:     cfg,
 		st:      st,
@@ -125,6 +126,7 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		limiter: newLimiter(cfg.QueryJobs),
 		watch:   w,
 		conns:   map[*conn]struct{}{},
+		perAddr: perAddr{max: cfg.MaxConnsPerIP},
 	}
 	if jm, ok := opts.Jobs.(jobsManager); ok {
 		// One namespace cache for the commands and the workers: the
@@ -132,7 +134,7 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		t.ns = jm.Namespace()
 	}
 	t.commands = t.commandTable()
-	t.log = slog.New(&watchHandler{Handler: parent.Handler(), w: w}).With("component", "tracker")
+	t.log = slog.New(newLogHandler(parent.Handler(), w)).With("component", "tracker")
 	if t.host == "" {
 		t.host, _ = os.Hostname()
 	}
@@ -275,10 +277,15 @@ func (t *Tracker) acceptLoop(ln net.Listener) {
 				continue
 			}
 		}
+		if !t.admit(nc) {
+			t.releaseSlot()
+			continue
+		}
 		c := &conn{t: t, nc: nc}
 		t.mu.Lock()
 		if t.closing {
 			t.mu.Unlock()
+			t.perAddr.release(nc)
 			nc.Close()
 			t.releaseSlot()
 			continue
@@ -363,6 +370,7 @@ func (c *conn) serve() {
 		t.mu.Lock()
 		delete(t.conns, c)
 		t.mu.Unlock()
+		t.perAddr.release(c.nc)
 		t.releaseSlot()
 		t.wg.Done()
 	}()
@@ -370,6 +378,9 @@ func (c *conn) serve() {
 	for {
 		if !c.idle() {
 			return
+		}
+		if c.awaitLine(c.br) != nil {
+			return // EOF, idle timeout, reset, or shutdown
 		}
 		line, err := readLine(c.br, MaxLineBytes)
 		// A line read before shutdown is in flight: answer it, then stop.
@@ -430,6 +441,9 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	}
 	req, err := ParseRequest(line)
 	if req.Admin {
+		if refused := t.adminRefused(c, req); refused != "" {
+			return refused, false
+		}
 		return t.admin(c, req), false
 	}
 	var callid *string
@@ -485,7 +499,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	res, herr := t.run(ctx, h, r)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
-	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, req.Raw, time.Since(start).Seconds()))
+	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, truncate(req.Raw, maxLogValue), time.Since(start).Seconds()))
 
 	if herr != nil {
 		var pe *protoError
@@ -494,6 +508,9 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 		}
 		if errors.Is(herr, store.ErrDuplicate) {
 			return errLine("dup", "", callid), false
+		}
+		if errors.Is(herr, store.ErrInvalid) {
+			return errLine("bad_params", "", callid), false // the store's text is not for clients
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && t.reqCtx.Err() == nil {
 			t.log.Warn("request timed out", "cmd", req.Cmd, "timeout", t.cfg.RequestTimeout, "err", herr)
