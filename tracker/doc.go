@@ -34,18 +34,30 @@
 //
 // The tracker reads file, placement, queue, checksum and setting rows from
 // the database on every request, because operators edit them by hand;
-// domains, classes, hosts and devices are cached for Config.CacheTTL,
-// reloaded on a miss, and dropped at once by clear_cache and by the
-// tracker's own changes.
+// domains, classes, hosts and devices are cached for namespace_cache_ttl
+// (Config.NamespaceCacheTTL, 3 s), reloaded on a miss, and dropped at once
+// by clear_cache and by the tracker's own changes. The standard workers
+// ([NewJobs], [JobsFor]) read the namespace through the same cache.
 //
 // # Devices
 //
-// A device gets new files when it and its host are alive, it has
-// min_free_space MB free (when usage is known), and the monitor of the
-// [Jobs] manager last saw it writeable; it serves reads when its host is
-// alive or readonly, it is alive, readonly or drain, and the monitor saw it
-// readable or writeable. Without a Jobs manager the database state alone
-// decides. Blob paths follow the original layout, see [jobs.FidPath].
+// The query commands and the workers decide with one model of the cluster
+// (package tracker/internal/cluster), under the same settings. A device
+// gets new files when it and its host are alive, it has min_free_space MB
+// free (when usage is known), and the monitor of the [Jobs] manager last
+// saw it writeable; it serves reads when its host is alive or readonly, it
+// is alive, readonly or drain, and the monitor saw it readable or
+// writeable. Without a Jobs manager the database state alone decides.
+// Blob paths follow the original layout (/dev<devid>/b/mmm/ttt/<fid>.fid).
+//
+// # Requests
+//
+// Each request runs under its own context: it ends after request_timeout
+// (30 s), when the client's connection goes away, or when Close gives up
+// waiting, whichever comes first; the database and the storage nodes are
+// asked under it. sleep never sleeps past it. Reading a whole blob
+// (create_close's checksum check) is not bound by request_timeout, since it
+// takes as long as the blob is big, but by node_timeout per wait.
 //
 // # Configuration
 //
@@ -55,5 +67,69 @@
 // then the file (/etc/mogilefs/mogilefsd.conf or --config), then defaults.
 // With no db_dsn at all the tracker uses an embedded SQLite database,
 // /var/lib/mogilefs/mogilefs.db, or ./mogilefs.db when that directory
-// cannot be written.
+// cannot be written. An unknown key is an error, so a typo is not silently
+// ignored.
+//
+// Every key MogileFS 2.73 reads is either honoured, by the query commands
+// and the workers alike, or refused at start with [ErrRefused] and a
+// message saying why and what to use instead; none is accepted and then
+// ignored:
+//
+//   - daemonize: honoured (-D) by the mogilefsd command, as are pidfile and
+//     user; tracker.Main.Run, which serves in its caller's process, refuses
+//     the three with [ErrProcess].
+//   - db_dsn, db_user, db_pass: honoured; db_dsn also takes URL forms, and
+//     no db_dsn at all means the embedded SQLite database (the original
+//     defaulted to DBI:mysql:mogilefs).
+//   - conf_port, listen: honoured.
+//   - listener_jobs, query_jobs: honoured: concurrent requests
+//     (listener_jobs wins, as in the original); at most 500.
+//   - delete_jobs, replicate_jobs, fsck_jobs: honoured: worker counts.
+//   - reaper_jobs: honoured for 0 (no reaper in this tracker) and 1;
+//     larger counts are refused (more reapers would race for the same rows).
+//   - job_master: honoured (--no-job_master).
+//   - monitor_jobs: 1 is accepted, since there is always exactly one
+//     monitor; other values are refused (the original ignores the key).
+//   - min_free_space: honoured by create_open, replication and rebalance.
+//   - max_disk_age: refused: the original reads it and uses it nowhere.
+//   - max_handles: 0 is accepted; other values are refused: in the
+//     original it bounds how often a database handle is reused, which a
+//     connection pool does not need (the open-file limit is ulimit -n).
+//   - debug: honoured: debug logging.
+//   - pidfile: honoured (see daemonize).
+//   - mogstored_stream_port: honoured by the monitor (utilisation); 0
+//     watches nothing.
+//   - default_mindevcount: honoured: the default class's replica count, for
+//     the protocol and the replicate and fsck workers.
+//   - node_timeout, conn_timeout, conn_pool_size: honoured by the one
+//     storage-node client of the tracker and its workers; node_timeout
+//     bounds each wait for a node's answer, conn_timeout each connect.
+//   - rebalance_ignore_missing: honoured: a moved file's source copy
+//     already gone counts as deleted; without it the move fails and the
+//     source stays in file_on (for fsck), as in the original.
+//   - repl_use_get_port: honoured: replication reads the source copy from
+//     its host's http_get_port.
+//   - local_network: empty is accepted; a value is refused: only the
+//     ZoneLocal Perl plugin reads it (use hosts' altip/altmask).
+//   - no_schema_check: false is accepted; true is refused: gomogile always
+//     checks the schema (it upgrades older ones and refuses newer ones).
+//   - plugins: refused: Perl plugins cannot be loaded.
+//   - user: honoured (needs root; see daemonize).
+//
+// Server settings (set_server_setting) the original reads are likewise
+// honoured — skip_mkcol, skip_devcount, fsck_checksum, fsck_opt_policy_only,
+// queue_rate_for_* and queue_size_for_* (fsck, rebal, reaper), the fsck_* and
+// rebal_* state — or refused with ERR setting_refused and the reason:
+// memcache_servers (no memcache; memcache_ttl alone means nothing, as in
+// the original without servers), slave_* (no slave list;
+// removing one is allowed), internal_queue_limit (no in-memory queue),
+// case_sensitive_list_keys = 0 (keys always compare byte for byte), and
+// network_zones and zone_* (only MultipleNetworks and the ZoneLocal plugin
+// read them).
+//
+// gomogile's own keys: idle_timeout, write_timeout, shutdown_timeout,
+// max_conns, sleep_max, request_timeout and namespace_cache_ttl (see
+// [Config]). cache_ttl is refused with a pointer to namespace_cache_ttl:
+// the original has no such key, and its memcache_ttl (a server setting,
+// often an hour) must not become an hour-long namespace cache.
 package tracker

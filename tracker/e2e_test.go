@@ -19,6 +19,7 @@ import (
 	"github.com/gomogile/gomogile/client"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker"
+	model "github.com/gomogile/gomogile/tracker/internal/cluster"
 	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
@@ -40,8 +41,14 @@ func (p *putCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // fastJobs runs the workers with short intervals; host must be the
 // tracker's Hostname, which is what fsck_start and rebalance_start write.
-func fastJobs(st store.Store, hc *http.Client, host string) *jobs.Manager {
-	o := jobs.DefaultOptions()
+func fastJobs(st store.Store, hc *http.Client, host string) tracker.Jobs {
+	return fastJobsCfg(st, hc, host, testConfig())
+}
+
+// fastJobsCfg is fastJobs with the workers' settings taken from cfg, as
+// NewJobs takes them.
+func fastJobsCfg(st store.Store, hc *http.Client, host string, cfg tracker.Config) tracker.Jobs {
+	o := tracker.JobsOptions(cfg)
 	o.Hostname = host
 	o.MonitorInterval = 100 * time.Millisecond
 	o.QueuePoll = 50 * time.Millisecond
@@ -51,7 +58,7 @@ func fastJobs(st store.Store, hc *http.Client, host string) *jobs.Manager {
 	o.DeleteWorkers = 2
 	o.HTTPClient = hc
 	o.Logger = quietLogger()
-	return jobs.New(st, o)
+	return tracker.JobsFor(jobs.New(st, o))
 }
 
 type e2e struct {
@@ -63,14 +70,20 @@ type e2e struct {
 // startE2E runs ntrackers trackers, each on its own Store opened on the
 // same database, and nnodes storage nodes with one device each.
 func startE2E(t *testing.T, dsn string, ntrackers, nnodes int, hc *http.Client) *e2e {
+	cfg := testConfig()
+	cfg.JobMaster = true
+	return startE2ECfg(t, dsn, cfg, ntrackers, nnodes, hc)
+}
+
+// startE2ECfg is startE2E with every tracker and its workers configured by
+// cfg (its Listen is kept).
+func startE2ECfg(t *testing.T, dsn string, cfg tracker.Config, ntrackers, nnodes int, hc *http.Client) *e2e {
 	e := &e2e{}
 	var addrs []string
 	for i := 0; i < ntrackers; i++ {
 		st := openStore(t, dsn)
-		cfg := testConfig()
-		cfg.JobMaster = true
 		host := fmt.Sprintf("tracker%d", i)
-		tt := startTracker(t, cfg, st, &tracker.Options{Jobs: fastJobs(st, hc, host), Hostname: host})
+		tt := startTracker(t, cfg, st, &tracker.Options{Jobs: fastJobsCfg(st, hc, host, cfg), Hostname: host})
 		e.trackers = append(e.trackers, tt)
 		addrs = append(addrs, tt.addr)
 	}
@@ -277,7 +290,7 @@ func testE2ETwoTrackersReplicateOnce(t *testing.T, dsn string) {
 		}
 		copies := 0
 		for i := range e.nodes {
-			copies += pc.puts[jobs.FidPath(i+1, fid)]
+			copies += pc.puts[model.FidPath(i+1, fid)]
 		}
 		if copies != 1 {
 			t.Errorf("fid %d copied %d times; want once", fid, copies)

@@ -10,7 +10,6 @@ import (
 	"crypto/md5"
 	"errors"
 	"fmt"
-	"github.com/gomogile/gomogile/tracker/jobs"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker"
+	model "github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 type cluster struct {
@@ -46,7 +46,7 @@ func startCluster(t *testing.T, cfg tracker.Config, ndev int) *cluster {
 
 func (cl *cluster) devURL(devid int, fid int64) string {
 	n := cl.nodes[devid]
-	return "http://" + n.ip + ":" + n.port + jobs.FidPath(devid, fid)
+	return "http://" + n.ip + ":" + n.port + model.FidPath(devid, fid)
 }
 
 func put(t *testing.T, u string, body []byte) {
@@ -287,16 +287,16 @@ func TestCommands_AltIP(t *testing.T) {
 	c.want("create_host host=h&ip=127.0.0.2&port=7500&status=alive&altip=10.1.1.1&altmask=10.0.0.0/8", "OK hostid=1&hostname=h")
 	c.want("create_device devid=1&hostid=1", "OK ")
 	r := parseOK(t, c.do("create_open domain=d&key=a"))
-	if want := "http://127.0.0.2:7500" + jobs.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
+	if want := "http://127.0.0.2:7500" + model.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
 		t.Errorf("client outside altmask: path %s; want %s", r.Get("path"), want)
 	}
 	r = parseOK(t, c.do("create_open domain=d&key=b&zone=alt"))
-	if want := "http://10.1.1.1:7500" + jobs.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
+	if want := "http://10.1.1.1:7500" + model.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
 		t.Errorf("zone=alt: path %s; want %s", r.Get("path"), want)
 	}
 	c.want("update_host host=h&altmask=127.0.0.0/8", "OK hostid=1&hostname=h")
 	r = parseOK(t, c.do("create_open domain=d&key=c"))
-	if want := "http://10.1.1.1:7500" + jobs.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
+	if want := "http://10.1.1.1:7500" + model.FidPath(1, mustInt(t, r.Get("fid"))); r.Get("path") != want {
 		t.Errorf("client inside altmask: path %s; want %s", r.Get("path"), want)
 	}
 }

@@ -3,7 +3,6 @@ package tracker_test
 import (
 	"bufio"
 	"context"
-	"github.com/gomogile/gomogile/tracker/jobs"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/sqlite"
 	"github.com/gomogile/gomogile/tracker"
+	model "github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // testDSN returns a fresh database for one test. The backend is SQLite
@@ -190,7 +190,7 @@ func startNode(t testing.TB, ip string, devids ...int) *node {
 }
 
 func (n *node) blobPath(devid int, fid int64) string {
-	return filepath.Join(n.docroot, filepath.FromSlash(jobs.FidPath(devid, fid)))
+	return filepath.Join(n.docroot, filepath.FromSlash(model.FidPath(devid, fid)))
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -8,24 +8,41 @@ import (
 )
 
 // NewJobs is the standard JobsFactory: package tracker/jobs's workers with
-// replicate_jobs, delete_jobs and fsck_jobs workers. With job_master off
-// (--no-job_master) the workers still run the queues but this tracker
-// feeds no fsck or rebalance work into them, as in the original. The
-// monitor watches I/O utilisation on mogstored_stream_port; port 0, which
-// nothing can be reached on, watches nothing.
+// replicate_jobs, delete_jobs and fsck_jobs workers, judging devices by
+// the same min_free_space and default_mindevcount as the query commands,
+// talking to storage nodes with the same conn_timeout, node_timeout and
+// conn_pool_size, and reading the namespace with the same
+// namespace_cache_ttl. With job_master off (--no-job_master) the workers
+// still run the queues but this tracker feeds no fsck or rebalance work
+// into them, as in the original. The monitor watches I/O utilisation on
+// mogstored_stream_port; port 0, which nothing can be reached on, watches
+// nothing (jobs.Options.StreamPort 0 means the same).
 func NewJobs(st store.Store, cfg Config, log *slog.Logger) (Jobs, error) {
+	o := JobsOptions(cfg)
+	o.Logger = log
+	return JobsFor(jobs.New(st, o)), nil
+}
+
+// JobsOptions maps every config key the workers read onto jobs.Options;
+// the rest keep jobs.DefaultOptions.
+func JobsOptions(cfg Config) jobs.Options {
 	o := jobs.DefaultOptions()
 	o.ReplicateWorkers = cfg.ReplicateJobs
 	o.DeleteWorkers = cfg.DeleteJobs
 	o.FsckWorkers = cfg.FsckJobs
 	o.NoJobMaster = !cfg.JobMaster
-	o.Logger = log
+	o.NoReaper = cfg.ReaperJobs == 0
+	o.Settings = cfg.clusterSettings()
+	o.Nodes = cfg.nodeConfig()
+	o.ReplUseGetPort = cfg.ReplUseGetPort
+	o.RebalanceIgnoreMissing = cfg.RebalanceIgnoreMissing
+	o.NamespaceTTL = cfg.NamespaceCacheTTL
 	o.StreamPort = cfg.MogstoredStreamPort
-	if o.StreamPort == 0 {
-		o.StreamPort = -1
-	}
-	return jobsManager{jobs.New(st, o)}, nil
+	return o
 }
+
+// JobsFor is m as the tracker's Jobs seam.
+func JobsFor(m *jobs.Manager) Jobs { return jobsManager{m} }
 
 // jobsManager adds "!jobs" reporting to *jobs.Manager.
 type jobsManager struct{ *jobs.Manager }

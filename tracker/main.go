@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +21,10 @@ var ErrUsage = errors.New("usage")
 // JobsFactory builds the jobs manager for a tracker from its config.
 type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (Jobs, error)
 
-// Main is the mogilefsd command: flags, config file, environment, the
-// store, the tracker, and waiting for the context to end.
+// Main is the library half of the mogilefsd command: flags, config file,
+// environment (LoadConfig), then the store, the workers and the tracker
+// until the context ends (Serve). Detaching (-D), --user and --pidfile
+// change the whole process and are done by cmd/mogilefsd between the two.
 //
 // Flags are the original's (MogileFS::Config::load_config):
 //
@@ -41,7 +42,7 @@ type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (Jobs, error
 //	    --no-job_master      feed no fsck/rebalance/drain work from this tracker
 //	    --pidfile FILE, --max_disk_age, --min_free_space, --default_mindevcount,
 //	    --node_timeout, --conn_timeout, --conn_pool_size, --max_handles,
-//	    --no_schema_check, --repl_use_get_port, --local_network,
+//	    --no_schema_check (refused), --repl_use_get_port, --local_network,
 //	    --mogstored_stream_port
 //	    --no_http, --workerport N   accepted and ignored, as the original did
 //
@@ -202,7 +203,7 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 		case "listen", "l":
 			cfg.Listen = append([]string(nil), listen...)
 		case "no_schema_check":
-			cfg.NoSchemaCheck = schemaSkip
+			set("no_schema_check", strconv.FormatBool(schemaSkip))
 		case "job_master":
 			cfg.JobMaster = jobMaster
 		case "no-job_master", "nojob_master":
@@ -218,7 +219,7 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	if v := envLookup(environ, EnvPrefix+"DAEMONIZED"); v == "1" {
+	if v := envLookup(environ, DaemonizedEnv); v == "1" {
 		cfg.Daemonize = false // we are the detached child
 	}
 	if err := cfg.Validate(); err != nil {
@@ -243,14 +244,50 @@ func (m *Main) stderr() io.Writer {
 	return m.Stderr
 }
 
-// Run runs mogilefsd until ctx ends, then shuts the tracker down
-// gracefully. Errors at start (bad flags, config, DSN, unreachable
-// database, busy port) are returned before anything listens.
+// DaemonizedEnv is set to 1 in the environment of a tracker that
+// cmd/mogilefsd re-executed to detach (--daemonize): that process serves in
+// the foreground of its own session.
+const DaemonizedEnv = EnvPrefix + "DAEMONIZED"
+
+// ErrProcess is Run's refusal of the settings that concern the process
+// itself rather than the tracker: daemonize, user and pidfile. The
+// mogilefsd command (cmd/mogilefsd) handles them and then calls Serve.
+var ErrProcess = errors.New("daemonize, user and pidfile are handled by the mogilefsd command, not by tracker.Main.Run")
+
+// Run loads the configuration from args and serves it until ctx ends (see
+// Serve). A configuration asking to detach, switch user or write a pidfile
+// is refused with ErrProcess: those change the whole process, which is the
+// mogilefsd command's to do.
 func (m *Main) Run(ctx context.Context, args []string) error {
 	cfg, err := m.LoadConfig(args)
 	if err != nil {
 		return err
 	}
+	if cfg.Daemonize || cfg.User != "" || cfg.PidFile != "" {
+		return ErrProcess
+	}
+	return m.Serve(ctx, cfg)
+}
+
+// CheckDatabase opens and closes cfg's database: cmd/mogilefsd calls it
+// before detaching, so that a database it cannot reach fails in the
+// foreground rather than in a silent background process.
+func (m *Main) CheckDatabase(ctx context.Context, cfg Config) error {
+	dsn, err := cfg.StoreDSN()
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenDSN(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	return st.Close()
+}
+
+// Serve runs the tracker configured by cfg until ctx ends or "!shutdown",
+// then shuts it down gracefully. Errors at start (DSN, unreachable
+// database, busy port) are returned before anything listens.
+func (m *Main) Serve(ctx context.Context, cfg Config) error {
 	level := slog.LevelInfo
 	if cfg.Debug > 0 {
 		level = slog.LevelDebug
@@ -260,32 +297,6 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	dsn, err := cfg.StoreDSN()
 	if err != nil {
 		return err
-	}
-	if cfg.Daemonize {
-		// Fail fast in the foreground: a database we cannot reach should
-		// not become a silent background failure.
-		st, err := store.OpenDSN(ctx, dsn)
-		if err != nil {
-			return err
-		}
-		st.Close()
-		return daemonize(args)
-	}
-	if cfg.PidFile != "" {
-		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			return fmt.Errorf("pidfile: %w", err)
-		}
-		defer os.Remove(cfg.PidFile)
-	}
-	if cfg.MaxHandles > 0 {
-		if err := raiseNoFile(cfg.MaxHandles); err != nil {
-			return fmt.Errorf("max_handles %d: %w", cfg.MaxHandles, err)
-		}
-	}
-	if cfg.User != "" {
-		if err := switchUser(cfg.User); err != nil {
-			return err
-		}
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	st, err := store.OpenDSN(openCtx, dsn)
@@ -320,22 +331,4 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	<-runCtx.Done()
 	log.Info("shutting down")
 	return t.Close()
-}
-
-// switchUser drops privileges to name (the original's --user). Only root
-// can; anyone else gets an error unless already running as that user.
-func switchUser(name string) error {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return fmt.Errorf("user %q: %w", name, err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if os.Getuid() == uid {
-		return nil
-	}
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("--user %s: only root can switch user (running as uid %d)", name, os.Getuid())
-	}
-	return setUser(uid, gid)
 }

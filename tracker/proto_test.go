@@ -2,7 +2,7 @@ package tracker_test
 
 import (
 	"errors"
-	"github.com/gomogile/gomogile/tracker/jobs"
+	model "github.com/gomogile/gomogile/tracker/internal/cluster"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,7 +73,7 @@ func TestFidPath(t *testing.T) {
 		{3, 98765, "/dev3/0/000/098/0000098765.fid"},
 		{4, 12345678901, "/dev4/1/234/567/12345678901.fid"},
 	} {
-		if got := jobs.FidPath(tc.devid, tc.fid); got != tc.want {
+		if got := model.FidPath(tc.devid, tc.fid); got != tc.want {
 			t.Errorf("FidPath(%d, %d) = %q; want %q", tc.devid, tc.fid, got, tc.want)
 		}
 	}

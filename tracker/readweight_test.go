@@ -5,18 +5,22 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // utilJobs reports fixed monitor figures; it stands in for the jobs
 // manager's monitor, not for any database.
 type utilJobs map[int]string
 
-func (utilJobs) Open(context.Context) error          { return nil }
-func (utilJobs) Close() error                        { return nil }
-func (utilJobs) SetWant(string, int) error           { return nil }
-func (utilJobs) Observed(int) (string, bool)         { return "writeable", true }
-func (utilJobs) RejectBadMD5(int) (bool, bool)       { return true, true }
-func (u utilJobs) Utilization(id int) (string, bool) { v, ok := u[id]; return v, ok }
+func (utilJobs) Open(context.Context) error { return nil }
+func (utilJobs) Close() error               { return nil }
+func (utilJobs) SetWant(string, int) error  { return nil }
+func (utilJobs) JobStatus() []JobStatus     { return nil }
+func (u utilJobs) Observe(id int) cluster.Observation {
+	v, ok := u[id]
+	return cluster.Observation{Monitored: true, State: cluster.StateWriteable,
+		Utilization: v, UtilizationOK: ok, RejectBadMD5: true, RejectBadMD5OK: true}
+}
 
 // get_paths reads from less busy devices first, as the original's
 // sort_devs_by_utilization: weight 102-util for a whole-number figure,

@@ -10,29 +10,30 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // Version is what "!version" reports.
 const Version = "2.73-gomogile"
 
-// Jobs is the background-worker manager as the tracker sees it
-// (package tracker/jobs provides one). Observed reports the monitor's last
-// view of a device: "writeable", "readable" or "unreachable"; ok is false
-// until the monitor has seen it, and the tracker then judges by the
-// database state alone.
+// Jobs is the background-worker manager as the tracker sees it: the whole
+// seam between the query commands and the workers (NewJobs builds the
+// standard one on package tracker/jobs). Open starts the workers and Close
+// stops them; SetWant is "!want" for a job class; JobStatus is the
+// workers' lines of "!jobs". Observe is the monitor's last view of a
+// device, as the cluster model's predicates take it (its State is "" until
+// the monitor has seen the device, and such a device is not used).
 type Jobs interface {
 	Open(ctx context.Context) error
 	Close() error
 	SetWant(jobclass string, n int) error
-	Observed(devid int) (state string, ok bool)
+	JobStatus() []JobStatus
+	Observe(devid int) cluster.Observation
 }
 
 // JobStatus is one line group of "!jobs".
@@ -40,27 +41,6 @@ type JobStatus struct {
 	Job     string
 	Count   int
 	Desired int
-}
-
-// JobStatter is implemented by Jobs managers that can report their worker
-// counts for "!jobs"; without it only the query workers are listed.
-type JobStatter interface {
-	JobStatus() []JobStatus
-}
-
-// DeviceStatter is implemented by Jobs managers whose monitor also measures
-// what get_devices reports beside the observed state: a device's I/O
-// utilisation, verbatim as its storage node streams it, and whether its
-// node refuses a body that does not match its Content-MD5. ok is false
-// while unknown; get_devices then leaves the field empty.
-type DeviceStatter interface {
-	Utilization(devid int) (util string, ok bool)
-	RejectBadMD5(devid int) (reject, ok bool)
-}
-
-// JobMessenger is implemented by Jobs managers that accept "!to" messages.
-type JobMessenger interface {
-	SendTo(jobclass, message string) (int, error)
 }
 
 // Options are New's optional dependencies; nil means all defaults.
@@ -85,14 +65,14 @@ type Tracker struct {
 	st     store.Store
 	jobs   Jobs
 	log    *slog.Logger
-	http   *http.Client
+	nodes  *cluster.Nodes
 	host   string
 	onStop func()
 
-	ns      nsCache
-	mkcols  mkcolCache
-	limiter *limiter
-	watch   *watchers
+	ns       *cluster.Cache
+	commands map[string]handler
+	limiter  *limiter
+	watch    *watchers
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -140,23 +120,25 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		jobs:    opts.Jobs,
 		host:    opts.Hostname,
 		onStop:  opts.Shutdown,
-		http:    opts.HTTPClient,
+		nodes:   cluster.NewNodes(cfg.nodeConfig(), opts.HTTPClient),
+		ns:      cluster.NewCache(st, cfg.NamespaceCacheTTL),
 		limiter: newLimiter(cfg.QueryJobs),
 		watch:   w,
 		conns:   map[*conn]struct{}{},
 	}
+	if jm, ok := opts.Jobs.(jobsManager); ok {
+		// One namespace cache for the commands and the workers: the
+		// tracker's own changes and clear_cache reach both at once.
+		t.ns = jm.Namespace()
+	}
+	t.commands = t.commandTable()
 	t.log = slog.New(&watchHandler{Handler: parent.Handler(), w: w}).With("component", "tracker")
 	if t.host == "" {
 		t.host, _ = os.Hostname()
 	}
-	if t.http == nil {
-		t.http = newStorageClient(cfg)
-	}
 	if cfg.MaxConns > 0 {
 		t.connSlots = make(chan struct{}, cfg.MaxConns)
 	}
-	t.ns.ttl = cfg.CacheTTL
-	t.ns.st = st
 	t.reqCtx, t.reqCancel = context.WithCancel(context.Background())
 	return t, nil
 }
@@ -319,6 +301,7 @@ func (t *Tracker) releaseSlot() {
 type conn struct {
 	t  *Tracker
 	nc net.Conn
+	br *bufio.Reader // read only by serve, and by watchGone while serve waits
 
 	wmu sync.Mutex // replies and watcher lines interleave whole
 
@@ -383,12 +366,12 @@ func (c *conn) serve() {
 		t.releaseSlot()
 		t.wg.Done()
 	}()
-	br := bufio.NewReaderSize(c.nc, 4096)
+	c.br = bufio.NewReaderSize(c.nc, 4096)
 	for {
 		if !c.idle() {
 			return
 		}
-		line, err := readLine(br, MaxLineBytes)
+		line, err := readLine(c.br, MaxLineBytes)
 		// A line read before shutdown is in flight: answer it, then stop.
 		closing := c.setBusy(true)
 		if errors.Is(err, ErrLineTooLong) {
@@ -461,7 +444,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	case err != nil:
 		return errLine("bad_params", err.Error(), callid), false
 	}
-	h, ok := commands[req.Cmd]
+	h, ok := t.commands[req.Cmd]
 	if !ok {
 		return errLine("unknown_command", "", callid), false
 	}
@@ -470,20 +453,36 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 		clientIP = ta.IP.String()
 	}
 
+	// The request's own context: its deadline covers waiting for a query
+	// slot too, and it ends when the client hangs up, so that a hung
+	// database or storage node holds neither a slot nor the client's
+	// connection past request_timeout.
+	// bulk is the same minus the deadline, for transfers whose length
+	// depends on a blob's size (see request.bulk).
+	bulk, cancelBulk := context.WithCancel(t.reqCtx)
+	defer cancelBulk()
+	ctx, cancel := context.WithTimeout(bulk, t.cfg.RequestTimeout)
+	defer cancel()
+	stopWatch := c.watchGone(cancelBulk)
+	defer stopWatch()
+
 	t.stats.pending.Add(1)
 	if !t.limiter.tryAcquire() {
 		t.stats.outOfWorkers.Add(1)
-		if err := t.limiter.acquire(t.reqCtx); err != nil {
+		if err := t.limiter.acquire(ctx); err != nil {
 			t.stats.pending.Add(-1)
-			return errLine("failure", "Tracker shutting down", callid), true
+			if t.reqCtx.Err() != nil {
+				return errLine("failure", "Tracker shutting down", callid), true
+			}
+			return errLine("failure", fmt.Sprintf("No query worker free within request_timeout (%v)", t.cfg.RequestTimeout), callid), false
 		}
 	}
 	t.stats.pending.Add(-1)
 	t.stats.inProgress.Add(1)
 	t.stats.queries.Add(1)
 	start := time.Now()
-	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt"}
-	res, herr := t.run(h, r)
+	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt", bulk: bulk}
+	res, herr := t.run(ctx, h, r)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
 	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, req.Raw, time.Since(start).Seconds()))
@@ -496,6 +495,10 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 		if errors.Is(herr, store.ErrDuplicate) {
 			return errLine("dup", "", callid), false
 		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && t.reqCtx.Err() == nil {
+			t.log.Warn("request timed out", "cmd", req.Cmd, "timeout", t.cfg.RequestTimeout, "err", herr)
+			return errLine("failure", fmt.Sprintf("Request took longer than request_timeout (%v)", t.cfg.RequestTimeout), callid), false
+		}
 		t.log.Error("command failed", "cmd", req.Cmd, "err", herr)
 		return errLine("failure", "", callid), false
 	}
@@ -504,14 +507,45 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 
 // run calls a handler, turning a panic into an error: one bad request must
 // not take the tracker down.
-func (t *Tracker) run(h handler, r *request) (res *Reply, err error) {
+func (t *Tracker) run(ctx context.Context, h handler, r *request) (res *Reply, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.log.Error("command panicked", "cmd", r.Cmd, "panic", p)
 			res, err = nil, fmt.Errorf("internal error in %s", r.Cmd)
 		}
 	}()
-	return h(t, t.reqCtx, r)
+	return h(ctx, r)
+}
+
+// watchGone cancels a request when its client hangs up while it runs, by
+// waiting for the connection to become readable. A client that already
+// sent its next request is still there: nothing is watched then (and a
+// hangup is noticed at the next read). The returned stop ends the watch
+// before serve reads again.
+func (c *conn) watchGone(cancel context.CancelFunc) (stop func()) {
+	if c.br == nil || c.br.Buffered() > 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := c.br.Peek(1); err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				cancel() // EOF or reset: nobody waits for the answer
+			}
+		}
+	}()
+	return func() {
+		c.nc.SetReadDeadline(time.Now()) // wake the Peek
+		<-done
+		c.nc.SetReadDeadline(time.Time{})
+		if c.br.Buffered() == 0 {
+			// Drop the error the Peek may have stored (our own timeout
+			// above); a real EOF or reset is met again at the next read.
+			c.br.Reset(c.nc)
+		}
+	}
 }
 
 // limiter bounds concurrent requests (query_jobs) and can be resized by
@@ -574,230 +608,3 @@ func (l *limiter) get() (limit, active int) {
 	defer l.mu.Unlock()
 	return l.limit, l.active
 }
-
-// recentQueries keeps the last 50 requests for "!recent".
-type recentQueries struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (r *recentQueries) add(s string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, s)
-	if len(r.list) > 50 {
-		r.list = r.list[len(r.list)-50:]
-	}
-}
-
-func (r *recentQueries) all() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.list...)
-}
-
-// watchers are connections that asked "!watch" for the tracker's warnings
-// and errors, as the original streamed its children's errors.
-type watchers struct {
-	mu  sync.Mutex
-	set map[*conn]struct{}
-}
-
-func (w *watchers) toggle(c *conn) (added bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.set[c]; ok {
-		delete(w.set, c)
-		return false
-	}
-	w.set[c] = struct{}{}
-	return true
-}
-
-func (w *watchers) remove(c *conn) {
-	w.mu.Lock()
-	delete(w.set, c)
-	w.mu.Unlock()
-}
-
-func (w *watchers) send(line string) {
-	w.mu.Lock()
-	list := make([]*conn, 0, len(w.set))
-	for c := range w.set {
-		list = append(list, c)
-	}
-	w.mu.Unlock()
-	for _, c := range list {
-		// A slow watcher must not stall logging: short deadline, drop on error.
-		go func(c *conn) {
-			c.wmu.Lock()
-			c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(c.nc, line+"\r\n")
-			c.wmu.Unlock()
-		}(c)
-	}
-}
-
-// watchHandler copies warnings and errors to watchers.
-type watchHandler struct {
-	slog.Handler
-	w     *watchers
-	attrs []slog.Attr
-}
-
-func (h *watchHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		var b strings.Builder
-		b.WriteString(r.Message)
-		for _, a := range h.attrs {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		}
-		r.Attrs(func(a slog.Attr) bool {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-			return true
-		})
-		h.w.send(b.String())
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *watchHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &watchHandler{Handler: h.Handler.WithAttrs(as), w: h.w, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
-}
-
-func (h *watchHandler) WithGroup(name string) slog.Handler {
-	return &watchHandler{Handler: h.Handler.WithGroup(name), w: h.w, attrs: h.attrs}
-}
-
-// admin answers the ProcManager "!" commands; the reply always ends ".\r\n".
-// Commands match by prefix, as the original's regexes did.
-func (t *Tracker) admin(c *conn, req Request) string {
-	var out []string
-	cmd, args := req.Cmd, req.Raw
-	switch {
-	case cmd == "stats":
-		limit, active := t.limiter.get()
-		out = append(out,
-			fmt.Sprintf("uptime %d", int64(time.Since(t.started).Seconds())),
-			fmt.Sprintf("pending_queries %d", t.stats.pending.Load()),
-			fmt.Sprintf("processing_queries %d", t.stats.inProgress.Load()),
-			fmt.Sprintf("bored_queryworkers %d", max(limit-active, 0)),
-		)
-		st := map[string]int64{
-			"queries":               t.stats.queries.Load(),
-			"times_out_of_qworkers": t.stats.outOfWorkers.Load(),
-			"connections_refused":   t.stats.connsRefused.Load(),
-		}
-		t.mu.Lock()
-		st["connections"] = int64(len(t.conns))
-		t.mu.Unlock()
-		keys := make([]string, 0, len(st))
-		for k := range st {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			out = append(out, fmt.Sprintf("%s %d", k, st[k]))
-		}
-	case strings.HasPrefix(cmd, "shutdown"):
-		if t.onStop == nil {
-			out = append(out, "ERROR: shutdown is not enabled on this tracker")
-		} else {
-			t.log.Warn("user requested shutdown", "args", args)
-			t.onStop()
-		}
-	case strings.HasPrefix(cmd, "jobs"):
-		limit, _ := t.limiter.get()
-		jobs := []JobStatus{{Job: "queryworker", Count: limit, Desired: limit}}
-		if js, ok := t.jobs.(JobStatter); ok && t.jobsOpen {
-			jobs = append(jobs, js.JobStatus()...)
-		}
-		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Job < jobs[j].Job })
-		for _, j := range jobs {
-			// Goroutines have no pids; the tracker's own pid stands in.
-			out = append(out, fmt.Sprintf("%s count %d", j.Job, j.Count),
-				fmt.Sprintf("%s desired %d", j.Job, j.Desired),
-				fmt.Sprintf("%s pids %d", j.Job, os.Getpid()))
-		}
-	case strings.HasPrefix(cmd, "want"):
-		f := strings.Fields(args)
-		n, err := 0, error(nil)
-		if len(f) >= 2 {
-			n, err = strconv.Atoi(f[0])
-		}
-		if len(f) < 2 || err != nil || n < 0 {
-			out = append(out, "ERROR: usage: !want <count> <jobclass>")
-			break
-		}
-		n = min(n, 500)
-		job := f[1]
-		switch {
-		case job == "queryworker":
-			if n < 1 {
-				n = 1 // a tracker with no query slots could never answer again
-			}
-			t.limiter.set(n)
-			out = append(out, fmt.Sprintf("Now desiring %d children doing '%s'.", n, job))
-		case t.jobs != nil && t.jobsOpen:
-			if err := t.jobs.SetWant(job, n); err != nil {
-				out = append(out, fmt.Sprintf("ERROR: Invalid class '%s': %v", job, err))
-			} else {
-				out = append(out, fmt.Sprintf("Now desiring %d children doing '%s'.", n, job))
-			}
-		default:
-			out = append(out, fmt.Sprintf("ERROR: Invalid class '%s'.  Valid classes: queryworker", job))
-		}
-	case strings.HasPrefix(cmd, "to"):
-		job, msg, ok := strings.Cut(strings.TrimSpace(args), " ")
-		if !ok || strings.TrimSpace(msg) == "" {
-			out = append(out, "ERROR: usage: !to <jobclass> <message>")
-			break
-		}
-		n := 0
-		if m, ok := t.jobs.(JobMessenger); ok && t.jobsOpen {
-			n, _ = m.SendTo(job, strings.TrimSpace(msg))
-		}
-		out = append(out, fmt.Sprintf("Message sent to %d children.", n))
-	case strings.HasPrefix(cmd, "queue"), strings.HasPrefix(cmd, "pend"):
-		// Requests wait for a query slot inside their own connection; there
-		// is no shared pending list to print, only its length.
-		if n := t.stats.pending.Load(); n > 0 {
-			out = append(out, fmt.Sprintf("%d queries waiting for a query worker", n))
-		}
-	case strings.HasPrefix(cmd, "watch"):
-		if t.watch.toggle(c) {
-			out = append(out, "Added you to watcher list.")
-		} else {
-			out = append(out, "Removed you from watcher list.")
-		}
-	case strings.HasPrefix(cmd, "recent"):
-		out = append(out, t.recent.all()...)
-	case strings.HasPrefix(cmd, "version"):
-		out = append(out, Version)
-	default:
-		return adminHelp + ".\r\n"
-	}
-	out = append(out, ".", "")
-	return strings.Join(out, "\r\n")
-}
-
-const adminHelp = `Mogilefsd admin commands:
-
-    !version    Server version
-    !recent     Recently executed queries and how long they took.
-    !queue      Queries that are pending execution.
-    !stats      General stats on what we're up to.
-    !watch      Observe errors/messages from children.
-    !jobs       Outstanding job counts, desired level, and pids.
-    !shutdown   Immediately kill all of mogilefsd.
-
-    !to <job class> <message>
-                Send <message> to all workers of <job class>.
-                Mostly used for debugging.
-
-    !want <count> <job class>
-                Alter the level of workers of this class desired.
-                Example: !want 20 queryworker, !want 3 replicate.
-                See !jobs for what jobs are available.
-
-`

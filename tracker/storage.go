@@ -6,131 +6,20 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"github.com/gomogile/gomogile/tracker/jobs"
+
 	"hash"
-	"io"
-	"net"
-	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
 
-// errFileMissing is a storage node's 404 (HTTPFile's FILE_MISSING).
-var errFileMissing = errors.New("file missing")
-
-func newStorageClient(cfg Config) *http.Client {
-	d := &net.Dialer{Timeout: cfg.ConnTimeout}
-	return &http.Client{
-		Transport: &http.Transport{
-			DialContext:           d.DialContext,
-			MaxIdleConnsPerHost:   cfg.ConnPoolSize,
-			ResponseHeaderTimeout: cfg.NodeTimeout,
-			IdleConnTimeout:       90 * time.Second,
-			DisableCompression:    true,
-		},
-		// Storage nodes do not redirect; following one could leave the cluster.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// nodeTimeout bounds one small request to a storage node.
-func (t *Tracker) nodeTimeout() time.Duration { return t.cfg.ConnTimeout + t.cfg.NodeTimeout }
-
-// headSize is HTTPFile::size: the Content-Length of a HEAD, errFileMissing
-// on 404, another error when the node cannot be reached or answers oddly.
-func (t *Tracker) headSize(ctx context.Context, url string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.nodeTimeout())
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := t.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return 0, errFileMissing
-	case resp.StatusCode != http.StatusOK:
-		return 0, fmt.Errorf("HEAD %s: %s", url, resp.Status)
-	}
-	n, err := strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("HEAD %s: bad Content-Length %q", url, resp.Header.Get("Content-Length"))
-	}
-	return n, nil
-}
-
-// digest fetches url and hashes it. The node timeout bounds each wait for
-// data, not the whole transfer, so large files can be verified.
+// digest fetches url and hashes it with ht.
 func (t *Tracker) digest(ctx context.Context, url string, ht store.HashType) ([]byte, error) {
 	h := newHash(ht)
 	if h == nil {
 		return nil, fmt.Errorf("unknown hashtype %d", ht)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := t.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil, errFileMissing
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	if _, err := io.Copy(h, resp.Body); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
-	}
-	return h.Sum(nil), nil
-}
-
-// mkcol creates the directories of fid on a device (Device::vivify_directories).
-// It reports failure but create_open goes on regardless, as the original
-// did: a storage node that creates directories on PUT needs no MKCOL.
-func (t *Tracker) mkcol(ctx context.Context, base string, devid int, fid int64) error {
-	if t.mkcols.skipDevice(devid) {
-		return nil
-	}
-	for _, dir := range jobs.FidDirs(devid, fid) {
-		url := base + dir + "/"
-		if t.mkcols.done(url) {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, t.nodeTimeout())
-		req, err := http.NewRequestWithContext(rctx, "MKCOL", url, nil)
-		if err != nil {
-			cancel()
-			return err
-		}
-		req.ContentLength = 0
-		resp, err := t.http.Do(req)
-		cancel()
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		switch {
-		case resp.StatusCode >= 200 && resp.StatusCode < 300, resp.StatusCode == http.StatusMethodNotAllowed:
-			// 405: the collection exists already.
-			t.mkcols.mark(url)
-		case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotImplemented:
-			t.mkcols.setSkipDevice(devid)
-			return nil
-		default:
-			return fmt.Errorf("MKCOL %s: %s", url, resp.Status)
-		}
-	}
-	return nil
+	return t.nodes.Digest(ctx, url, h)
 }
 
 // Hash types by name, as MogileFS::Checksum numbers them.

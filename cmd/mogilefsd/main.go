@@ -27,7 +27,7 @@ func main() {
 		os.Exit(1)
 	}()
 	m := &tracker.Main{Stdout: os.Stdout, Stderr: os.Stderr, NewJobs: newJobs}
-	err := m.Run(ctx, os.Args[1:])
+	err := run(ctx, m, os.Args[1:])
 	switch {
 	case err == nil:
 	case errors.Is(err, tracker.ErrUsage):

@@ -54,28 +54,28 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 	}
 	for _, devid := range on {
 		d, ok := w.devs[devid]
-		if !ok || d.dead() {
+		if !ok || d.Dead() {
 			// No such device, or its files are gone for good.
 			if err := m.forgetOnDevice(ctx, it.Fid, devid); err != nil {
 				return err
 			}
 			continue
 		}
-		if d.unobserved() {
+		if d.Unobserved() {
 			// Not checked yet (new device, or we just started): no
 			// failure, look again once the monitor has.
 			putOff(m.settleDelay(), false)
 			continue
 		}
-		if !d.observedWriteable() {
+		if !d.ObservedWriteable() {
 			putOff((10+fc)*time.Minute, true)
 			continue
 		}
-		if !d.canDeleteFrom() {
+		if !d.CanDeleteFrom() {
 			putOff((1+fc)*time.Hour, true)
 			continue
 		}
-		if err := m.nodes.remove(ctx, d.fidURL(it.Fid, false)); err != nil {
+		if err := m.nodes.Remove(ctx, d.FidURL(it.Fid, false), true); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -10,6 +10,18 @@
 // original's named locks, mgfs:fid:<fid>:replicate while copying, deleting,
 // moving or fixing a fid and mgfs:fid:<fid> around file_on changes.
 //
+// Workers decide with the same model of the cluster as the tracker's query
+// commands (package tracker/internal/cluster): the same device predicates
+// under the same settings (Options.Settings: min_free_space and
+// default_mindevcount), the same rebalance policy parser, and the same
+// storage-node client built from Options.Nodes (conn_timeout,
+// node_timeout, conn_pool_size). tracker.JobsOptions maps a tracker's
+// configuration onto Options.
+//
+// Every queue item is bounded by its lease, and a Lease call and each
+// pass of the monitor, reaper and job master by Options.PassTimeout, so a
+// hung database or storage node delays a worker rather than stopping it.
+//
 // A [Manager] is built with [New], started with [Manager.Open] and stopped
 // with [Manager.Close], which stops leasing, lets in-flight items finish for
 // a grace period, then hands the rest back due now and releases their locks.
@@ -50,17 +62,22 @@
 //     when the watch connection that reported it drops (the original keeps
 //     showing the last figure), a connection silent for 15 s is redone, and
 //     connections to hosts that no longer have readable devices are closed.
-//   - The reaper queues up to 1000 fids of a dead device per pass and
-//     ignores queue_size_for_reaper.
+//   - The reaper queues up to queue_rate_for_reaper (1000) fids of a dead
+//     device per pass, fewer when queue_size_for_reaper bounds the
+//     replicate queue, as the original.
 //   - Devices in state drain are emptied automatically; the original only
 //     keeps new files off them and leaves moving to a rebalance.
-//   - Rebalance policies support fid_age=old only (the contract lists fids
+//   - Rebalance policies support fid_age=old only, and rebalance_set_policy
+//     refuses the others (the contract lists fids
 //     on a device ascending) and limit_by none, count and size (the original
 //     does not implement percent either). A global limit is given its
 //     budget when the run starts; the original never set it, so a global
 //     limit moved nothing there.
-//   - The Union replication policy is not supported (a class using it is
-//     retried with backoff and logged).
+//   - Only the MultipleHosts(N) and MultipleDevices(N) replication policies
+//     run; create_class and update_class refuse the others (Union and the
+//     plugins' MultipleNetworks, HostsPerNetwork). A class that already has
+//     one, in a database made by the original, is retried with backoff and
+//     logged.
 //   - Placement weighs a device by free space times its weight/100; the
 //     original ignores weight when replicating.
 package jobs

@@ -3,6 +3,7 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // Fsck event codes (Worker/Fsck.pm).
@@ -137,7 +139,7 @@ func (s *fidState) meetsPolicy() bool {
 			devs = append(devs, d)
 		}
 	}
-	rr := s.pol.replicateTo(devs, s.w.devs, map[int]bool{}, s.cls.MinDevCount)
+	rr := s.pol.replicateTo(devs, s.w.devs, map[int]bool{}, s.cls.MinDevCount, s.w.set)
 	return rr.happy && !rr.tooHappy
 }
 
@@ -175,17 +177,17 @@ func (m *Manager) checkFid(ctx context.Context, fid int64, o fsckOpts) error {
 	}
 	for _, id := range s.on {
 		d := s.w.devs[id]
-		if d == nil || d.dead() {
+		if d == nil || d.Dead() {
 			return m.fsckFix(ctx, fid, o, "", nil)
 		}
-		if d.unobserved() {
+		if d.Unobserved() {
 			return fmt.Errorf("%w: dev%d", errNotObserved, id)
 		}
-		if !d.shouldReadFrom() {
+		if !d.ShouldReadFrom() {
 			return fmt.Errorf("%w: dev%d not readable", errStalled, id)
 		}
-		size, err := m.nodes.size(ctx, d.fidURL(fid, true))
-		if err != nil && !errors.Is(err, errMissing) {
+		size, err := m.nodes.Size(ctx, d.FidURL(fid, true))
+		if err != nil && !errors.Is(err, cluster.ErrMissing) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -268,19 +270,19 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 			}
 			checked[id] = true
 			d := s.w.devs[id]
-			if d == nil || d.dead() {
+			if d == nil || d.Dead() {
 				bad = append(bad, id)
 				continue
 			}
-			if d.unobserved() {
+			if d.Unobserved() {
 				return fmt.Errorf("%w: dev%d", errNotObserved, id)
 			}
-			if !d.shouldReadFrom() {
+			if !d.ShouldReadFrom() {
 				return fmt.Errorf("%w: dev%d unreachable", errStalled, id)
 			}
-			url := d.fidURL(fid, true)
-			size, err := m.nodes.size(ctx, url)
-			missing := errors.Is(err, errMissing)
+			url := d.FidURL(fid, true)
+			size, err := m.nodes.Size(ctx, url)
+			missing := errors.Is(err, cluster.ErrMissing)
 			if err != nil && !missing {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -289,8 +291,8 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 			}
 			if !missing && size == s.f.Length {
 				if alg != "" {
-					sum, err := m.nodes.md5sum(ctx, url)
-					if errors.Is(err, errMissing) {
+					sum, err := m.nodes.Digest(ctx, url, md5.New())
+					if errors.Is(err, cluster.ErrMissing) {
 						// DELETE could have hit right after the size check.
 						if !desperate {
 							if err := m.fsckLog(ctx, fid, evFileMissing, id); err != nil {
@@ -341,7 +343,7 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 		}
 		var all []int
 		for id, d := range s.w.devs {
-			if d.fsckSearchOn() {
+			if d.FsckSearchOn() {
 				all = append(all, id)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/gomogile/gomogile/mogstored"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/sqlite"
+	model "github.com/gomogile/gomogile/tracker/internal/cluster"
 	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
@@ -127,7 +128,7 @@ func (c *cluster) nodeOf(devid int) *node {
 
 // blobPath is where devid's node keeps fid on disk.
 func (c *cluster) blobPath(devid int, fid int64) string {
-	return filepath.Join(c.nodeOf(devid).docroot, filepath.FromSlash(jobs.FidPath(devid, fid)))
+	return filepath.Join(c.nodeOf(devid).docroot, filepath.FromSlash(model.FidPath(devid, fid)))
 }
 
 func (c *cluster) hasBlob(devid int, fid int64) bool {
@@ -158,7 +159,7 @@ func (c *cluster) upload(devid int, fid int64, data []byte) {
 	c.t.Helper()
 	n := c.nodeOf(devid)
 	base := "http://" + n.srv.HTTPAddr()
-	p := jobs.FidPath(devid, fid)
+	p := model.FidPath(devid, fid)
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i := 2; i < len(parts); i++ {
 		req, _ := http.NewRequest("MKCOL", base+"/"+strings.Join(parts[:i], "/")+"/", nil)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // Job class names, as !jobs and !want know them.
@@ -26,7 +27,8 @@ const (
 )
 
 // Options configures a Manager. Zero fields take DefaultOptions' values,
-// except the worker counts, where 0 means none.
+// except the worker counts and StreamPort, where 0 means none, and the
+// booleans. Settings and Nodes take their defaults field by field.
 type Options struct {
 	ReplicateWorkers, DeleteWorkers, FsckWorkers int
 
@@ -35,8 +37,36 @@ type Options struct {
 	QueuePoll       time.Duration // idle queue workers and the job master look again this often
 	TempFileTTL     time.Duration // tempfiles older than this are reaped
 
-	HTTPClient *http.Client // nil: a client with connect and header timeouts
-	Logger     *slog.Logger // nil: slog.Default()
+	// HTTPClient talks to storage nodes; nil: cluster.NewHTTPClient(Nodes).
+	HTTPClient *http.Client
+	// Nodes are conn_timeout, node_timeout and conn_pool_size for the
+	// storage-node client (zero fields: the original's defaults). The
+	// tracker passes its own, so workers and commands wait alike.
+	Nodes cluster.NodeConfig
+	// Settings are min_free_space and default_mindevcount, as the
+	// tracker's commands use them. The zero value takes
+	// cluster.DefaultSettings field by field.
+	Settings cluster.Settings
+	// RebalanceIgnoreMissing is rebalance_ignore_missing: a moved file's
+	// source copy that is already gone (404) counts as deleted; without it
+	// the move fails and the source device stays in file_on, as in the
+	// original.
+	RebalanceIgnoreMissing bool
+	// ReplUseGetPort is repl_use_get_port: replication reads the source
+	// copy from its host's http_get_port rather than its http_port.
+	ReplUseGetPort bool
+	// Namespace is the namespace cache to read hosts, devices and classes
+	// through; the tracker shares its own so that clear_cache and its
+	// changes reach the workers at once. Nil: a cache of NamespaceTTL.
+	Namespace *cluster.Cache
+	// NamespaceTTL is how long a namespace read is reused when Namespace
+	// is nil (namespace_cache_ttl); 0: cluster.DefaultCacheTTL.
+	NamespaceTTL time.Duration
+	Logger       *slog.Logger // nil: slog.Default()
+
+	// NoReaper is reaper_jobs = 0: this tracker reaps nothing (another
+	// tracker on the database may).
+	NoReaper bool
 
 	// NoJobMaster is like mogilefsd --no-job_master: this tracker injects
 	// nothing into the fsck and rebalance queues (and drains nothing); it
@@ -49,12 +79,17 @@ type Options struct {
 	// Lease is how long a leased queue row stays hidden from other
 	// trackers; it bounds how long a crashed tracker delays an item.
 	Lease time.Duration
+	// PassTimeout bounds one pass of the monitor, the reaper and the job
+	// master, and one Lease call, so that a hung database or storage node
+	// delays a loop rather than stopping it for good. (A queue item is
+	// bounded by Lease.)
+	PassTimeout time.Duration
 	// CloseGrace is how long Close lets in-flight items finish before
 	// cancelling and handing them back.
 	CloseGrace time.Duration
 	// StreamPort is mogstored_stream_port: the storage nodes' management
-	// port, where the monitor watches I/O utilisation. 0 means 7501; a
-	// negative port watches nothing.
+	// port, where the monitor watches I/O utilisation. 0 (or less) watches
+	// nothing, as mogstored_stream_port = 0 does; DefaultOptions has 7501.
 	StreamPort int
 }
 
@@ -72,6 +107,7 @@ func DefaultOptions() Options {
 		TempFileTTL:      time.Hour,
 		Lease:            10 * time.Minute,
 		CloseGrace:       5 * time.Second,
+		PassTimeout:      time.Minute,
 		StreamPort:       defaultStreamPort,
 	}
 }
@@ -90,14 +126,12 @@ type Manager struct {
 	st      store.Store
 	opts    Options
 	log     *slog.Logger
-	nodes   *nodes
+	nodes   *cluster.Nodes
+	ns      *cluster.Cache
 	ownHTTP bool // the client is ours: Close drops its idle connections
 	obs     *observations
-	watch   *watchers // nil: StreamPort < 0
+	watch   *watchers // nil: StreamPort <= 0
 	host    string
-
-	rowsMu    sync.Mutex
-	rowsCache *nsRows
 
 	mu        sync.Mutex
 	opened    bool
@@ -140,18 +174,25 @@ func New(st store.Store, opts Options) *Manager {
 	if opts.Lease <= 0 {
 		opts.Lease = def.Lease
 	}
+	if opts.PassTimeout <= 0 {
+		opts.PassTimeout = def.PassTimeout
+	}
 	if opts.CloseGrace <= 0 {
 		opts.CloseGrace = def.CloseGrace
-	}
-	if opts.StreamPort == 0 {
-		opts.StreamPort = def.StreamPort
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := opts.HTTPClient
-	if c == nil {
-		c = newHTTPClient()
+	defSet := cluster.DefaultSettings()
+	if opts.Settings.MinFreeMB == 0 {
+		opts.Settings.MinFreeMB = defSet.MinFreeMB
+	}
+	if opts.Settings.DefaultMinDevCount <= 0 {
+		opts.Settings.DefaultMinDevCount = defSet.DefaultMinDevCount
+	}
+	ns := opts.Namespace
+	if ns == nil {
+		ns = cluster.NewCache(st, opts.NamespaceTTL)
 	}
 	host := opts.Hostname
 	if host == "" {
@@ -161,7 +202,8 @@ func New(st store.Store, opts Options) *Manager {
 		st:      st,
 		opts:    opts,
 		log:     opts.Logger.With("component", "jobs"),
-		nodes:   &nodes{c: c},
+		nodes:   cluster.NewNodes(opts.Nodes, opts.HTTPClient),
+		ns:      ns,
 		ownHTTP: opts.HTTPClient == nil,
 		obs:     newObservations(),
 		host:    host,
@@ -179,6 +221,9 @@ func New(st store.Store, opts Options) *Manager {
 	}
 	if opts.NoJobMaster {
 		m.classes[JobMaster].want = 0
+	}
+	if opts.NoReaper {
+		m.classes[JobReaper].want = 0
 	}
 	m.classes[JobReplicate].run = m.replicateWorker
 	m.classes[JobDelete].run = m.deleteWorker
@@ -206,7 +251,9 @@ func (m *Manager) Open(ctx context.Context) error {
 	m.workCtx, m.workStop = context.WithCancel(context.WithoutCancel(ctx))
 
 	m.startLoop(JobMonitor, m.monitorLoop)
-	m.startLoop(JobReaper, m.reaperLoop)
+	if !m.opts.NoReaper {
+		m.startLoop(JobReaper, m.reaperLoop)
+	}
 	if !m.opts.NoJobMaster {
 		m.startLoop(JobMaster, m.jobMasterLoop)
 	}
@@ -289,11 +336,21 @@ func (m *Manager) Stats() []JobStat {
 	return out
 }
 
+// Namespace is the namespace cache the workers read through (Options.Namespace
+// or their own): the tracker shares it, so that its changes and
+// clear_cache reach the workers at once.
+func (m *Manager) Namespace() *cluster.Cache { return m.ns }
+
+// Observe is the monitor's view of a device, as the cluster model's
+// predicates take it.
+func (m *Manager) Observe(devid int) cluster.Observation { return m.obs.observe(devid) }
+
 // Observed is the monitor's view of a device: "writeable", "readable" or
 // "unreachable" (a device on an unreachable host is unreachable). ok is
 // false before the monitor has looked at it.
 func (m *Manager) Observed(devid int) (state string, ok bool) {
-	return m.obs.state(devid)
+	o := m.obs.observe(devid)
+	return o.State, o.State != ""
 }
 
 // Close stops leasing, gives in-flight items CloseGrace to finish, then
@@ -329,7 +386,7 @@ func (m *Manager) Close() error {
 	m.workStop()
 	<-done
 	if m.ownHTTP {
-		m.nodes.c.CloseIdleConnections()
+		m.nodes.CloseIdleConnections()
 	}
 	return nil
 }
@@ -387,7 +444,9 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 			}
 			// Lease under the work context: a lease granted while a stop
 			// interrupts the call would hide the row until it expires.
-			items, err := m.st.Lease(m.workCtx, q, 1, m.opts.Lease)
+			lctx, cancel := context.WithTimeout(m.workCtx, m.opts.PassTimeout)
+			items, err := m.st.Lease(lctx, q, 1, m.opts.Lease)
+			cancel()
 			if err != nil {
 				if !isCtxErr(m.workCtx, err) {
 					jc.errors.Add(1)
@@ -397,7 +456,12 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 			}
 			for _, it := range items {
 				worked = true
-				err := handle(m.workCtx, it)
+				// An item may take as long as its lease hides it from other
+				// trackers, no longer: after that another tracker may work
+				// it too.
+				ictx, cancel := context.WithTimeout(m.workCtx, m.opts.Lease)
+				err := handle(ictx, it)
+				cancel()
 				jc.processed.Add(1)
 				if err != nil {
 					// Whatever the error says, an item cut short by Close

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // Monitor constants from Worker/Monitor.pm.
@@ -56,26 +57,21 @@ func newObservations() *observations {
 	return &observations{dev: map[int]devObs{}, hostOK: map[int]bool{}, util: map[int]devUtil{}, firstPass: make(chan struct{})}
 }
 
-func (o *observations) annotate(d *device) {
+// observe is the monitor's view of devid as the cluster model takes it: a
+// device whose host is not known reachable is unreachable.
+func (o *observations) observe(devid int) cluster.Observation {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ob := o.dev[d.ID]
-	d.observed = ob.state
-	d.hostOK = o.hostOK[d.HostID]
-	d.obsTotalKB, d.obsUsedKB = ob.totalKB, ob.usedKB
-}
-
-func (o *observations) state(devid int) (string, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	ob, ok := o.dev[devid]
-	if !ok || ob.state == "" {
-		return "", false
+	ob := o.dev[devid]
+	obs := cluster.Observation{Monitored: true, State: ob.state, TotalKB: ob.totalKB, UsedKB: ob.usedKB}
+	if obs.State != "" && !o.hostOK[ob.hostID] {
+		obs.State = cluster.StateUnreachable
 	}
-	if reach, seen := o.hostOK[ob.hostID]; seen && !reach {
-		return "unreachable", true
+	if u, ok := o.util[devid]; ok {
+		obs.Utilization, obs.UtilizationOK = u.text, true
 	}
-	return ob.state, true
+	obs.RejectBadMD5, obs.RejectBadMD5OK = ob.rejectMD5, ob.md5Known
+	return obs
 }
 
 func (o *observations) update(devid int, f func(*devObs)) {
@@ -177,6 +173,11 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 // rows, and at most every 15 s per device), and test-write devices to tell
 // writeable from readable.
 func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
+	// The watch connections live as long as the monitor (loopCtx); the
+	// pass's own reads and writes are bounded by PassTimeout.
+	loopCtx := ctx
+	ctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
+	defer cancel()
 	w, err := m.freshWorld(ctx)
 	if err != nil {
 		return err
@@ -200,16 +201,16 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 	byHost := map[int][]*device{}
 	watch := map[string]map[int]bool{} // host IP -> devices, as seen_hosts
 	for _, id := range sortedIDs(w.devs) {
-		if d := w.devs[id]; d.canReadFrom() {
+		if d := w.devs[id]; d.CanReadFrom() {
 			byHost[d.HostID] = append(byHost[d.HostID], d)
-			if watch[d.host.IP] == nil {
-				watch[d.host.IP] = map[int]bool{}
+			if watch[d.Host.IP] == nil {
+				watch[d.Host.IP] = map[int]bool{}
 			}
-			watch[d.host.IP][d.ID] = true
+			watch[d.Host.IP][d.ID] = true
 		}
 	}
 	if m.watch != nil {
-		m.watch.set(ctx, watch)
+		m.watch.set(loopCtx, watch)
 	}
 	var (
 		wg       sync.WaitGroup
@@ -248,7 +249,7 @@ func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*dev
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			log.Warn("usage check failed", "dev", d.ID, "host", d.host.IP, "err", err)
+			log.Warn("usage check failed", "dev", d.ID, "host", d.Host.IP, "err", err)
 			m.obs.unreachable(d)
 			var ue *usageError
 			if errors.As(err, &ue) && ue.slow {
@@ -262,14 +263,14 @@ func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*dev
 			}
 			continue
 		}
-		if prev, _ := m.obs.state(d.ID); prev == "unreachable" && m.watch != nil {
+		if m.obs.observe(d.ID).State == cluster.StateUnreachable && m.watch != nil {
 			// Back: reconnect its watch stream now rather than after the
 			// backoff (restart_monitoring_if_needed).
-			m.watch.kick(d.host.IP)
+			m.watch.kick(d.Host.IP)
 		}
 		m.obs.setHost(d.HostID, true)
-		d.hostOK = true
 		m.obs.update(d.ID, func(o *devObs) { o.totalKB, o.usedKB, o.hostID = totalKB, usedKB, d.HostID })
+		d.Obs = m.obs.observe(d.ID)
 		if canUpdate && (d.MBAsOf.IsZero() || d.MBAsOf.Add(updateDBEvery).Before(now)) {
 			// A failed write must not keep the other devices unobserved.
 			if err := m.st.SetDeviceUsage(ctx, d.ID, totalKB/1024, usedKB/1024); err != nil && firstErr == nil {
@@ -300,8 +301,8 @@ func (m *Manager) checkUsage(ctx context.Context, d *device) (totalKB, usedKB in
 	}
 	rctx, cancel := context.WithTimeout(ctx, usageTimeout)
 	defer cancel()
-	u := d.baseURL(true) + "/dev" + strconv.Itoa(d.ID) + "/usage"
-	resp, err := m.nodes.do(rctx, http.MethodGet, u, nil, 0, nil)
+	u := d.BaseURL(true) + "/dev" + strconv.Itoa(d.ID) + "/usage"
+	resp, err := m.nodes.Do(rctx, http.MethodGet, u, nil, 0, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -342,7 +343,7 @@ func (m *Manager) checkWrite(ctx context.Context, d *device) {
 	}
 	state := "readable"
 	var reject, probed bool
-	if d.canDeleteFrom() && m.testWrite(ctx, d) {
+	if d.CanDeleteFrom() && m.testWrite(ctx, d) {
 		state = "writeable"
 		if m.obs.needMD5Probe(d.ID) {
 			reject, probed = m.probeBadMD5(ctx, d)
@@ -378,16 +379,16 @@ var badMD5 = func() string {
 func (m *Manager) probeBadMD5(ctx context.Context, d *device) (reject, ok bool) {
 	rctx, cancel := context.WithTimeout(ctx, usageTimeout)
 	defer cancel()
-	u := d.baseURL(false) + "/dev" + strconv.Itoa(d.ID) + "/test-write/test-md5"
+	u := d.BaseURL(false) + "/dev" + strconv.Itoa(d.ID) + "/test-write/test-md5"
 	hdr := http.Header{"Content-Md5": {badMD5}}
-	resp, err := m.nodes.do(rctx, http.MethodPut, u, strings.NewReader("."), 1, hdr)
+	resp, err := m.nodes.Do(rctx, http.MethodPut, u, strings.NewReader("."), 1, hdr)
 	if err != nil {
 		m.log.Debug("bad Content-MD5 probe unanswered", "dev", d.ID, "err", err)
 		return false, false
 	}
-	drain(resp)
-	if del, err := m.nodes.do(rctx, http.MethodDelete, u, nil, 0, nil); err == nil {
-		drain(del)
+	cluster.Drain(resp)
+	if del, err := m.nodes.Do(rctx, http.MethodDelete, u, nil, 0, nil); err == nil {
+		cluster.Drain(del)
 	}
 	return resp.StatusCode/100 != 2, true
 }
@@ -396,19 +397,19 @@ func (m *Manager) testWrite(ctx context.Context, d *device) bool {
 	rctx, cancel := context.WithTimeout(ctx, usageTimeout)
 	defer cancel()
 	dir := "/dev" + strconv.Itoa(d.ID) + "/test-write"
-	m.nodes.mkcols(rctx, d.baseURL(false), []string{dir})
+	m.nodes.MkcolDirs(rctx, d.BaseURL(false), d.ID, []string{dir})
 	n := rand.IntN(100)
 	path := dir + "/test-write-" + strconv.Itoa(n)
 	content := []byte(fmt.Sprintf("time=%d rand=%d", time.Now().Unix(), n))
-	resp, err := m.nodes.do(rctx, http.MethodPut, d.baseURL(false)+path, bytes.NewReader(content), int64(len(content)), nil)
+	resp, err := m.nodes.Do(rctx, http.MethodPut, d.BaseURL(false)+path, bytes.NewReader(content), int64(len(content)), nil)
 	if err != nil {
 		return false
 	}
-	drain(resp)
+	cluster.Drain(resp)
 	if resp.StatusCode/100 != 2 {
 		return false
 	}
-	resp, err = m.nodes.do(rctx, http.MethodGet, d.baseURL(true)+path, nil, 0, nil)
+	resp, err = m.nodes.Do(rctx, http.MethodGet, d.BaseURL(true)+path, nil, 0, nil)
 	if err != nil {
 		return false
 	}

@@ -2,11 +2,9 @@ package jobs
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"regexp"
 	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // replRequest is a replication policy's answer (ReplicationRequest.pm):
@@ -23,29 +21,19 @@ type policy struct {
 	min  int    // 0 = the class's mindevcount
 }
 
-var policyRE = regexp.MustCompile(`^\s*(MultipleHosts|MultipleDevices)\s*\(\s*(\d*)\s*\)\s*$`)
-
-// parsePolicy understands the two single policies the original ships;
-// "" means MultipleHosts().
+// parsePolicy is cluster.ParseReplPolicy in the worker's terms.
 func parsePolicy(s string) (policy, error) {
-	if strings.TrimSpace(s) == "" {
-		return policy{kind: "MultipleHosts"}, nil
+	p, err := cluster.ParseReplPolicy(s)
+	if err != nil {
+		return policy{}, fmt.Errorf("jobs: unsupported replication policy: %w", err)
 	}
-	m := policyRE.FindStringSubmatch(s)
-	if m == nil {
-		return policy{}, fmt.Errorf("jobs: unsupported replication policy %q", s)
-	}
-	p := policy{kind: m[1]}
-	if m[2] != "" {
-		p.min, _ = strconv.Atoi(m[2])
-	}
-	return p, nil
+	return policy{kind: p.Kind, min: p.Min}, nil
 }
 
 // replicateTo mirrors ReplicationPolicy::*::replicate_to. on are the devices
 // the fid lives on (as told to the policy), all the candidate devices,
 // failed the destinations that failed this round.
-func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bool, classMin int) replRequest {
+func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bool, classMin int, set cluster.Settings) replRequest {
 	min := classMin
 	if p.min > 0 {
 		min = p.min
@@ -53,7 +41,7 @@ func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bo
 	alreadyOn := len(on)
 	totalDisks := 0
 	for _, d := range all {
-		if d.shouldHaveFiles() {
+		if d.ShouldHaveFiles() {
 			totalDisks++
 		}
 	}
@@ -65,11 +53,11 @@ func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bo
 	}
 	dests := make([]*device, 0, len(all))
 	for _, d := range all {
-		if !onDev[d.ID] && !failed[d.ID] && d.shouldGetNewFiles() {
+		if !onDev[d.ID] && !failed[d.ID] && d.ShouldGetNewFiles(set) {
 			dests = append(dests, d)
 		}
 	}
-	sort.Slice(dests, func(i, j int) bool { return dests[i].percentFree() > dests[j].percentFree() })
+	sort.Slice(dests, func(i, j int) bool { return dests[i].PercentFree() > dests[j].PercentFree() })
 
 	if p.kind == "MultipleDevices" {
 		if alreadyOn == min {
@@ -93,7 +81,7 @@ func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bo
 	uniqOn := len(onHost)
 	totalHosts := map[int]bool{}
 	for _, d := range all {
-		if d.newFilesState() {
+		if d.NewFilesState() {
 			totalHosts[d.HostID] = true
 		}
 	}
@@ -135,43 +123,7 @@ func weightedTop(devs []*device) []*device {
 	if len(devs) > 20 {
 		devs = devs[:20]
 	}
-	return WeightedOrder(devs, func(d *device) float64 {
-		return 100 * d.percentFree() * float64(d.Weight) / 100
+	return cluster.WeightedOrder(devs, func(d *device) float64 {
+		return 100 * d.PercentFree() * float64(d.Weight) / 100
 	})
-}
-
-// WeightedOrder is Util::weighted_list: items in a random order where each
-// one's chance to come next is proportional to its weight; items weighing 0
-// or less are left out. The tracker orders devices for new files and paths
-// with it too.
-func WeightedOrder[T any](items []T, weight func(T) float64) []T {
-	type item struct {
-		v T
-		w float64
-	}
-	var list []item
-	sum := 0.0
-	for _, v := range items {
-		if w := weight(v); w > 0 {
-			list = append(list, item{v, w})
-			sum += w
-		}
-	}
-	out := make([]T, 0, len(list))
-	for len(list) > 0 {
-		r := rand.Float64() * sum
-		idx := len(list) - 1
-		cur := 0.0
-		for i, it := range list {
-			cur += it.w
-			if cur >= r {
-				idx = i
-				break
-			}
-		}
-		out = append(out, list[idx].v)
-		sum -= list[idx].w
-		list = append(list[:idx], list[idx+1:]...)
-	}
-	return out
 }

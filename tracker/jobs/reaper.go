@@ -26,10 +26,12 @@ func (m *Manager) reaperLoop(ctx context.Context) {
 	t := time.NewTicker(m.opts.ReaperInterval)
 	defer t.Stop()
 	for {
-		err := m.reapTempFiles(ctx)
+		pctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
+		err := m.reapTempFiles(pctx)
 		if err == nil {
-			err = m.reapDeadDevices(ctx, log)
+			err = m.reapDeadDevices(pctx, log)
 		}
+		cancel()
 		if err != nil {
 			if isCtxErr(ctx, err) {
 				return
@@ -94,6 +96,24 @@ func (m *Manager) reapTempFiles(ctx context.Context) error {
 	return nil
 }
 
+// reaperInjectLimit is Reaper::reaper_inject_limit: queue_rate_for_reaper
+// fids (1000) per device and pass, and with queue_size_for_reaper set no
+// more than what keeps the replicate queue at that length.
+func (m *Manager) reaperInjectLimit(ctx context.Context) (int64, error) {
+	limit := m.intSetting(ctx, "queue_rate_for_reaper", reaperInjectRate)
+	if limit <= 0 {
+		limit = reaperInjectRate
+	}
+	if size := m.intSetting(ctx, "queue_size_for_reaper", 0); size > 0 {
+		n, err := m.st.QueueLength(ctx, store.QueueReplicate)
+		if err != nil {
+			return 0, fmt.Errorf("jobs: replicate queue length: %w", err)
+		}
+		limit = max(0, min(limit, size-n))
+	}
+	return limit, nil
+}
+
 // reapDeadDevices forgets the copies on devices marked dead, queueing each
 // fid for replication first so that a crash in between never strands a
 // file (Worker::Reaper::reap_fid).
@@ -120,7 +140,14 @@ func (m *Manager) reapDeadDevices(ctx context.Context, log *slog.Logger) error {
 	}
 	defer m.release(l)
 	for _, devid := range dead {
-		fids, err := m.st.FidsOnDevice(ctx, devid, 0, reaperInjectRate)
+		limit, err := m.reaperInjectLimit(ctx)
+		if err != nil {
+			return err
+		}
+		if limit == 0 {
+			return nil // the replicate queue is full enough; next pass
+		}
+		fids, err := m.st.FidsOnDevice(ctx, devid, 0, int(limit))
 		if err != nil {
 			return fmt.Errorf("jobs: fids on dev%d: %w", devid, err)
 		}

@@ -77,3 +77,78 @@ func TestReaper_DeadDevice(t *testing.T) {
 		t.Errorf("devcount = %d; want 2", f.DevCount)
 	}
 }
+
+// queue_rate_for_reaper and queue_size_for_reaper bound how many fids of a
+// dead device the reaper queues, as the original's reaper_inject_limit:
+// with the replicate queue allowed 3 entries (and nothing draining it),
+// 3 of 5 fids are queued and forgotten on the dead device, 2 wait.
+func TestReaper_QueueSizeForReaper(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	cls := c.class("c", 2, store.HashNone)
+	ctx := t.Context()
+	var fids []int64
+	for i := range 5 {
+		fid := c.putFile("k"+string(rune('a'+i)), cls, []byte("x"), 1, 2)
+		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+			t.Fatal(err)
+		}
+		fids = append(fids, fid)
+	}
+	for k, v := range map[string]string{"queue_size_for_reaper": "3", "queue_rate_for_reaper": "2"} {
+		if err := c.st.SetServerSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.st.SetDeviceState(ctx, 1, store.DeviceDead); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	o.ReplicateWorkers = 0 // nothing drains the replicate queue
+	start(t, c.st, o)
+	waitFor(t, 10*time.Second, "the reaper to fill the replicate queue to 3", func() bool {
+		return queueLen(t, c.st, store.QueueReplicate) == 3
+	})
+	time.Sleep(10 * o.ReaperInterval) // more passes must not add more
+	if n := queueLen(t, c.st, store.QueueReplicate); n != 3 {
+		t.Errorf("replicate queue = %d; want queue_size_for_reaper 3", n)
+	}
+	still := 0
+	for _, fid := range fids {
+		if slices.Contains(fileOn(t, c.st, fid), 1) {
+			still++
+		}
+	}
+	if still != 2 {
+		t.Errorf("%d fids still on the dead device; want 2 waiting for room in the queue", still)
+	}
+}
+
+// reaper_jobs = 0 (NoReaper): this tracker reaps nothing, and !jobs says
+// so.
+func TestReaper_NoReaper(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	cls := c.class("c", 2, store.HashNone)
+	fid := c.putFile("k", cls, []byte("x"), 1, 2)
+	if err := c.st.Finish(t.Context(), store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.SetDeviceState(t.Context(), 1, store.DeviceDead); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	o.NoReaper = true
+	m := start(t, c.st, o)
+	time.Sleep(20 * o.ReaperInterval)
+	if on := fileOn(t, c.st, fid); !slices.Contains(on, 1) {
+		t.Errorf("file_on = %v; the dead device was reaped with no reaper", on)
+	}
+	for _, s := range m.Stats() {
+		if s.Name == "reaper" && (s.Wanted != 0 || s.Running != 0) {
+			t.Errorf("reaper stats %+v; want none wanted or running", s)
+		}
+	}
+}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 const (
@@ -35,7 +35,10 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 		return
 	}
 	for {
-		if err := m.jobMasterPass(ctx, log, drain); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
+		err := m.jobMasterPass(pctx, log, drain)
+		cancel()
+		if err != nil {
 			if isCtxErr(ctx, err) {
 				return
 			}
@@ -228,10 +231,10 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 		ok := false
 		for _, id := range on {
 			d := w.devs[id]
-			if id == src || d == nil || !d.shouldReadFrom() {
+			if id == src || d == nil || !d.ShouldReadFrom() {
 				continue
 			}
-			if sz, err := m.nodes.size(ctx, d.fidURL(fid, true)); err == nil && sz == f.Length {
+			if sz, err := m.nodes.Size(ctx, d.FidURL(fid, true)); err == nil && sz == f.Length {
 				ok = true
 				break
 			}
@@ -244,267 +247,10 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 	if d == nil {
 		return fmt.Errorf("jobs: rebalance fid %d: no dev%d", fid, src)
 	}
-	if err := m.nodes.remove(ctx, d.fidURL(fid, false)); err != nil {
+	if err := m.nodes.Remove(ctx, d.FidURL(fid, false), m.opts.RebalanceIgnoreMissing); err != nil {
 		return fmt.Errorf("jobs: rebalance fid %d off dev%d: %w", fid, src, err)
 	}
 	return m.forgetOnDevice(ctx, fid, src)
-}
-
-// rebalPolicy is Rebalance.pm's policy, the space-separated key=value list
-// of the rebal_policy setting (lists comma-separated).
-type rebalPolicy struct {
-	fromAllDevs, toAllDevs            bool
-	fromHosts, fromDevices            []int
-	fromPercentUsed, fromPercentFree  float64
-	fromSpaceUsed, fromSpaceFree      int64
-	fidAge, limitType, limitBy, limit string
-	toHosts, toDevices                []int
-	notToHosts, notToDevices          []int
-	toPercentUsed, toPercentFree      float64
-	toSpaceUsed, toSpaceFree          int64
-	useDestDevs                       string
-	leaveInDrainMode                  bool
-}
-
-func parseKV(s string) map[string]string {
-	out := map[string]string{}
-	for _, tup := range strings.Fields(s) {
-		k, v, _ := strings.Cut(tup, "=")
-		out[k] = v
-	}
-	return out
-}
-
-func intList(v string) []int {
-	var out []int
-	for _, s := range strings.Split(v, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func joinInts(ids []int) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.Itoa(id)
-	}
-	return strings.Join(s, ",")
-}
-
-// parseRebalPolicy refuses unknown keys, as the original does.
-func parseRebalPolicy(s string) (rebalPolicy, error) {
-	p := rebalPolicy{fromAllDevs: true, toAllDevs: true, fidAge: "old", limitType: "device", limitBy: "none", useDestDevs: "all"}
-	f := func(v string) float64 { x, _ := strconv.ParseFloat(v, 64); return x }
-	n := func(v string) int64 { x, _ := strconv.ParseInt(v, 10, 64); return x }
-	for k, v := range parseKV(s) {
-		switch k {
-		case "from_all_devs":
-			p.fromAllDevs = truthy(v)
-		case "to_all_devs":
-			p.toAllDevs = truthy(v)
-		case "from_hosts":
-			p.fromHosts = intList(v)
-		case "from_devices":
-			p.fromDevices = intList(v)
-		case "from_percent_used":
-			p.fromPercentUsed = f(v)
-		case "from_percent_free":
-			p.fromPercentFree = f(v)
-		case "from_space_used":
-			p.fromSpaceUsed = n(v)
-		case "from_space_free":
-			p.fromSpaceFree = n(v)
-		case "fid_age":
-			p.fidAge = v
-		case "limit_type":
-			p.limitType = v
-		case "limit_by":
-			p.limitBy = v
-		case "limit":
-			p.limit = v
-		case "to_hosts":
-			p.toHosts = intList(v)
-		case "to_devices":
-			p.toDevices = intList(v)
-		case "to_percent_used":
-			p.toPercentUsed = f(v)
-		case "to_percent_free":
-			p.toPercentFree = f(v)
-		case "to_space_used":
-			p.toSpaceUsed = n(v)
-		case "to_space_free":
-			p.toSpaceFree = n(v)
-		case "not_to_hosts":
-			p.notToHosts = intList(v)
-		case "not_to_devices":
-			p.notToDevices = intList(v)
-		case "use_dest_devs":
-			p.useDestDevs = v
-		case "leave_in_drain_mode":
-			p.leaveInDrainMode = truthy(v)
-		default:
-			return p, fmt.Errorf("jobs: rebalance policy: invalid setting %q: %w", k, store.ErrInvalid)
-		}
-	}
-	if p.fidAge != "old" {
-		// FidsOnDevice pages ascending only.
-		return p, fmt.Errorf("jobs: rebalance policy: fid_age=%s not supported (only old): %w", p.fidAge, store.ErrInvalid)
-	}
-	switch p.limitBy {
-	case "none", "count", "size":
-	default:
-		return p, fmt.Errorf("jobs: rebalance policy: limit_by=%s not supported: %w", p.limitBy, store.ErrInvalid)
-	}
-	return p, nil
-}
-
-// rebalState is Rebalance.pm's state, saved in rebal_state.
-type rebalState struct {
-	completedDevs, sourceDevs                    []int
-	sdevCurrent                                  int
-	sdevLastFid                                  int64
-	sdevLimit, limit                             int64
-	fidsQueued, bytesQueued                      int64
-	timeStarted, timeFinished, timeStopped       int64
-	timeLatestRun, timeLatestEmptyRun, emptyRuns int64
-}
-
-func parseRebalState(s string) rebalState {
-	kv := parseKV(s)
-	n := func(k string) int64 { x, _ := strconv.ParseInt(kv[k], 10, 64); return x }
-	return rebalState{
-		completedDevs: intList(kv["completed_devs"]), sourceDevs: intList(kv["source_devs"]),
-		sdevCurrent: int(n("sdev_current")), sdevLastFid: n("sdev_lastfid"), sdevLimit: n("sdev_limit"),
-		limit: n("limit"), fidsQueued: n("fids_queued"), bytesQueued: n("bytes_queued"),
-		timeStarted: n("time_started"), timeFinished: n("time_finished"), timeStopped: n("time_stopped"),
-		timeLatestRun: n("time_latest_run"), timeLatestEmptyRun: n("time_latest_empty_run"), emptyRuns: n("empty_runs"),
-	}
-}
-
-func (s rebalState) String() string {
-	kv := map[string]string{
-		"completed_devs": joinInts(s.completedDevs), "source_devs": joinInts(s.sourceDevs),
-		"sdev_current": strconv.Itoa(s.sdevCurrent), "sdev_lastfid": strconv.FormatInt(s.sdevLastFid, 10),
-		"sdev_limit": strconv.FormatInt(s.sdevLimit, 10), "limit": strconv.FormatInt(s.limit, 10),
-		"fids_queued": strconv.FormatInt(s.fidsQueued, 10), "bytes_queued": strconv.FormatInt(s.bytesQueued, 10),
-		"time_started": strconv.FormatInt(s.timeStarted, 10), "time_finished": strconv.FormatInt(s.timeFinished, 10),
-		"time_stopped": strconv.FormatInt(s.timeStopped, 10), "time_latest_run": strconv.FormatInt(s.timeLatestRun, 10),
-		"time_latest_empty_run": strconv.FormatInt(s.timeLatestEmptyRun, 10), "empty_runs": strconv.FormatInt(s.emptyRuns, 10),
-	}
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + kv[k]
-	}
-	return strings.Join(parts, " ")
-}
-
-func contains(ids []int, id int) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
-// filterSource is Rebalance::filter_source_devices.
-func (p rebalPolicy) filterSource(w *world) []int {
-	var out []int
-	for _, id := range sortedIDs(w.devs) {
-		d := w.devs[id]
-		if !d.canDeleteFrom() {
-			continue
-		}
-		if len(p.fromDevices) > 0 && !contains(p.fromDevices, id) {
-			continue
-		}
-		if len(p.fromHosts) > 0 && !contains(p.fromHosts, d.HostID) {
-			continue
-		}
-		total, used, known := d.usageMB()
-		if p.fromPercentUsed > 0 && (!known || float64(used)/float64(total)*100 <= p.fromPercentUsed) {
-			continue
-		}
-		if p.fromPercentFree > 0 && (!known || d.percentFree()*100 <= p.fromPercentFree) {
-			continue
-		}
-		if p.fromSpaceUsed > 0 && (!known || used <= p.fromSpaceUsed) {
-			continue
-		}
-		if p.fromSpaceFree > 0 && (!known || total-used <= p.fromSpaceFree) {
-			continue
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
-// filterDest is Rebalance::filter_dest_devices.
-func (p rebalPolicy) filterDest(w *world, s rebalState) []int {
-	skip := map[int]bool{s.sdevCurrent: true}
-	for _, id := range s.sourceDevs {
-		skip[id] = true
-	}
-	for _, id := range s.completedDevs {
-		skip[id] = true
-	}
-	var out []int
-	for _, id := range sortedIDs(w.devs) {
-		d := w.devs[id]
-		if skip[id] || !d.shouldGetNewFiles() {
-			continue
-		}
-		if len(p.toDevices) > 0 && !contains(p.toDevices, id) {
-			continue
-		}
-		if len(p.toHosts) > 0 && !contains(p.toHosts, d.HostID) {
-			continue
-		}
-		if contains(p.notToDevices, id) || contains(p.notToHosts, d.HostID) {
-			continue
-		}
-		total, used, known := d.usageMB()
-		if p.toPercentUsed > 0 && (!known || float64(used)/float64(total)*100 <= p.toPercentUsed) {
-			continue
-		}
-		if p.toPercentFree > 0 && (!known || d.percentFree()*100 <= p.toPercentFree) {
-			continue
-		}
-		if p.toSpaceUsed > 0 && (!known || used <= p.toSpaceUsed) {
-			continue
-		}
-		if p.toSpaceFree > 0 && (!known || total-used <= p.toSpaceFree) {
-			continue
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
-// humanToBytes parses "100g", "5m", "1024" (Rebalance::_human_to_bytes).
-func humanToBytes(s string) (int64, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	if s != "" {
-		if i := strings.IndexByte("bkmgtp", s[len(s)-1]); i >= 0 {
-			for ; i > 0; i-- {
-				mult *= 1024
-			}
-			s = s[:len(s)-1]
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("jobs: rebalance limit %q: %w", s, store.ErrInvalid)
-	}
-	return n * mult, nil
 }
 
 // rebalanceDevices are the devices a saved rebalance state claims, which
@@ -518,13 +264,13 @@ func (m *Manager) rebalanceDevices(ctx context.Context) (map[int]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := parseRebalState(st)
+	s := cluster.ParseRebalState(st)
 	owned := map[int]bool{}
 	if host != "" {
-		for _, id := range s.sourceDevs {
+		for _, id := range s.SourceDevs {
 			owned[id] = true
 		}
-		owned[s.sdevCurrent] = true
+		owned[s.SdevCurrent] = true
 	}
 	return owned, nil
 }
@@ -552,7 +298,7 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pol, err := parseRebalPolicy(polStr)
+	pol, err := cluster.ParseRebalPolicy(polStr)
 	if err != nil {
 		return err
 	}
@@ -568,17 +314,17 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	var s rebalState
+	var s cluster.RebalState
 	if stStr != "" {
-		s = parseRebalState(stStr)
+		s = cluster.ParseRebalState(stStr)
 	} else {
-		s = rebalState{sourceDevs: pol.filterSource(w), timeStarted: now.Unix()}
+		s = cluster.RebalState{SourceDevs: pol.SourceDevices(w.sorted()), TimeStarted: now.Unix()}
 	}
 	// A run that has not started yet gets its global budget here (the
 	// original never sets it, so a global limit moved nothing).
-	fresh := s.sdevCurrent == 0 && len(s.completedDevs) == 0 && s.fidsQueued == 0 && s.timeLatestRun == 0
-	if fresh && pol.limitType == "global" && pol.limitBy != "none" {
-		if s.limit, err = pol.limitValue(); err != nil {
+	fresh := s.SdevCurrent == 0 && len(s.CompletedDevs) == 0 && s.FidsQueued == 0 && s.TimeLatestRun == 0
+	if fresh && pol.LimitType == "global" && pol.LimitBy != "none" {
+		if s.Limit, err = pol.LimitValue(); err != nil {
 			return err
 		}
 	}
@@ -589,7 +335,7 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 		return nil
 	}
 	undrain := func(devid int) error {
-		if devid == 0 || pol.leaveInDrainMode {
+		if devid == 0 || pol.LeaveInDrainMode {
 			return nil
 		}
 		if err := m.st.SetDeviceState(ctx, devid, store.DeviceAlive); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -601,10 +347,10 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 	if sig, err := m.setting(ctx, "rebal_signal"); err != nil {
 		return err
 	} else if sig == "stop" {
-		if err := undrain(s.sdevCurrent); err != nil {
+		if err := undrain(s.SdevCurrent); err != nil {
 			return err
 		}
-		s.timeStopped = now.Unix()
+		s.TimeStopped = now.Unix()
 		if err := m.st.DeleteServerSetting(ctx, "rebal_signal"); err != nil {
 			return fmt.Errorf("jobs: rebalance stop: %w", err)
 		}
@@ -614,10 +360,10 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 		return save()
 	}
 
-	if s.sdevCurrent == 0 {
-		if len(s.sourceDevs) == 0 {
-			log.Info("rebalance finished", "fids_queued", s.fidsQueued, "bytes_queued", s.bytesQueued)
-			s.timeFinished = now.Unix()
+	if s.SdevCurrent == 0 {
+		if len(s.SourceDevs) == 0 {
+			log.Info("rebalance finished", "fids_queued", s.FidsQueued, "bytes_queued", s.BytesQueued)
+			s.TimeFinished = now.Unix()
 			if err := save(); err != nil {
 				return err
 			}
@@ -626,37 +372,37 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 			}
 			return nil
 		}
-		s.sdevCurrent, s.sourceDevs = s.sourceDevs[0], s.sourceDevs[1:]
-		s.sdevLastFid = 0
-		if pol.limitType == "device" && pol.limitBy != "none" {
-			if s.sdevLimit, err = pol.limitValue(); err != nil {
+		s.SdevCurrent, s.SourceDevs = s.SourceDevs[0], s.SourceDevs[1:]
+		s.SdevLastFid = 0
+		if pol.LimitType == "device" && pol.LimitBy != "none" {
+			if s.SdevLimit, err = pol.LimitValue(); err != nil {
 				return err
 			}
 		}
-		if len(pol.filterDest(w, s)) == 0 {
+		if len(destDevices(pol, w, s)) == 0 {
 			return fmt.Errorf("jobs: rebalance cannot find suitable destination devices")
 		}
 		// A device being emptied must not take new files meanwhile.
-		if err := m.st.SetDeviceState(ctx, s.sdevCurrent, store.DeviceDrain); err != nil {
-			return fmt.Errorf("jobs: rebalance: drain dev%d: %w", s.sdevCurrent, err)
+		if err := m.st.SetDeviceState(ctx, s.SdevCurrent, store.DeviceDrain); err != nil {
+			return fmt.Errorf("jobs: rebalance: drain dev%d: %w", s.SdevCurrent, err)
 		}
-		if d, ok := w.devs[s.sdevCurrent]; ok {
+		if d, ok := w.devs[s.SdevCurrent]; ok {
 			d.Status = store.DeviceDrain
 		}
 	}
-	dests := pol.filterDest(w, s)
+	dests := destDevices(pol, w, s)
 	if len(dests) == 0 {
 		return fmt.Errorf("jobs: rebalance cannot find suitable destination devices")
 	}
 	limitLeft := func() *int64 {
-		if pol.limitType == "global" {
-			return &s.limit
+		if pol.LimitType == "global" {
+			return &s.Limit
 		}
-		return &s.sdevLimit
+		return &s.SdevLimit
 	}
 	underLimit := func(length int64, take bool) bool {
 		lim := limitLeft()
-		switch pol.limitBy {
+		switch pol.LimitBy {
 		case "count":
 			if !take {
 				return *lim > 0
@@ -678,20 +424,20 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 		}
 		return true
 	}
-	fids, err := m.st.FidsOnDevice(ctx, s.sdevCurrent, s.sdevLastFid, int(rate))
+	fids, err := m.st.FidsOnDevice(ctx, s.SdevCurrent, s.SdevLastFid, int(rate))
 	if err != nil {
-		return fmt.Errorf("jobs: fids on dev%d: %w", s.sdevCurrent, err)
+		return fmt.Errorf("jobs: fids on dev%d: %w", s.SdevCurrent, err)
 	}
 	if len(fids) == 0 || !underLimit(0, false) {
 		// This source is done; the next pass picks the next one.
-		if err := undrain(s.sdevCurrent); err != nil {
+		if err := undrain(s.SdevCurrent); err != nil {
 			return err
 		}
-		s.completedDevs = append(s.completedDevs, s.sdevCurrent)
-		s.sdevCurrent, s.sdevLastFid, s.sdevLimit = 0, 0, 0
+		s.CompletedDevs = append(s.CompletedDevs, s.SdevCurrent)
+		s.SdevCurrent, s.SdevLastFid, s.SdevLimit = 0, 0, 0
 		return save()
 	}
-	s.sdevLastFid = fids[len(fids)-1]
+	s.SdevLastFid = fids[len(fids)-1]
 	var entries []store.QueueEntry
 	for _, fid := range fids {
 		f, err := m.st.File(ctx, fid)
@@ -706,33 +452,33 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 		}
 		ds := append([]int(nil), dests...)
 		rand.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
-		if n, err := strconv.Atoi(pol.useDestDevs); err == nil && n > 0 && n < len(ds) {
+		if n, err := strconv.Atoi(pol.UseDestDevs); err == nil && n > 0 && n < len(ds) {
 			ds = ds[:n]
 		}
-		entries = append(entries, store.QueueEntry{Fid: fid, DevID: s.sdevCurrent, Arg: joinInts(ds)})
-		s.fidsQueued++
-		s.bytesQueued += f.Length
+		entries = append(entries, store.QueueEntry{Fid: fid, DevID: s.SdevCurrent, Arg: cluster.JoinInts(ds)})
+		s.FidsQueued++
+		s.BytesQueued += f.Length
 	}
-	s.timeLatestRun = now.Unix()
+	s.TimeLatestRun = now.Unix()
 	if len(entries) == 0 {
-		s.emptyRuns++
-		s.timeLatestEmptyRun = now.Unix()
+		s.EmptyRuns++
+		s.TimeLatestEmptyRun = now.Unix()
 	} else if err := m.st.Enqueue(ctx, store.QueueRebalance, entries...); err != nil {
 		return fmt.Errorf("jobs: queue rebalance batch: %w", err)
 	}
 	return save()
 }
 
-func (p rebalPolicy) limitValue() (int64, error) {
-	switch p.limitBy {
-	case "size":
-		return humanToBytes(p.limit)
-	case "count":
-		n, err := strconv.ParseInt(strings.TrimSpace(p.limit), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("jobs: rebalance limit %q: %w", p.limit, store.ErrInvalid)
-		}
-		return n, nil
+// destDevices are the policy's destinations for the current source: every
+// device that should get new files (min_free_space included) minus the
+// sources of this run.
+func destDevices(pol cluster.RebalPolicy, w *world, s cluster.RebalState) []int {
+	skip := map[int]bool{s.SdevCurrent: true}
+	for _, id := range s.SourceDevs {
+		skip[id] = true
 	}
-	return 0, nil
+	for _, id := range s.CompletedDevs {
+		skip[id] = true
+	}
+	return pol.DestDevices(w.sorted(), w.set, skip)
 }

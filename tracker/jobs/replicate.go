@@ -145,10 +145,10 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 			continue
 		}
 		onDevs = append(onDevs, d)
-		if d.shouldHaveFiles() && !o.mask[id] {
+		if d.ShouldHaveFiles() && !o.mask[id] {
 			tellPol = append(tellPol, d)
 		}
-		if d.shouldReadFrom() {
+		if d.ShouldReadFrom() {
 			up = append(up, id)
 		}
 	}
@@ -157,7 +157,7 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	}
 	if len(up) == 0 {
 		for _, d := range onDevs {
-			if d.unobserved() {
+			if d.Unobserved() {
 				return 0, replErr("not_observed", "dev%d holds fid %d but is not checked yet", d.ID, fid)
 			}
 		}
@@ -179,7 +179,7 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	var lastCopyErr error
 	var rr replRequest
 	for {
-		rr = pol.replicateTo(tellPol, dests, destFailed, cls.MinDevCount)
+		rr = pol.replicateTo(tellPol, dests, destFailed, cls.MinDevCount, w.set)
 		if rr.happy {
 			break
 		}
@@ -228,7 +228,7 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 		}
 
 		wantMD5 := sum == nil && cls.HashType == store.HashMD5
-		got, err := m.nodes.copyBlob(ctx, w.devs[sdev], ddev, fid, f.Length, sum, wantMD5)
+		got, err := m.copyBlob(ctx, w.devs[sdev], ddev, fid, f.Length, sum, wantMD5)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
@@ -269,7 +269,7 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 		return 0, &replError{code: "copy_error", err: lastCopyErr}
 	}
 	for _, d := range dests {
-		if d.unobserved() && d.newFilesState() {
+		if d.Unobserved() && d.NewFilesState() {
 			return 0, replErr("not_observed", "no destination for fid %d yet: dev%d is not checked yet", fid, d.ID)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	model "github.com/gomogile/gomogile/tracker/internal/cluster"
 	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
@@ -27,7 +28,7 @@ func TestFidPath(t *testing.T) {
 		{12, 4500321, "/dev12/0/004/500/0004500321.fid"},
 		{3, 98765432109, "/dev3/9/876/543/98765432109.fid"},
 	} {
-		if got := jobs.FidPath(tc.dev, tc.fid); got != tc.want {
+		if got := model.FidPath(tc.dev, tc.fid); got != tc.want {
 			t.Errorf("FidPath(%d, %d) = %q; want %q", tc.dev, tc.fid, got, tc.want)
 		}
 	}

@@ -4,372 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gomogile/gomogile/tracker/jobs"
+
 	"math"
-	"net"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
-// request is one query command with what handlers need to know about its
-// client.
-type request struct {
-	Request
-	clientIP string
-	altZone  bool // zone=alt: answer with hosts' alternate IPs
-}
-
-type handler func(t *Tracker, ctx context.Context, r *request) (*Reply, error)
-
-// protoError is an "ERR code text" reply.
-type protoError struct{ code, text string }
-
-func (e *protoError) Error() string { return e.code + ": " + e.text }
-
-// perr makes a protocol error; text "" means the original's default text.
-func perr(code string, text ...string) error {
-	e := &protoError{code: code}
-	if len(text) > 0 {
-		e.text = text[0]
-	}
-	return e
-}
-
-// commands maps command names to handlers (Worker::Query's cmd_* subs).
-var commands map[string]handler
-
-func init() {
-	commands = map[string]handler{
-		"noop":                 cmdNoop,
-		"test":                 cmdTest,
-		"sleep":                cmdSleep,
-		"clear_cache":          cmdClearCache,
-		"do_monitor_round":     cmdDoMonitorRound,
-		"create_open":          cmdCreateOpen,
-		"create_close":         cmdCreateClose,
-		"get_paths":            cmdGetPaths,
-		"delete":               cmdDelete,
-		"rename":               cmdRename,
-		"updateclass":          cmdUpdateClassOfKey,
-		"file_info":            cmdFileInfo,
-		"file_debug":           cmdFileDebug,
-		"list_keys":            cmdListKeys,
-		"list_fids":            cmdListFids,
-		"get_domains":          cmdGetDomains,
-		"create_domain":        cmdCreateDomain,
-		"delete_domain":        cmdDeleteDomain,
-		"create_class":         cmdCreateClass,
-		"update_class":         cmdUpdateClass,
-		"delete_class":         cmdDeleteClass,
-		"create_host":          cmdCreateHost,
-		"update_host":          cmdUpdateHost,
-		"delete_host":          cmdDeleteHost,
-		"get_hosts":            cmdGetHosts,
-		"create_device":        cmdCreateDevice,
-		"get_devices":          cmdGetDevices,
-		"set_state":            cmdSetState,
-		"set_weight":           cmdSetWeight,
-		"replicate_now":        cmdReplicateNow,
-		"set_server_setting":   cmdSetServerSetting,
-		"server_setting":       cmdServerSetting,
-		"server_settings":      cmdServerSettings,
-		"fsck_start":           cmdFsckStart,
-		"fsck_stop":            cmdFsckStop,
-		"fsck_reset":           cmdFsckReset,
-		"fsck_status":          cmdFsckStatus,
-		"fsck_getlog":          cmdFsckGetLog,
-		"fsck_clearlog":        cmdFsckClearLog,
-		"rebalance_status":     cmdRebalanceStatus,
-		"rebalance_start":      cmdRebalanceStart,
-		"rebalance_stop":       cmdRebalanceStop,
-		"rebalance_test":       cmdRebalanceTest,
-		"rebalance_reset":      cmdRebalanceReset,
-		"rebalance_set_policy": cmdRebalanceSetPolicy,
-	}
-}
-
-// perlTrue is Perl truthiness of a string argument.
-func perlTrue(s string) bool { return s != "" && s != "0" }
-
-// perlNum is Perl's numeric value of a string: leading digits, else 0.
-func perlNum(s string) int64 {
-	s = strings.TrimSpace(s)
-	end := 0
-	if end < len(s) && (s[end] == '-' || s[end] == '+') {
-		end++
-	}
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	n, err := strconv.ParseInt(s[:end], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// ---- namespace helpers ----
-
-func (t *Tracker) namespace(ctx context.Context) (*namespace, error) {
-	return t.ns.get(ctx)
-}
-
-// fresh reloads the namespace now: admin commands act on the database as
-// it is, not on a cached view.
-func (t *Tracker) fresh(ctx context.Context) (*namespace, error) {
-	t.ns.invalidate()
-	return t.ns.get(ctx)
-}
-
-// checkDomain is Worker::Query::check_domain. A name missing from the cache
-// triggers one reload: another tracker may have just created it.
-func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, store.Domain, error) {
-	name := r.Args.Get("domain")
-	if name == "" {
-		return nil, store.Domain{}, perr("no_domain")
-	}
-	ns, err := t.namespace(ctx)
-	if err != nil {
-		return nil, store.Domain{}, err
-	}
-	d, ok := ns.domainByName[name]
-	if !ok {
-		if ns, err = t.fresh(ctx); err != nil {
-			return nil, store.Domain{}, err
-		}
-		if d, ok = ns.domainByName[name]; !ok {
-			return nil, store.Domain{}, perr("unreg_domain")
-		}
-	}
-	return ns, d, nil
-}
-
-// checkDomainKey is checkDomain for the commands that also need a key,
-// refused with no_key when empty, as Query.pm checks them in that order.
-func (t *Tracker) checkDomainKey(ctx context.Context, r *request) (*namespace, store.Domain, string, error) {
-	ns, dom, err := t.checkDomain(ctx, r)
-	if err != nil {
-		return nil, dom, "", err
-	}
-	key := r.Args.Get("key")
-	if key == "" {
-		return nil, dom, "", perr("no_key")
-	}
-	return ns, dom, key, nil
-}
-
-// lookupClass finds a class by name; a miss reloads the namespace once,
-// since another tracker may have just created the class. It returns the
-// namespace it answered from.
-func (t *Tracker) lookupClass(ctx context.Context, ns *namespace, dmid int, name string) (*store.Class, *namespace, error) {
-	if c, ok := ns.classByName(dmid, name); ok {
-		return &c, ns, nil
-	}
-	ns, err := t.fresh(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if c, ok := ns.classByName(dmid, name); ok {
-		return &c, ns, nil
-	}
-	return nil, ns, nil
-}
-
-// classFor returns a class, the implicit default class getting
-// default_mindevcount as in Factory::Domain.
-func (t *Tracker) classFor(ns *namespace, dmid, classid int) (store.Class, bool) {
-	c, ok := ns.class(dmid, classid)
-	if ok && c.MinDevCount == 0 {
-		c.MinDevCount = t.cfg.DefaultMinDevCount
-	}
-	return c, ok
-}
-
-func (t *Tracker) observed(devid int) (string, bool) {
-	if t.jobs == nil || !t.jobsOpen {
-		return "", false
-	}
-	return t.jobs.Observed(devid)
-}
-
-// hostIP is Host::ip: the alternate IP for clients inside altmask, or
-// when the client asked for zone=alt.
-func hostIP(h store.Host, r *request) string {
-	if h.AltIP != "" && h.AltMask != "" {
-		if r.altZone {
-			return h.AltIP
-		}
-		if _, n, err := net.ParseCIDR(h.AltMask); err == nil {
-			if ip := net.ParseIP(r.clientIP); ip != nil && n.Contains(ip) {
-				return h.AltIP
-			}
-		}
-	}
-	return h.IP
-}
-
-func hostGetPort(h store.Host) int {
-	if h.HTTPGetPort != 0 {
-		return h.HTTPGetPort
-	}
-	return h.HTTPPort
-}
-
-func hostBase(h store.Host, r *request, getPort bool) string {
-	port := h.HTTPPort
-	if getPort {
-		port = hostGetPort(h)
-	}
-	return "http://" + net.JoinHostPort(hostIP(h, r), strconv.Itoa(port))
-}
-
-// devURL is DevFID::url (put port) or get_url (get port); ok is false when
-// the device or its host is unknown.
-func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (string, bool) {
-	d, ok := ns.devByID[devid]
-	if !ok {
-		return "", false
-	}
-	h, ok := ns.hostByID[d.HostID]
-	if !ok {
-		return "", false
-	}
-	return hostBase(h, r, getPort) + jobs.FidPath(devid, fid), true
-}
-
-func mbFree(d store.Device) (int64, bool) {
-	if d.MBTotal <= 0 {
-		return 0, false
-	}
-	return d.MBTotal - d.MBUsed, true
-}
-
-// shouldGetNewFiles is Device::should_get_new_files: device alive, host
-// alive, the monitor finds it writeable, and at least
-// min_free_space MB free when usage is known.
-func (t *Tracker) shouldGetNewFiles(ns *namespace, d store.Device) bool {
-	if d.Status != store.DeviceAlive {
-		return false
-	}
-	h, ok := ns.hostByID[d.HostID]
-	if !ok || h.Status != store.HostAlive {
-		return false
-	}
-	if !t.observedAs(d.ID, "writeable") {
-		return false
-	}
-	if free, ok := mbFree(d); ok && free < t.cfg.MinFreeSpace {
-		return false
-	}
-	return true
-}
-
-// shouldReadFrom is Device::should_read_from.
-func (t *Tracker) shouldReadFrom(ns *namespace, d store.Device) bool {
-	switch d.Status {
-	case store.DeviceAlive, store.DeviceReadOnly, store.DeviceDrain:
-	default:
-		return false
-	}
-	h, ok := ns.hostByID[d.HostID]
-	if !ok || (h.Status != store.HostAlive && h.Status != store.HostReadOnly) {
-		return false
-	}
-	return t.observedAs(d.ID, "writeable", "readable")
-}
-
-// observedAs reports whether the monitor last saw devid in one of states.
-// As in the original, a device the monitor has not seen yet is unusable;
-// without a jobs manager there is no monitor and the database state rules.
-func (t *Tracker) observedAs(devid int, states ...string) bool {
-	if t.jobs == nil || !t.jobsOpen {
-		return true
-	}
-	obs, ok := t.jobs.Observed(devid)
-	if !ok {
-		return false
-	}
-	for _, s := range states {
-		if obs == s {
-			return true
-		}
-	}
-	return false
-}
-
-type weighted struct {
-	dev    store.Device
-	weight float64
-}
-
-// readWeight is sort_devs_by_utilization's weight for reading from d: less
-// busy devices first when the monitor reports a whole-number utilization
-// (the original ignores fractional figures the same way), else the device's
-// weight; never 0.
-func (t *Tracker) readWeight(d store.Device) float64 {
-	w := d.Weight
-	if util, _ := t.deviceStats(d.ID); util != "" && strings.Trim(util, "0123456789") == "" {
-		if u, err := strconv.Atoi(util); err == nil {
-			w = 102 - u
-		}
-	}
-	if w == 0 {
-		w = 100
-	}
-	return float64(w)
-}
-
-// weightedList puts devices in jobs.WeightedOrder by their weights.
-func weightedList(in []weighted) []store.Device {
-	out := make([]store.Device, 0, len(in))
-	for _, w := range jobs.WeightedOrder(in, func(w weighted) float64 { return w.weight }) {
-		out = append(out, w.dev)
-	}
-	return out
-}
-
-// ---- trivial commands ----
-
-func cmdNoop(t *Tracker, ctx context.Context, r *request) (*Reply, error) { return nil, nil }
-
-func cmdTest(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	if perlTrue(r.Args.Get("crash")) {
-		return nil, errors.New("crashed on purpose")
-	}
-	return nil, nil
-}
-
-func cmdSleep(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	d := time.Duration(perlNum(r.Args.Get("duration"))) * time.Second
-	if d <= 0 {
-		d = 10 * time.Second
-	}
-	d = min(d, t.cfg.SleepMax)
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return nil, nil
-}
-
-func cmdClearCache(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	t.ns.invalidate()
-	return nil, nil
-}
-
-func cmdDoMonitorRound(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
-	t.ns.invalidate()
-	return nil, nil
-}
-
-// ---- file commands ----
-
-func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error) {
 	// The original takes an empty key here (create_close then discards the
 	// upload), but a tempfile row needs a key in our store: no_key.
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
@@ -399,12 +43,12 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	// than answer no_devices.
 	t.waitForMonitor(ctx, ns)
 
-	devs := append([]store.Device(nil), ns.devices...)
+	devs := ns.JoinAll(t.observe)
 	if size > 0 {
 		// Devices known to have room first; if none, those of unknown usage.
-		var known, unknown []store.Device
+		var known, unknown []cluster.Device
 		for _, d := range devs {
-			if free, ok := mbFree(d); ok {
+			if free, ok := d.FreeMB(); ok {
 				if free*1024*1024 > size {
 					known = append(known, d)
 				}
@@ -417,7 +61,7 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 			devs = unknown
 		}
 	}
-	ordered := t.sortDevsByFreeSpace(ns, devs)
+	ordered := t.sortDevsByFreeSpace(devs)
 
 	want := 1
 	if multi {
@@ -469,8 +113,8 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 		for _, d := range dests {
 			go func(d store.Device) {
 				defer func() { done <- struct{}{} }()
-				h := ns.hostByID[d.HostID]
-				if err := t.mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
+				h := ns.HostByID[d.HostID]
+				if err := t.nodes.Mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
 					t.log.Warn("MKCOL failed; the PUT may fail", "devid", d.ID, "fid", fid, "err", err)
 				}
 			}(d)
@@ -497,91 +141,7 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	return res, nil
 }
 
-// waitForMonitor waits (at most monitorWait) until the monitor has observed
-// at least one device, when a jobs manager runs and devices exist.
-func (t *Tracker) waitForMonitor(ctx context.Context, ns *namespace) {
-	if t.jobs == nil || !t.jobsOpen || len(ns.devices) == 0 {
-		return
-	}
-	deadline := time.Now().Add(monitorWait)
-	for {
-		for _, d := range ns.devices {
-			if _, ok := t.jobs.Observed(d.ID); ok {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// monitorWait bounds waitForMonitor; the original's monitor runs every few
-// seconds.
-const monitorWait = 5 * time.Second
-
-// sortDevsByFreeSpace is Query::sort_devs_by_freespace: devices that should
-// get new files, the 20 emptiest, in a random order weighted by percent
-// free. Devices whose usage nobody has reported yet (no monitor run) weigh
-// as if half empty rather than being dropped, so a tracker without a
-// monitor can still place files.
-func (t *Tracker) sortDevsByFreeSpace(ns *namespace, devs []store.Device) []store.Device {
-	var cand []weighted
-	for _, d := range devs {
-		if !t.shouldGetNewFiles(ns, d) {
-			continue
-		}
-		w := 50.0
-		if d.MBTotal > 0 {
-			w = 100 * (1 - float64(d.MBUsed)/float64(d.MBTotal))
-		}
-		cand = append(cand, weighted{d, w})
-	}
-	sort.SliceStable(cand, func(i, j int) bool { return cand[i].weight > cand[j].weight })
-	if len(cand) > 20 {
-		cand = cand[:20]
-	}
-	return weightedList(cand)
-}
-
-func (t *Tracker) settingBool(ctx context.Context, key string) (bool, error) {
-	v, err := t.st.ServerSetting(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read setting %s: %w", key, err)
-	}
-	return perlTrue(v), nil
-}
-
-func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
-	v, err := t.st.ServerSetting(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read setting %s: %w", key, err)
-	}
-	return v, nil
-}
-
-// setOrDelete is set_server_setting with Perl's undef meaning delete.
-func (t *Tracker) setOrDelete(ctx context.Context, key string, val *string) error {
-	if val == nil {
-		return t.st.DeleteServerSetting(ctx, key)
-	}
-	return t.st.SetServerSetting(ctx, key, *val)
-}
-
-func sp(s string) *string { return &s }
-
-func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, err := t.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
@@ -653,10 +213,10 @@ func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error)
 	if expect == 0 {
 		expect = -1
 	}
-	size, err := t.headSize(ctx, path)
+	size, err := t.nodes.Size(ctx, path)
 	if err != nil {
 		kind := "cantreach"
-		if errors.Is(err, errFileMissing) {
+		if errors.Is(err, cluster.ErrMissing) {
 			kind = "missing"
 		}
 		failed()
@@ -671,7 +231,12 @@ func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error)
 	// The client asked for verification, or the class keeps checksums of
 	// this type and we are about to store it: check before trusting it.
 	if haveSum && (perlTrue(r.Args.Get("checksumverify")) || (classOK && class.HashType == sumType)) {
-		actual, err := t.digest(ctx, path, sumType)
+		actual, err := t.digest(r.bulk, path, sumType)
+		// The transfer took as long as the blob is big; what is left of
+		// the request gets request_timeout anew.
+		rest, cancel := context.WithTimeout(r.bulk, t.cfg.RequestTimeout)
+		defer cancel()
+		ctx = rest
 		if err != nil || string(actual) != string(sum) {
 			failed()
 			got := "(unreadable: " + fmt.Sprint(err) + ")"
@@ -724,7 +289,7 @@ func (t *Tracker) fileByKey(ctx context.Context, dmid int, key, missingCode stri
 	return f, err
 }
 
-func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -744,7 +309,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	}
 	var cand []weighted
 	for _, id := range devids {
-		if d, ok := ns.devByID[id]; ok {
+		if d, ok := ns.DevByID[id]; ok {
 			cand = append(cand, weighted{d, t.readWeight(d)})
 		}
 	}
@@ -752,7 +317,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	var paths, drain []string
 	backup := ""
 	for _, d := range weightedList(cand) {
-		if _, ok := ns.hostByID[d.HostID]; !ok {
+		if _, ok := ns.HostByID[d.HostID]; !ok {
 			continue
 		}
 		u, _ := devURL(ns, d.ID, f.Fid, r, true)
@@ -762,7 +327,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 		}
 		// Only the first path is verified, and not with noverify.
 		if len(paths) == 0 && !noverify {
-			if n, err := t.headSize(ctx, u); err != nil || n != f.Length {
+			if n, err := t.nodes.Size(ctx, u); err != nil || n != f.Length {
 				continue
 			}
 		}
@@ -791,7 +356,7 @@ func cmdGetPaths(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func cmdDelete(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdDelete(ctx context.Context, r *request) (*Reply, error) {
 	_, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -809,7 +374,7 @@ func cmdDelete(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func cmdRename(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdRename(ctx context.Context, r *request) (*Reply, error) {
 	_, dom, err := t.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
@@ -832,7 +397,7 @@ func cmdRename(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func cmdUpdateClassOfKey(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdUpdateClassOfKey(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -871,13 +436,13 @@ func cmdUpdateClassOfKey(t *Tracker, ctx context.Context, r *request) (*Reply, e
 }
 
 func (t *Tracker) className(ns *namespace, dmid, classid int) string {
-	if c, ok := ns.class(dmid, classid); ok {
+	if c, ok := ns.Class(dmid, classid, t.settings()); ok {
 		return c.Name
 	}
 	return strconv.Itoa(classid) // class deleted behind the file's back
 }
 
-func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFileInfo(ctx context.Context, r *request) (*Reply, error) {
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -890,7 +455,7 @@ func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	res.Set("fid", f.Fid)
 	res.Set("domain", dom.Name)
 	res.Set("class", t.className(ns, f.DomainID, f.ClassID))
-	if c, ok := ns.class(f.DomainID, f.ClassID); ok && c.HashType != store.HashNone {
+	if c, ok := ns.Class(f.DomainID, f.ClassID, t.settings()); ok && c.HashType != store.HashNone {
 		cs, err := t.st.Checksum(ctx, f.Fid)
 		switch {
 		case err == nil:
@@ -914,7 +479,7 @@ func cmdFileInfo(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func cmdFileDebug(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) {
 	var (
 		fid   int64
 		file  *store.File
@@ -956,7 +521,7 @@ func cmdFileDebug(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 		res.Set("fid_length", file.Length)
 		res.Set("fid_classid", file.ClassID)
 		res.Set("fid_devcount", file.DevCount)
-		if d, ok := ns.domainByID[file.DomainID]; ok {
+		if d, ok := ns.DomainByID[file.DomainID]; ok {
 			res.Set("fid_domain", d.Name)
 		}
 		res.Set("fid_class", t.className(ns, file.DomainID, file.ClassID))
@@ -1031,7 +596,7 @@ func zeroEmpty(n int) string {
 	return strconv.Itoa(n)
 }
 
-func cmdListKeys(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdListKeys(ctx context.Context, r *request) (*Reply, error) {
 	_, dom, err := t.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
@@ -1068,7 +633,7 @@ func cmdListKeys(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func cmdListFids(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
+func (t *Tracker) cmdListFids(ctx context.Context, r *request) (*Reply, error) {
 	from := perlNum(r.Args.Get("from"))
 	count := int(perlNum(r.Args.Get("to")))
 	if count == 0 {
@@ -1090,7 +655,7 @@ func cmdListFids(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	for i, f := range files {
 		n := i + 1
 		res.Set(fmt.Sprintf("fid_%d_fid", n), f.Fid)
-		res.Set(fmt.Sprintf("fid_%d_domain", n), ns.domainByID[f.DomainID].Name)
+		res.Set(fmt.Sprintf("fid_%d_domain", n), ns.DomainByID[f.DomainID].Name)
 		res.Set(fmt.Sprintf("fid_%d_class", n), t.className(ns, f.DomainID, f.ClassID))
 		res.Set(fmt.Sprintf("fid_%d_key", n), f.Key)
 		res.Set(fmt.Sprintf("fid_%d_length", n), f.Length)

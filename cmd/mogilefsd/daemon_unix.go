@@ -1,12 +1,14 @@
 //go:build unix
 
-package tracker
+package main
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/gomogile/gomogile/tracker"
 )
 
 // daemonize re-executes this program in a new session with stdio on
@@ -25,7 +27,7 @@ func daemonize(args []string) error {
 	}
 	defer null.Close()
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), EnvPrefix+"DAEMONIZED=1")
+	cmd.Env = append(os.Environ(), tracker.DaemonizedEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -45,14 +47,4 @@ func setUser(uid, gid int) error {
 		return fmt.Errorf("setuid: %w", err)
 	}
 	return nil
-}
-
-// raiseNoFile sets the open-file limit to n (the original's max_handles).
-func raiseNoFile(n int) error {
-	lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
-	var cur syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err == nil && cur.Max > lim.Max {
-		lim.Max = cur.Max // never lower the hard limit
-	}
-	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 }

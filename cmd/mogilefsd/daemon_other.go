@@ -1,6 +1,6 @@
 //go:build !unix
 
-package tracker
+package main
 
 import "errors"
 
@@ -11,5 +11,3 @@ func daemonize([]string) error {
 func setUser(uid, gid int) error {
 	return errors.New("--user is not supported on this platform")
 }
-
-func raiseNoFile(int) error { return errors.New("max_handles is not supported on this platform") }

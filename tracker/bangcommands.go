@@ -1,0 +1,240 @@
+package tracker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// recentQueries keeps the last 50 requests for "!recent".
+type recentQueries struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (r *recentQueries) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, s)
+	if len(r.list) > 50 {
+		r.list = r.list[len(r.list)-50:]
+	}
+}
+
+func (r *recentQueries) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.list...)
+}
+
+// watchers are connections that asked "!watch" for the tracker's warnings
+// and errors, as the original streamed its children's errors.
+type watchers struct {
+	mu  sync.Mutex
+	set map[*conn]struct{}
+}
+
+func (w *watchers) toggle(c *conn) (added bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.set[c]; ok {
+		delete(w.set, c)
+		return false
+	}
+	w.set[c] = struct{}{}
+	return true
+}
+
+func (w *watchers) remove(c *conn) {
+	w.mu.Lock()
+	delete(w.set, c)
+	w.mu.Unlock()
+}
+
+func (w *watchers) send(line string) {
+	w.mu.Lock()
+	list := make([]*conn, 0, len(w.set))
+	for c := range w.set {
+		list = append(list, c)
+	}
+	w.mu.Unlock()
+	for _, c := range list {
+		// A slow watcher must not stall logging: short deadline, drop on error.
+		go func(c *conn) {
+			c.wmu.Lock()
+			c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(c.nc, line+"\r\n")
+			c.wmu.Unlock()
+		}(c)
+	}
+}
+
+// watchHandler copies warnings and errors to watchers.
+type watchHandler struct {
+	slog.Handler
+	w     *watchers
+	attrs []slog.Attr
+}
+
+func (h *watchHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		var b strings.Builder
+		b.WriteString(r.Message)
+		for _, a := range h.attrs {
+			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+			return true
+		})
+		h.w.send(b.String())
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *watchHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &watchHandler{Handler: h.Handler.WithAttrs(as), w: h.w, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
+}
+
+func (h *watchHandler) WithGroup(name string) slog.Handler {
+	return &watchHandler{Handler: h.Handler.WithGroup(name), w: h.w, attrs: h.attrs}
+}
+
+// admin answers the ProcManager "!" commands; the reply always ends ".\r\n".
+// Commands match by prefix, as the original's regexes did.
+func (t *Tracker) admin(c *conn, req Request) string {
+	var out []string
+	cmd, args := req.Cmd, req.Raw
+	switch {
+	case cmd == "stats":
+		limit, active := t.limiter.get()
+		out = append(out,
+			fmt.Sprintf("uptime %d", int64(time.Since(t.started).Seconds())),
+			fmt.Sprintf("pending_queries %d", t.stats.pending.Load()),
+			fmt.Sprintf("processing_queries %d", t.stats.inProgress.Load()),
+			fmt.Sprintf("bored_queryworkers %d", max(limit-active, 0)),
+		)
+		st := map[string]int64{
+			"queries":               t.stats.queries.Load(),
+			"times_out_of_qworkers": t.stats.outOfWorkers.Load(),
+			"connections_refused":   t.stats.connsRefused.Load(),
+		}
+		t.mu.Lock()
+		st["connections"] = int64(len(t.conns))
+		t.mu.Unlock()
+		keys := make([]string, 0, len(st))
+		for k := range st {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%s %d", k, st[k]))
+		}
+	case strings.HasPrefix(cmd, "shutdown"):
+		if t.onStop == nil {
+			out = append(out, "ERROR: shutdown is not enabled on this tracker")
+		} else {
+			t.log.Warn("user requested shutdown", "args", args)
+			t.onStop()
+		}
+	case strings.HasPrefix(cmd, "jobs"):
+		limit, _ := t.limiter.get()
+		jobs := []JobStatus{{Job: "queryworker", Count: limit, Desired: limit}}
+		if t.jobs != nil && t.jobsOpen {
+			jobs = append(jobs, t.jobs.JobStatus()...)
+		}
+		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Job < jobs[j].Job })
+		for _, j := range jobs {
+			// Goroutines have no pids; the tracker's own pid stands in.
+			out = append(out, fmt.Sprintf("%s count %d", j.Job, j.Count),
+				fmt.Sprintf("%s desired %d", j.Job, j.Desired),
+				fmt.Sprintf("%s pids %d", j.Job, os.Getpid()))
+		}
+	case strings.HasPrefix(cmd, "want"):
+		f := strings.Fields(args)
+		n, err := 0, error(nil)
+		if len(f) >= 2 {
+			n, err = strconv.Atoi(f[0])
+		}
+		if len(f) < 2 || err != nil || n < 0 {
+			out = append(out, "ERROR: usage: !want <count> <jobclass>")
+			break
+		}
+		n = min(n, 500)
+		job := f[1]
+		switch {
+		case job == "queryworker":
+			if n < 1 {
+				n = 1 // a tracker with no query slots could never answer again
+			}
+			t.limiter.set(n)
+			out = append(out, fmt.Sprintf("Now desiring %d children doing '%s'.", n, job))
+		case t.jobs != nil && t.jobsOpen:
+			if err := t.jobs.SetWant(job, n); err != nil {
+				out = append(out, fmt.Sprintf("ERROR: Invalid class '%s': %v", job, err))
+			} else {
+				out = append(out, fmt.Sprintf("Now desiring %d children doing '%s'.", n, job))
+			}
+		default:
+			out = append(out, fmt.Sprintf("ERROR: Invalid class '%s'.  Valid classes: queryworker", job))
+		}
+	case strings.HasPrefix(cmd, "to"):
+		job, msg, ok := strings.Cut(strings.TrimSpace(args), " ")
+		if !ok || strings.TrimSpace(msg) == "" {
+			out = append(out, "ERROR: usage: !to <jobclass> <message>")
+			break
+		}
+		// No gomogile worker takes messages yet (the original's job
+		// classes answer a few; issue 9 adds them), so none is sent.
+		_ = job
+		out = append(out, "Message sent to 0 children.")
+	case strings.HasPrefix(cmd, "queue"), strings.HasPrefix(cmd, "pend"):
+		// Requests wait for a query slot inside their own connection; there
+		// is no shared pending list to print, only its length.
+		if n := t.stats.pending.Load(); n > 0 {
+			out = append(out, fmt.Sprintf("%d queries waiting for a query worker", n))
+		}
+	case strings.HasPrefix(cmd, "watch"):
+		if t.watch.toggle(c) {
+			out = append(out, "Added you to watcher list.")
+		} else {
+			out = append(out, "Removed you from watcher list.")
+		}
+	case strings.HasPrefix(cmd, "recent"):
+		out = append(out, t.recent.all()...)
+	case strings.HasPrefix(cmd, "version"):
+		out = append(out, Version)
+	default:
+		return adminHelp + ".\r\n"
+	}
+	out = append(out, ".", "")
+	return strings.Join(out, "\r\n")
+}
+
+const adminHelp = `Mogilefsd admin commands:
+
+    !version    Server version
+    !recent     Recently executed queries and how long they took.
+    !queue      Queries that are pending execution.
+    !stats      General stats on what we're up to.
+    !watch      Observe errors/messages from children.
+    !jobs       Outstanding job counts, desired level, and pids.
+    !shutdown   Immediately kill all of mogilefsd.
+
+    !to <job class> <message>
+                Send <message> to all workers of <job class>.
+                Mostly used for debugging.
+
+    !want <count> <job class>
+                Alter the level of workers of this class desired.
+                Example: !want 20 queryworker, !want 3 replicate.
+                See !jobs for what jobs are available.
+
+`

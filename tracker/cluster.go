@@ -1,0 +1,248 @@
+package tracker
+
+import (
+	"context"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
+)
+
+// namespace is the cluster model's snapshot of domains, classes, hosts and
+// devices, read through the cache the tracker shares with its workers
+// (namespace_cache_ttl).
+type namespace = cluster.Snapshot
+
+// settings are the configuration values the cluster model decides by; the
+// workers get the same value (NewJobs).
+func (t *Tracker) settings() cluster.Settings { return t.cfg.clusterSettings() }
+
+func (c Config) clusterSettings() cluster.Settings {
+	return cluster.Settings{MinFreeMB: c.MinFreeSpace, DefaultMinDevCount: c.DefaultMinDevCount}
+}
+
+// nodeConfig configures the storage-node client, the tracker's and the
+// workers' alike.
+func (c Config) nodeConfig() cluster.NodeConfig {
+	return cluster.NodeConfig{ConnTimeout: c.ConnTimeout, NodeTimeout: c.NodeTimeout, PoolSize: c.ConnPoolSize}
+}
+
+func (t *Tracker) namespace(ctx context.Context) (*namespace, error) {
+	return t.ns.Get(ctx)
+}
+
+// fresh reloads the namespace now: admin commands act on the database as
+// it is, not on a cached view.
+func (t *Tracker) fresh(ctx context.Context) (*namespace, error) {
+	t.ns.Invalidate()
+	return t.ns.Get(ctx)
+}
+
+// checkDomain is Worker::Query::check_domain. A name missing from the cache
+// triggers one reload: another tracker may have just created it.
+func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, store.Domain, error) {
+	name := r.Args.Get("domain")
+	if name == "" {
+		return nil, store.Domain{}, perr("no_domain")
+	}
+	ns, err := t.namespace(ctx)
+	if err != nil {
+		return nil, store.Domain{}, err
+	}
+	d, ok := ns.DomainByName[name]
+	if !ok {
+		if ns, err = t.fresh(ctx); err != nil {
+			return nil, store.Domain{}, err
+		}
+		if d, ok = ns.DomainByName[name]; !ok {
+			return nil, store.Domain{}, perr("unreg_domain")
+		}
+	}
+	return ns, d, nil
+}
+
+// checkDomainKey is checkDomain for the commands that also need a key,
+// refused with no_key when empty, as Query.pm checks them in that order.
+func (t *Tracker) checkDomainKey(ctx context.Context, r *request) (*namespace, store.Domain, string, error) {
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, dom, "", err
+	}
+	key := r.Args.Get("key")
+	if key == "" {
+		return nil, dom, "", perr("no_key")
+	}
+	return ns, dom, key, nil
+}
+
+// lookupClass finds a class by name; a miss reloads the namespace once,
+// since another tracker may have just created the class. It returns the
+// namespace it answered from.
+func (t *Tracker) lookupClass(ctx context.Context, ns *namespace, dmid int, name string) (*store.Class, *namespace, error) {
+	if c, ok := ns.ClassByName(dmid, name, t.settings()); ok {
+		return &c, ns, nil
+	}
+	ns, err := t.fresh(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c, ok := ns.ClassByName(dmid, name, t.settings()); ok {
+		return &c, ns, nil
+	}
+	return nil, ns, nil
+}
+
+// classFor returns a class, the implicit default class getting
+// default_mindevcount as in Factory::Domain.
+func (t *Tracker) classFor(ns *namespace, dmid, classid int) (store.Class, bool) {
+	return ns.Class(dmid, classid, t.settings())
+}
+
+// observe is the monitor's view of devid; without a running jobs manager
+// there is no monitor and the database state alone decides.
+func (t *Tracker) observe(devid int) cluster.Observation {
+	if t.jobs == nil || !t.jobsOpen {
+		return cluster.Observation{}
+	}
+	return t.jobs.Observe(devid)
+}
+
+// device joins d with its host and observation for the cluster model's
+// predicates; ok is false when its host is unknown.
+func (t *Tracker) device(ns *namespace, d store.Device) (cluster.Device, bool) {
+	return ns.Join(d, t.observe(d.ID))
+}
+
+// hostIP is Host::ip: the alternate IP for clients inside altmask, or
+// when the client asked for zone=alt.
+func hostIP(h store.Host, r *request) string {
+	if h.AltIP != "" && h.AltMask != "" {
+		if r.altZone {
+			return h.AltIP
+		}
+		if _, n, err := net.ParseCIDR(h.AltMask); err == nil {
+			if ip := net.ParseIP(r.clientIP); ip != nil && n.Contains(ip) {
+				return h.AltIP
+			}
+		}
+	}
+	return h.IP
+}
+
+func hostBase(h store.Host, r *request, getPort bool) string {
+	return cluster.HostURL(h, hostIP(h, r), getPort)
+}
+
+// devURL is DevFID::url (put port) or get_url (get port); ok is false when
+// the device or its host is unknown.
+func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (string, bool) {
+	d, ok := ns.DevByID[devid]
+	if !ok {
+		return "", false
+	}
+	h, ok := ns.HostByID[d.HostID]
+	if !ok {
+		return "", false
+	}
+	return hostBase(h, r, getPort) + cluster.FidPath(devid, fid), true
+}
+
+// shouldGetNewFiles is the cluster model's Device.ShouldGetNewFiles under
+// this tracker's settings.
+func (t *Tracker) shouldGetNewFiles(ns *namespace, d store.Device) bool {
+	dv, ok := t.device(ns, d)
+	return ok && dv.ShouldGetNewFiles(t.settings())
+}
+
+// shouldReadFrom is the cluster model's Device.ShouldReadFrom.
+func (t *Tracker) shouldReadFrom(ns *namespace, d store.Device) bool {
+	dv, ok := t.device(ns, d)
+	return ok && dv.ShouldReadFrom()
+}
+
+type weighted struct {
+	dev    store.Device
+	weight float64
+}
+
+// readWeight is sort_devs_by_utilization's weight for reading from d: less
+// busy devices first when the monitor reports a whole-number utilization
+// (the original ignores fractional figures the same way), else the device's
+// weight; never 0.
+func (t *Tracker) readWeight(d store.Device) float64 {
+	w := d.Weight
+	if util, _ := t.deviceStats(d.ID); util != "" && strings.Trim(util, "0123456789") == "" {
+		if u, err := strconv.Atoi(util); err == nil {
+			w = 102 - u
+		}
+	}
+	if w == 0 {
+		w = 100
+	}
+	return float64(w)
+}
+
+// weightedList puts devices in cluster.WeightedOrder by their weights.
+func weightedList(in []weighted) []store.Device {
+	out := make([]store.Device, 0, len(in))
+	for _, w := range cluster.WeightedOrder(in, func(w weighted) float64 { return w.weight }) {
+		out = append(out, w.dev)
+	}
+	return out
+}
+
+// waitForMonitor waits (at most monitorWait) until the monitor has observed
+// at least one device, when a jobs manager runs and devices exist.
+func (t *Tracker) waitForMonitor(ctx context.Context, ns *namespace) {
+	if t.jobs == nil || !t.jobsOpen || len(ns.Devices) == 0 {
+		return
+	}
+	deadline := time.Now().Add(monitorWait)
+	for {
+		for _, d := range ns.Devices {
+			if t.jobs.Observe(d.ID).State != "" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// monitorWait bounds waitForMonitor; the original's monitor runs every few
+// seconds.
+const monitorWait = 5 * time.Second
+
+// sortDevsByFreeSpace is Query::sort_devs_by_freespace: devices that should
+// get new files, the 20 emptiest, in a random order weighted by percent
+// free. Devices whose usage nobody has reported yet (no monitor run) weigh
+// as if half empty rather than being dropped, so a tracker without a
+// monitor can still place files.
+func (t *Tracker) sortDevsByFreeSpace(devs []cluster.Device) []store.Device {
+	var cand []weighted
+	for _, d := range devs {
+		if !d.ShouldGetNewFiles(t.settings()) {
+			continue
+		}
+		w := 50.0
+		if _, _, ok := d.UsageMB(); ok {
+			w = 100 * d.PercentFree()
+		}
+		cand = append(cand, weighted{d.Device, w})
+	}
+	sort.SliceStable(cand, func(i, j int) bool { return cand[i].weight > cand[j].weight })
+	if len(cand) > 20 {
+		cand = cand[:20]
+	}
+	return weightedList(cand)
+}

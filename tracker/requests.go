@@ -1,0 +1,149 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// request is one query command with what handlers need to know about its
+// client.
+type request struct {
+	Request
+	clientIP string
+	altZone  bool // zone=alt: answer with hosts' alternate IPs
+	// bulk is the request's context without request_timeout, cancelled
+	// like it when the client goes away or the tracker gives up: for
+	// reading a whole blob (create_close's checksum check), which takes as
+	// long as the blob is big and is bounded by node_timeout per wait
+	// instead.
+	bulk context.Context
+}
+
+// handler answers one query command; a *protoError becomes its ERR line.
+type handler func(ctx context.Context, r *request) (*Reply, error)
+
+// protoError is an "ERR code text" reply.
+type protoError struct{ code, text string }
+
+func (e *protoError) Error() string { return e.code + ": " + e.text }
+
+// perr makes a protocol error; text "" means the original's default text.
+func perr(code string, text ...string) error {
+	e := &protoError{code: code}
+	if len(text) > 0 {
+		e.text = text[0]
+	}
+	return e
+}
+
+// commandTable maps command names to t's handlers (Worker::Query's cmd_*
+// subs), built once by New from method values.
+func (t *Tracker) commandTable() map[string]handler {
+	return map[string]handler{
+		"noop":                 t.cmdNoop,
+		"test":                 t.cmdTest,
+		"sleep":                t.cmdSleep,
+		"clear_cache":          t.cmdClearCache,
+		"do_monitor_round":     t.cmdDoMonitorRound,
+		"create_open":          t.cmdCreateOpen,
+		"create_close":         t.cmdCreateClose,
+		"get_paths":            t.cmdGetPaths,
+		"delete":               t.cmdDelete,
+		"rename":               t.cmdRename,
+		"updateclass":          t.cmdUpdateClassOfKey,
+		"file_info":            t.cmdFileInfo,
+		"file_debug":           t.cmdFileDebug,
+		"list_keys":            t.cmdListKeys,
+		"list_fids":            t.cmdListFids,
+		"get_domains":          t.cmdGetDomains,
+		"create_domain":        t.cmdCreateDomain,
+		"delete_domain":        t.cmdDeleteDomain,
+		"create_class":         t.cmdCreateClass,
+		"update_class":         t.cmdUpdateClass,
+		"delete_class":         t.cmdDeleteClass,
+		"create_host":          t.cmdCreateHost,
+		"update_host":          t.cmdUpdateHost,
+		"delete_host":          t.cmdDeleteHost,
+		"get_hosts":            t.cmdGetHosts,
+		"create_device":        t.cmdCreateDevice,
+		"get_devices":          t.cmdGetDevices,
+		"set_state":            t.cmdSetState,
+		"set_weight":           t.cmdSetWeight,
+		"replicate_now":        t.cmdReplicateNow,
+		"set_server_setting":   t.cmdSetServerSetting,
+		"server_setting":       t.cmdServerSetting,
+		"server_settings":      t.cmdServerSettings,
+		"fsck_start":           t.cmdFsckStart,
+		"fsck_stop":            t.cmdFsckStop,
+		"fsck_reset":           t.cmdFsckReset,
+		"fsck_status":          t.cmdFsckStatus,
+		"fsck_getlog":          t.cmdFsckGetLog,
+		"fsck_clearlog":        t.cmdFsckClearLog,
+		"rebalance_status":     t.cmdRebalanceStatus,
+		"rebalance_start":      t.cmdRebalanceStart,
+		"rebalance_stop":       t.cmdRebalanceStop,
+		"rebalance_test":       t.cmdRebalanceTest,
+		"rebalance_reset":      t.cmdRebalanceReset,
+		"rebalance_set_policy": t.cmdRebalanceSetPolicy,
+	}
+}
+
+// perlTrue is Perl truthiness of a string argument.
+func perlTrue(s string) bool { return s != "" && s != "0" }
+
+// perlNum is Perl's numeric value of a string: leading digits, else 0.
+func perlNum(s string) int64 {
+	s = strings.TrimSpace(s)
+	end := 0
+	if end < len(s) && (s[end] == '-' || s[end] == '+') {
+		end++
+	}
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	n, err := strconv.ParseInt(s[:end], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func (t *Tracker) cmdNoop(ctx context.Context, r *request) (*Reply, error) { return nil, nil }
+
+func (t *Tracker) cmdTest(ctx context.Context, r *request) (*Reply, error) {
+	if perlTrue(r.Args.Get("crash")) {
+		return nil, errors.New("crashed on purpose")
+	}
+	return nil, nil
+}
+
+func (t *Tracker) cmdSleep(ctx context.Context, r *request) (*Reply, error) {
+	d := time.Duration(perlNum(r.Args.Get("duration"))) * time.Second
+	if d <= 0 {
+		d = 10 * time.Second
+	}
+	d = min(d, t.cfg.SleepMax)
+	if dl, ok := ctx.Deadline(); ok {
+		// Answer within the request's own deadline rather than fail at it.
+		d = min(d, time.Until(dl)-100*time.Millisecond)
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return nil, nil
+}
+
+func (t *Tracker) cmdClearCache(ctx context.Context, r *request) (*Reply, error) {
+	t.ns.Invalidate()
+	return nil, nil
+}
+
+func (t *Tracker) cmdDoMonitorRound(ctx context.Context, r *request) (*Reply, error) {
+	t.ns.Invalidate()
+	return nil, nil
+}

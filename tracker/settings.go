@@ -1,0 +1,482 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+func (t *Tracker) settingBool(ctx context.Context, key string) (bool, error) {
+	v, err := t.st.ServerSetting(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read setting %s: %w", key, err)
+	}
+	return perlTrue(v), nil
+}
+
+func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
+	v, err := t.st.ServerSetting(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read setting %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// setOrDelete is set_server_setting with Perl's undef meaning delete.
+func (t *Tracker) setOrDelete(ctx context.Context, key string, val *string) error {
+	if val == nil {
+		return t.st.DeleteServerSetting(ctx, key)
+	}
+	return t.st.SetServerSetting(ctx, key, *val)
+}
+
+func sp(s string) *string { return &s }
+
+// settingCleaner is Config::server_setting_is_writable: it returns the
+// canonical value (nil = delete the setting) or an error for a bad format;
+// ok is false for keys clients may not write.
+func settingCleaner(key string) (clean func(string) (*string, error), ok bool) {
+	any := func(v string) (*string, error) { return &v, nil }
+	delIfBlank := func(v string) (*string, error) {
+		if !perlTrue(v) {
+			return nil, nil
+		}
+		return &v, nil
+	}
+	boolean := func(v string) (*string, error) {
+		if !perlTrue(v) {
+			return sp("0"), nil
+		}
+		switch strings.ToLower(v[:1]) {
+		case "0", "f", "n":
+			return sp("0"), nil
+		case "1", "t", "y":
+			return sp("1"), nil
+		}
+		lv := strings.ToLower(v)
+		if strings.HasPrefix(lv, "off") {
+			return sp("0"), nil
+		}
+		if strings.HasPrefix(lv, "on") {
+			return sp("1"), nil
+		}
+		return nil, errors.New("Unknown format")
+	}
+	num := func(v string) (*string, error) {
+		if !perlTrue(v) {
+			return sp("0"), nil
+		}
+		if allDigits(v) {
+			return &v, nil
+		}
+		return nil, errors.New("Must be numeric")
+	}
+	netmasks := func(v string) (*string, error) {
+		for _, n := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+			if _, _, err := net.ParseCIDR(n); err != nil && net.ParseIP(n) == nil {
+				return nil, errors.New("Doesn't match an acceptable netmask")
+			}
+		}
+		return &v, nil
+	}
+	switch {
+	case strings.HasPrefix(key, "slave_"):
+		return delIfBlank, true
+	case key == "skip_devcount", key == "skip_mkcol", key == "case_sensitive_list_keys":
+		return boolean, true
+	case key == "memcache_servers", key == "network_zones":
+		return any, true
+	case key == "memcache_ttl", key == "internal_queue_limit":
+		return num, true
+	case strings.HasPrefix(key, "zone_"):
+		return netmasks, true
+	case strings.HasPrefix(key, "queue_"):
+		return any, true
+	case key == "fsck_checksum":
+		return func(v string) (*string, error) {
+			switch {
+			case v == "off":
+				return sp("off"), nil
+			case v == "class":
+				return nil, nil
+			case hashNames[v] != 0:
+				return &v, nil
+			}
+			return nil, errors.New("Not a valid checksum algorithm")
+		}, true
+	}
+	return nil, false
+}
+
+// settingRefusal says why gomogile refuses a server setting the original
+// reads but gomogile cannot honour, given its cleaned value (nil: the
+// setting is deleted, which is always allowed); "" means it is honoured.
+// set_server_setting refuses rather than store a setting nothing obeys.
+func settingRefusal(key string, v *string) string {
+	if v == nil {
+		return ""
+	}
+	set := *v != "" && *v != "0"
+	switch {
+	case strings.HasPrefix(key, "slave_") && set:
+		return "gomogile keeps no list of slave databases and reads everything from db_dsn; use a DSN that names the replicas (PostgreSQL: host=a,b&target_session_attrs=read-write)"
+	case key == "memcache_servers" && set:
+		// memcache_ttl alone is accepted: without servers the original
+		// ignores it as well.
+		return "gomogile uses no memcache: get_paths always reads the database"
+	case key == "internal_queue_limit" && set:
+		return "gomogile's job master queues rows in the database and has no in-memory queue to limit; use queue_size_for_fsck or queue_size_for_rebal"
+	case key == "case_sensitive_list_keys" && *v == "0":
+		return "list_keys compares keys byte for byte (case-sensitively) on every backend"
+	case (key == "network_zones" || strings.HasPrefix(key, "zone_")) && set:
+		return "only the MultipleNetworks policy and the ZoneLocal plugin read network zones, and gomogile runs neither; give hosts an altip/altmask instead"
+	}
+	return ""
+}
+
+func settingReadable(key string) bool {
+	return key == "fsck_checksum" || !strings.HasPrefix(key, "fsck_")
+}
+
+func (t *Tracker) cmdSetServerSetting(ctx context.Context, r *request) (*Reply, error) {
+	key := r.Args.Get("key")
+	if !perlTrue(key) {
+		return nil, perr("bad_params")
+	}
+	clean, ok := settingCleaner(key)
+	if !ok {
+		return nil, perr("not_writable")
+	}
+	v, err := clean(r.Args.Get("value"))
+	if err != nil {
+		return nil, perr("invalid_format", err.Error())
+	}
+	if why := settingRefusal(key, v); why != "" {
+		return nil, perr("setting_refused", key+" refused: "+why)
+	}
+	if err := t.setOrDelete(ctx, key, v); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(key, "slave_") {
+		if _, err := t.st.IncrServerSetting(ctx, "slave_version", 1); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+func (t *Tracker) cmdServerSetting(ctx context.Context, r *request) (*Reply, error) {
+	key := r.Args.Get("key")
+	if !perlTrue(key) {
+		return nil, perr("bad_params")
+	}
+	v, err := t.setting(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	res := &Reply{}
+	res.Set("key", key)
+	res.Set("value", v)
+	return res, nil
+}
+
+func (t *Tracker) cmdServerSettings(ctx context.Context, r *request) (*Reply, error) {
+	all, err := t.st.ServerSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		if settingReadable(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	res := &Reply{}
+	for i, k := range keys {
+		res.Set("key_count", i+1)
+		res.Set(fmt.Sprintf("key_%d", i+1), k)
+		res.Set(fmt.Sprintf("value_%d", i+1), all[k])
+	}
+	return res, nil
+}
+
+func (t *Tracker) intSetting(ctx context.Context, key string) (int64, error) {
+	v, err := t.setting(ctx, key)
+	return perlNum(v), err
+}
+
+func (t *Tracker) dbUnixTime(ctx context.Context) (string, error) {
+	now, err := t.st.Now(ctx)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(now.Unix(), 10), nil
+}
+
+func (t *Tracker) cmdFsckStart(ctx context.Context, r *request) (*Reply, error) {
+	fsckHost, err := t.setting(ctx, "fsck_host")
+	if err != nil {
+		return nil, err
+	}
+	rebalHost, err := t.setting(ctx, "rebal_host")
+	if err != nil {
+		return nil, err
+	}
+	if perlTrue(fsckHost) {
+		return nil, perr("fsck_running", "fsck is already running")
+	}
+	if perlTrue(rebalHost) {
+		return nil, perr("rebal_running", "rebalance running; cannot run fsck at same time")
+	}
+	checked, err := t.intSetting(ctx, "fsck_highest_fid_checked")
+	if err != nil {
+		return nil, err
+	}
+	final, err := t.intSetting(ctx, "fsck_fid_at_end")
+	if err != nil {
+		return nil, err
+	}
+	if (checked != 0 && final != 0 && checked >= final) || (final == 0 && checked == 0) {
+		if err := t.fsckReset(ctx); err != nil {
+			t.log.Error("fsck reset", "err", err)
+			return nil, perr("db")
+		}
+	}
+	now, err := t.dbUnixTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start, err := t.intSetting(ctx, "fsck_highest_fid_checked")
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range []struct {
+		k string
+		v *string
+	}{
+		{"fsck_start_time", &now},
+		{"fsck_stop_time", nil},
+		{"fsck_fids_checked", sp("0")},
+		{"fsck_start_fid", sp(strconv.FormatInt(start, 10))},
+		{"fsck_host", sp(t.host)},
+	} {
+		if err := t.setOrDelete(ctx, kv.k, kv.v); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+func (t *Tracker) cmdFsckStop(ctx context.Context, r *request) (*Reply, error) {
+	if err := t.st.DeleteServerSetting(ctx, "fsck_host"); err != nil {
+		return nil, err
+	}
+	now, err := t.dbUnixTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return nil, t.st.SetServerSetting(ctx, "fsck_stop_time", now)
+}
+
+func (t *Tracker) cmdFsckReset(ctx context.Context, r *request) (*Reply, error) {
+	var policy *string
+	if perlTrue(r.Args.Get("policy_only")) {
+		policy = sp("1")
+	}
+	if err := t.setOrDelete(ctx, "fsck_opt_policy_only", policy); err != nil {
+		return nil, err
+	}
+	start := "0"
+	if perlTrue(r.Args.Get("startpos")) {
+		start = r.Args.Get("startpos")
+	}
+	if err := t.st.SetServerSetting(ctx, "fsck_highest_fid_checked", start); err != nil {
+		return nil, err
+	}
+	if err := t.fsckReset(ctx); err != nil {
+		t.log.Error("fsck reset", "err", err)
+		return nil, perr("db")
+	}
+	return nil, nil
+}
+
+// fsckReset is Query::_do_fsck_reset.
+func (t *Tracker) fsckReset(ctx context.Context) error {
+	maxFid, err := t.st.MaxFid(ctx)
+	if err != nil {
+		return err
+	}
+	for _, kv := range []struct {
+		k string
+		v *string
+	}{
+		{"fsck_start_time", nil},
+		{"fsck_stop_time", nil},
+		{"fsck_fids_checked", sp("0")},
+		{"fsck_fid_at_end", sp(strconv.FormatInt(maxFid, 10))},
+	} {
+		if err := t.setOrDelete(ctx, kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	all, err := t.st.ServerSettings(ctx)
+	if err != nil {
+		return err
+	}
+	for k := range all {
+		if strings.HasPrefix(k, "fsck_sum_evcount_") {
+			if err := t.st.DeleteServerSetting(ctx, k); err != nil {
+				return err
+			}
+		}
+	}
+	logid, err := t.maxFsckLogID(ctx, 0)
+	if err != nil {
+		return err
+	}
+	s := strconv.FormatInt(logid, 10)
+	if err := t.st.SetServerSetting(ctx, "fsck_start_maxlogid", s); err != nil {
+		return err
+	}
+	return t.st.SetServerSetting(ctx, "fsck_logid_processed", s)
+}
+
+// maxFsckLogID pages through fsck_log past `after` (the contract has no
+// MAX(logid)); callers start from fsck_logid_processed to keep it short.
+func (t *Tracker) maxFsckLogID(ctx context.Context, after int64) (int64, error) {
+	for {
+		evs, err := t.st.FsckEvents(ctx, after, 1000)
+		if err != nil {
+			return 0, err
+		}
+		if len(evs) == 0 {
+			return after, nil
+		}
+		after = evs[len(evs)-1].LogID
+	}
+}
+
+// fsckSummarize is Store::fsck_log_summarize: fold log rows past
+// fsck_logid_processed into fsck_sum_evcount_<code>, under the same named
+// lock so two trackers never count a row twice. It returns the largest
+// logid seen.
+func (t *Tracker) fsckSummarize(ctx context.Context) (int64, error) {
+	lock, err := t.st.Lock(ctx, "mgfs:fscksum", 10*time.Second)
+	if err != nil {
+		if errors.Is(err, store.ErrLockTimeout) {
+			// Another tracker is summarizing; report what is there.
+			return t.maxFsckLogID(ctx, 0)
+		}
+		return 0, err
+	}
+	defer lock.Release(context.WithoutCancel(ctx))
+	processed, err := t.intSetting(ctx, "fsck_logid_processed")
+	if err != nil {
+		return 0, err
+	}
+	after := processed
+	counts := map[string]int64{}
+	for {
+		evs, err := t.st.FsckEvents(ctx, after, 1000)
+		if err != nil {
+			return 0, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			counts[e.Code]++
+		}
+		after = evs[len(evs)-1].LogID
+	}
+	for code, n := range counts {
+		if _, err := t.st.IncrServerSetting(ctx, "fsck_sum_evcount_"+code, n); err != nil {
+			return 0, err
+		}
+	}
+	if after != processed {
+		if err := t.st.SetServerSetting(ctx, "fsck_logid_processed", strconv.FormatInt(after, 10)); err != nil {
+			return 0, err
+		}
+	}
+	return after, nil
+}
+
+func (t *Tracker) cmdFsckClearLog(ctx context.Context, r *request) (*Reply, error) {
+	return nil, t.st.ClearFsckLog(ctx)
+}
+
+func (t *Tracker) cmdFsckGetLog(ctx context.Context, r *request) (*Reply, error) {
+	evs, err := t.st.FsckEvents(ctx, perlNum(r.Args.Get("after_logid")), 100)
+	if err != nil {
+		return nil, err
+	}
+	res := &Reply{}
+	for i, e := range evs {
+		p := fmt.Sprintf("row_%d_", i+1)
+		res.Set(p+"logid", e.LogID)
+		res.Set(p+"utime", e.Time.Unix())
+		res.Set(p+"fid", e.Fid)
+		res.Set(p+"evcode", e.Code)
+		if e.DevID != 0 {
+			res.Set(p+"devid", e.DevID)
+		}
+	}
+	res.Set("row_count", len(evs))
+	return res, nil
+}
+
+func (t *Tracker) cmdFsckStatus(ctx context.Context, r *request) (*Reply, error) {
+	maxLog, err := t.fsckSummarize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := t.st.ServerSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	num := func(k string) int64 { return perlNum(all[k]) }
+	now, err := t.dbUnixTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Reply{}
+	running := 0
+	if perlTrue(all["fsck_host"]) {
+		running = 1
+	}
+	res.Set("running", running)
+	res.Set("host", all["fsck_host"])
+	res.Set("max_fid_checked", num("fsck_highest_fid_checked"))
+	res.Set("policy_only", num("fsck_opt_policy_only"))
+	res.Set("end_fid", num("fsck_fid_at_end"))
+	res.Set("start_time", num("fsck_start_time"))
+	res.Set("stop_time", num("fsck_stop_time"))
+	res.Set("current_time", now)
+	res.Set("max_logid", maxLog)
+	var codes []string
+	for k := range all {
+		if strings.HasPrefix(k, "fsck_sum_evcount_") {
+			codes = append(codes, k)
+		}
+	}
+	sort.Strings(codes)
+	for _, k := range codes {
+		res.Set("num_"+strings.TrimPrefix(k, "fsck_sum_evcount_"), num(k))
+	}
+	return res, nil
+}
