@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -110,6 +111,9 @@ func fixOptionalDbpass(args []string) []string {
 func (m *Main) LoadConfig(args []string) (Config, error) {
 	fs := flag.NewFlagSet("mogilefsd", flag.ContinueOnError)
 	fs.SetOutput(m.stderr())
+	// The usage text is printed below: to stdout for --help, which is not
+	// an error, and not at all for a mistake (the error says what it was).
+	fs.Usage = func() {}
 	var (
 		configPath           string
 		skip, daemon, noHTTP bool
@@ -145,8 +149,12 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 	var plugins listFlag
 	fs.Var(&plugins, "plugins", "Perl plugins (refused)")
 
-	if err := fs.Parse(fixOptionalDbpass(args)); err != nil {
-		return Config{}, fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := fs.Parse(fixOptionalDbpass(unbundle(fs, args))); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			m.usage()
+			return Config{}, flag.ErrHelp
+		}
+		return Config{}, fmt.Errorf("%w: %v (mogilefsd --help lists the flags)", ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
@@ -235,6 +243,60 @@ func envLookup(environ []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// unbundle splits bundled boolean short flags ("-dd", "-sD"), which the
+// original's Getopt::Long bundling accepted.
+func unbundle(fs *flag.FlagSet, args []string) []string {
+	valued := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			valued[f.Name] = true
+		}
+	})
+	return buildinfo.Unbundle(args, "dDs", valued)
+}
+
+// usageText is mogilefsd --help. It names every place a setting comes from.
+const usageText = `Usage: mogilefsd [OPTIONS]
+
+gomogile tracker, a drop-in for MogileFS's mogilefsd.
+
+Options:
+  -c, --config FILE     config file (default %s, read when it exists)
+  -s, --skipconfig      read no config file
+  -d, --debug           more logging (repeatable: -dd)
+  -D, --daemonize       detach; the parent exits 0 once the tracker listens,
+                        else non-zero with the child's error
+      --dsn DSN         db_dsn: mysql://, postgres://, sqlite:// or DBI:...
+      --dbuser USER     db_user
+      --dbpass [PASS]   db_pass (may be empty)
+  -l, --listen ADDR     listen address (repeatable or comma-separated)
+  -p, --confport PORT   conf_port, the port of a listen address without one
+  -w, --workers N       query_jobs
+      --user USER       run as USER (root only)
+      --pidfile FILE    write the process id to FILE
+      --no-job_master   feed no fsck/rebalance/drain work from this tracker
+      --version         print the version and exit
+  -h, --help            print this help and exit
+  Also --max_disk_age, --min_free_space, --default_mindevcount,
+  --node_timeout, --conn_timeout, --conn_pool_size, --max_handles,
+  --no_schema_check, --repl_use_get_port, --local_network,
+  --mogstored_stream_port; --no_http and --workerport are accepted and ignored.
+
+Every config key can also be set in the environment as MOGILEFSD_<KEY>, e.g.
+MOGILEFSD_DB_DSN, MOGILEFSD_LISTEN, MOGILEFSD_LOG_LEVEL. Flags win over the
+environment, which wins over the config file (lines of "key = value").
+
+Config keys: %s
+`
+
+func (m *Main) usage() {
+	out := m.Stdout
+	if out == nil {
+		out = os.Stdout
+	}
+	fmt.Fprintf(out, usageText, DefaultConfigPath, strings.Join(ConfigKeys(), ", "))
 }
 
 func (m *Main) stderr() io.Writer {
