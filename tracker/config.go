@@ -91,6 +91,15 @@ type Config struct {
 	RequestTimeout time.Duration
 	// SleepMax caps the sleep command (sleep_max, seconds).
 	SleepMax time.Duration
+
+	// LogLevel is debug, info, warn or error (log_level); "" = info, or
+	// debug with -d.
+	LogLevel string
+	// LogFormat is text or json (log_format; "" = text).
+	LogFormat string
+	// LogFile is where the log goes (log_file; appended to). "" = stderr,
+	// or syslog for a tracker detached with -D, as the original.
+	LogFile string
 }
 
 // DefaultConfig returns the defaults of MogileFS::Config::load_config (and
@@ -460,6 +469,9 @@ var configKeys = map[string]keySetter{
 	"request_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.RequestTimeout }),
 	"cache_ttl":           refused("it is not a MogileFS setting (the original's memcache_ttl is a server setting, often an hour, and gomogile uses no memcache); the namespace cache is namespace_cache_ttl"),
 	"sleep_max":           secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
+	"log_level":           oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),
+	"log_format":          oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json"),
+	"log_file":            stringKey(func(c *Config) *string { return &c.LogFile }),
 }
 
 // ConfigKeys lists the accepted keys, sorted.

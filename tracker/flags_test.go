@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestLoadConfig_Help(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) || errors.Is(err, tracker.ErrUsage) {
 		t.Fatalf("--help: %v, want flag.ErrHelp and not ErrUsage", err)
 	}
-	for _, want := range []string{"MOGILEFSD_<KEY>", "MOGILEFSD_DB_DSN", tracker.DefaultConfigPath, "--version", "db_dsn"} {
+	for _, want := range []string{"MOGILEFSD_<KEY>", "MOGILEFSD_DB_DSN", tracker.DefaultConfigPath, "--version", "db_dsn", "log_level", "log_file"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("--help output lacks %q:\n%s", want, stdout.String())
 		}
@@ -57,5 +58,36 @@ func TestLoadConfig_Help(t *testing.T) {
 func TestVersionCarriesBuild(t *testing.T) {
 	if !strings.HasPrefix(tracker.Version, "2.73-gomogile-") || len(tracker.Version) <= len("2.73-gomogile-") {
 		t.Errorf("Version = %q, want 2.73-gomogile-<build>", tracker.Version)
+	}
+}
+
+func TestLogSettings(t *testing.T) {
+	m := &tracker.Main{Environ: []string{"MOGILEFSD_LOG_FORMAT=json"}, Stderr: new(bytes.Buffer)}
+	cfg, err := m.LoadConfig([]string{"-s", "--dsn", "sqlite:///x.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Set("log_level", "WARN"); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	log := tracker.NewLogger(&buf, cfg)
+	log.Info("hidden")
+	log.Warn("shown", "k", 1)
+	if got := strings.TrimSpace(buf.String()); !strings.HasPrefix(got, "{") || !strings.Contains(got, `"msg":"shown"`) || strings.Contains(got, "hidden") {
+		t.Errorf("log_format=json log_level=warn wrote %q", got)
+	}
+	for k, v := range map[string]string{"log_level": "loud", "log_format": "xml"} {
+		if err := cfg.Set(k, v); err == nil {
+			t.Errorf("%s=%s accepted", k, v)
+		}
+	}
+	// -d still means debug when log_level is unset.
+	cfg, err = m.LoadConfig([]string{"-s", "-d", "--dsn", "sqlite:///x.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tracker.NewLogger(&buf, cfg).Enabled(t.Context(), slog.LevelDebug) {
+		t.Error("-d without log_level: debug not enabled")
 	}
 }

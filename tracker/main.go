@@ -56,8 +56,12 @@ type Main struct {
 	// NewJobs builds the background workers (NewJobs is the standard
 	// one); nil runs none.
 	NewJobs JobsFactory
-	// Ready, when set, is called with the tracker once it listens (tests).
+	// Ready, when set, is called with the tracker once it listens (tests,
+	// and the ready pipe of mogilefsd -D).
 	Ready func(*Tracker)
+	// Logger, when set, is Serve's logger; nil = NewLogger(Stderr, cfg).
+	// mogilefsd sets it to send the log to log_file or syslog.
+	Logger *slog.Logger
 }
 
 // flagKeys maps flag names to config keys.
@@ -288,6 +292,9 @@ Every config key can also be set in the environment as MOGILEFSD_<KEY>, e.g.
 MOGILEFSD_DB_DSN, MOGILEFSD_LISTEN, MOGILEFSD_LOG_LEVEL. Flags win over the
 environment, which wins over the config file (lines of "key = value").
 
+Logging: log_level (debug, info, warn, error), log_format (text, json),
+log_file (appended to; default stderr, or syslog when detached with -D).
+
 Config keys: %s
 `
 
@@ -350,11 +357,10 @@ func (m *Main) CheckDatabase(ctx context.Context, cfg Config) error {
 // then shuts it down gracefully. Errors at start (DSN, unreachable
 // database, busy port) are returned before anything listens.
 func (m *Main) Serve(ctx context.Context, cfg Config) error {
-	level := slog.LevelInfo
-	if cfg.Debug > 0 {
-		level = slog.LevelDebug
+	log := m.Logger
+	if log == nil {
+		log = NewLogger(m.stderr(), cfg)
 	}
-	log := slog.New(slog.NewTextHandler(m.stderr(), &slog.HandlerOptions{Level: level}))
 
 	dsn, err := cfg.StoreDSN()
 	if err != nil {

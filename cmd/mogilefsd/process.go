@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/user"
 	"strconv"
@@ -53,6 +54,17 @@ func run(ctx context.Context, m *tracker.Main, args []string) (err error) {
 		// The child opens the store (up to 30s) before it listens.
 		return daemonize(args, daemonReadyWait)
 	}
+	out, closeLog, err := logOutput(cfg, os.Getenv(tracker.DaemonizedEnv) == "1", m.Stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	if m.Logger == nil {
+		m.Logger = tracker.NewLogger(out, cfg)
+	}
+	// The database drivers log through slog.Default (store/mysql,
+	// store/postgres): into the same log, in the same format.
+	slog.SetDefault(m.Logger)
 	if cfg.PidFile != "" {
 		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			return fmt.Errorf("pidfile: %w", err)
