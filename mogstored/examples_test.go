@@ -19,3 +19,14 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Errorf("%s: %+v; the sample claims the defaults %+v", path, got, def)
 	}
 }
+
+// -sd is -s -d, as the original's Getopt bundling read it.
+func TestParseFlagsBundled(t *testing.T) {
+	m := &Main{Stdout: io.Discard, Stderr: io.Discard, DefaultConfigFile: filepath.Join(t.TempDir(), "none.conf")}
+	if err := m.ParseFlags([]string{"-sd", "--docroot", "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Daemonize || m.ConfigFile != "" || m.Config.DocRoot != "/x" {
+		t.Errorf("-sd: daemonize=%v config file %q docroot %q", m.Daemonize, m.ConfigFile, m.Config.DocRoot)
+	}
+}
