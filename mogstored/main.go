@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+
+	"github.com/gomogile/gomogile/internal/buildinfo"
 )
 
 // DefaultConfigFile is read when it exists and no --config is given, as the
@@ -55,6 +57,8 @@ OPTS:
  --pidfile=<file>       Write the process id here
  --server=perlbal       Accepted for compatibility; only the built-in server exists
  --serverbin=<path>     Accepted for compatibility; ignored
+ --version              Print the version and exit
+ --help       -h        Print this help and exit
 
 Protections (see the README's "Security"; 0 turns a limit off):
  --writenetworks=<nets> Networks allowed to PUT/DELETE/MKCOL (default everyone)
@@ -65,9 +69,24 @@ Protections (see the README's "Security"; 0 turns a limit off):
  --mgmtmaxconns=<n>     Open management connections (default 1000)
  --mgmtidletimeout=<s>  Close a management connection silent this long (default 600)
 
-Config file lines are "key = value" with the same keys; command-line flags
-override the file.
+Short flags may be bundled (-sd). Config file lines are "key = value" with
+the same keys (httplisten, mgmtlisten, docroot, maxconns, iostat, daemonize,
+pidfile, server, and the protection keys above); command-line flags override
+the file. mogstored reads no
+environment variables.
 `
+
+// valuedFlags names fs's flags that take a value, which Unbundle must not
+// split when they are a flag's value.
+func valuedFlags(fs *flag.FlagSet) map[string]bool {
+	valued := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			valued[f.Name] = true
+		}
+	})
+	return valued
+}
 
 // ParseFlags reads args and the config file into m. Flags override the file.
 // (The Perl mogstored loaded the file after the flags, so the file silently
@@ -76,7 +95,9 @@ override the file.
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("mogstored", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, usageText) }
+	// --help prints the usage to stdout (it is not an error); a mistake
+	// prints only the error.
+	fs.Usage = func() {}
 	var (
 		configFile, httpListen, mgmtListen, docroot, pidFile, server, serverBin string
 		maxConns                                                                int
@@ -99,8 +120,12 @@ func (m *Main) ParseFlags(args []string) error {
 	for _, k := range limitKeys {
 		limitFlags[k] = fs.String(k, "", k)
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := fs.Parse(buildinfo.Unbundle(args, "ds", valuedFlags(fs))); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(m.Stdout, usageText)
+			return err
+		}
+		return fmt.Errorf("mogstored: %w (mogstored --help lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("mogstored: unexpected argument %q", fs.Arg(0))

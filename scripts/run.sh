@@ -2,14 +2,28 @@
 # `make run`: a tracker on the embedded SQLite default plus one local storage
 # node with two devices, registered and ready, all under var/run/.
 # `make stop` (this script with "stop") ends both.
+#
+# Every port can be moved, so a second setup runs beside the first:
+#   make run TRACKER_PORT=7101 MOGSTORED_PORT=7600 MOGSTORED_MGMT_PORT=7601 RUN_DIR=var/run2
+#   make stop RUN_DIR=var/run2
+# MOGSTORED_MGMT_PORT is also the tracker's mogstored_stream_port, where its
+# monitor watches the node's I/O utilisation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=$PWD/var/run
+port() { # name value: a TCP port or die
+	[[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] && [ "$2" -le 65535 ] || { echo "run: $1=$2 is not a TCP port" >&2; exit 2; }
+	echo "$2"
+}
+tracker_port=$(port TRACKER_PORT "${TRACKER_PORT:-7001}")
+node_port=$(port MOGSTORED_PORT "${MOGSTORED_PORT:-7500}")
+mgmt_port=$(port MOGSTORED_MGMT_PORT "${MOGSTORED_MGMT_PORT:-7501}")
+dir=${RUN_DIR:-var/run}
+case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 bin=$PWD/bin
-tracker=127.0.0.1:7001
-node_http=127.0.0.1:7500
-node_mgmt=127.0.0.1:7501
+tracker=127.0.0.1:$tracker_port
+node_http=127.0.0.1:$node_port
+node_mgmt=127.0.0.1:$mgmt_port
 export MOGTOOL_TRACKERS=$tracker
 
 stop_one() {
@@ -58,7 +72,7 @@ if running mogilefsd; then
 	echo "mogilefsd already running (pid $(cat "$dir/mogilefsd.pid"))"
 else
 	"$bin/mogilefsd" --skipconfig --dsn "sqlite://$dir/mogilefs.db" \
-		--listen "$tracker" >"$dir/mogilefsd.log" 2>&1 &
+		--listen "$tracker" --mogstored_stream_port "$mgmt_port" >"$dir/mogilefsd.log" 2>&1 &
 	echo $! >"$dir/mogilefsd.pid"
 	wait_port "$tracker" mogilefsd "$dir/mogilefsd.log"
 	echo "mogilefsd: $tracker on sqlite://$dir/mogilefs.db (log $dir/mogilefsd.log)"
@@ -78,9 +92,10 @@ cat <<MSG
 gomogile is running: tracker $tracker, storage node $node_http with devices dev1 and dev2,
 domain "testdomain" (default class: 2 copies).
 
+  export MOGTOOL_TRACKERS=$tracker
   bin/mogtool upload --domain testdomain --key hello README.md
   bin/mogtool fetch  --domain testdomain --key hello
   bin/mogtool info   --domain testdomain --key hello
 
-Stop both with: make stop
+Stop both with: make stop${RUN_DIR:+ RUN_DIR=$RUN_DIR}
 MSG

@@ -15,6 +15,9 @@ export GOMOGILE_TEST_POSTGRES_DSN="${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root
 mkdir -p var
 log=var/test.log
 
+echo "go mod tidy -diff"
+go mod tidy -diff || { echo "test: go.mod/go.sum are not tidy; run go mod tidy and commit the result" >&2; exit 1; }
+
 echo "go vet ./..."
 go vet ./... || exit 1
 

@@ -106,6 +106,14 @@ type Config struct {
 	// MaxConnsPerIP bounds open client connections from one remote address
 	// (max_conns_per_ip; 0 = no bound).
 	MaxConnsPerIP int
+	// LogLevel is debug, info, warn or error (log_level); "" = info, or
+	// debug with -d.
+	LogLevel string
+	// LogFormat is text or json (log_format; "" = text).
+	LogFormat string
+	// LogFile is where the log goes (log_file; appended to). "" = stderr,
+	// or syslog for a tracker detached with -D, as the original.
+	LogFile string
 }
 
 // DefaultConfig returns the defaults of MogileFS::Config::load_config (and
@@ -484,6 +492,9 @@ var configKeys = map[string]keySetter{
 	},
 	"line_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.LineTimeout }),
 	"max_conns_per_ip": intKey(func(c *Config) *int { return &c.MaxConnsPerIP }),
+	"log_level":        oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),
+	"log_format":       oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json"),
+	"log_file":         stringKey(func(c *Config) *string { return &c.LogFile }),
 }
 
 // ConfigKeys lists the accepted keys, sorted.

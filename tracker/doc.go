@@ -128,9 +128,10 @@
 // read them).
 //
 // gomogile's own keys: idle_timeout, write_timeout, shutdown_timeout,
-// max_conns, sleep_max, request_timeout and namespace_cache_ttl (see
-// [Config]), and admin_networks, line_timeout and max_conns_per_ip (see
-// Hostile clients below). cache_ttl is refused with a pointer to namespace_cache_ttl:
+// max_conns, sleep_max, request_timeout, namespace_cache_ttl, and
+// log_level, log_format and log_file (see [Config] and [NewLogger]), and
+// admin_networks, line_timeout and max_conns_per_ip (see Hostile clients
+// below). cache_ttl is refused with a pointer to namespace_cache_ttl:
 // the original has no such key, and its memcache_ttl (a server setting,
 // often an hour) must not become an hour-long namespace cache.
 //

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -55,8 +56,12 @@ type Main struct {
 	// NewJobs builds the background workers (NewJobs is the standard
 	// one); nil runs none.
 	NewJobs JobsFactory
-	// Ready, when set, is called with the tracker once it listens (tests).
+	// Ready, when set, is called with the tracker once it listens (tests,
+	// and the ready pipe of mogilefsd -D).
 	Ready func(*Tracker)
+	// Logger, when set, is Serve's logger; nil = NewLogger(Stderr, cfg).
+	// mogilefsd sets it to send the log to log_file or syslog.
+	Logger *slog.Logger
 }
 
 // flagKeys maps flag names to config keys.
@@ -110,6 +115,9 @@ func fixOptionalDbpass(args []string) []string {
 func (m *Main) LoadConfig(args []string) (Config, error) {
 	fs := flag.NewFlagSet("mogilefsd", flag.ContinueOnError)
 	fs.SetOutput(m.stderr())
+	// The usage text is printed below: to stdout for --help, which is not
+	// an error, and not at all for a mistake (the error says what it was).
+	fs.Usage = func() {}
 	var (
 		configPath           string
 		skip, daemon, noHTTP bool
@@ -145,8 +153,12 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 	var plugins listFlag
 	fs.Var(&plugins, "plugins", "Perl plugins (refused)")
 
-	if err := fs.Parse(fixOptionalDbpass(args)); err != nil {
-		return Config{}, fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := fs.Parse(fixOptionalDbpass(unbundle(fs, args))); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			m.usage()
+			return Config{}, flag.ErrHelp
+		}
+		return Config{}, fmt.Errorf("%w: %v (mogilefsd --help lists the flags)", ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
@@ -237,6 +249,63 @@ func envLookup(environ []string, key string) string {
 	return ""
 }
 
+// unbundle splits bundled boolean short flags ("-dd", "-sD"), which the
+// original's Getopt::Long bundling accepted.
+func unbundle(fs *flag.FlagSet, args []string) []string {
+	valued := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			valued[f.Name] = true
+		}
+	})
+	return buildinfo.Unbundle(args, "dDs", valued)
+}
+
+// usageText is mogilefsd --help. It names every place a setting comes from.
+const usageText = `Usage: mogilefsd [OPTIONS]
+
+gomogile tracker, a drop-in for MogileFS's mogilefsd.
+
+Options:
+  -c, --config FILE     config file (default %s, read when it exists)
+  -s, --skipconfig      read no config file
+  -d, --debug           more logging (repeatable: -dd)
+  -D, --daemonize       detach; the parent exits 0 once the tracker listens,
+                        else non-zero with the child's error
+      --dsn DSN         db_dsn: mysql://, postgres://, sqlite:// or DBI:...
+      --dbuser USER     db_user
+      --dbpass [PASS]   db_pass (may be empty)
+  -l, --listen ADDR     listen address (repeatable or comma-separated)
+  -p, --confport PORT   conf_port, the port of a listen address without one
+  -w, --workers N       query_jobs
+      --user USER       run as USER (root only)
+      --pidfile FILE    write the process id to FILE
+      --no-job_master   feed no fsck/rebalance/drain work from this tracker
+      --version         print the version and exit
+  -h, --help            print this help and exit
+  Also --max_disk_age, --min_free_space, --default_mindevcount,
+  --node_timeout, --conn_timeout, --conn_pool_size, --max_handles,
+  --no_schema_check, --repl_use_get_port, --local_network,
+  --mogstored_stream_port; --no_http and --workerport are accepted and ignored.
+
+Every config key can also be set in the environment as MOGILEFSD_<KEY>, e.g.
+MOGILEFSD_DB_DSN, MOGILEFSD_LISTEN, MOGILEFSD_LOG_LEVEL. Flags win over the
+environment, which wins over the config file (lines of "key = value").
+
+Logging: log_level (debug, info, warn, error), log_format (text, json),
+log_file (appended to; default stderr, or syslog when detached with -D).
+
+Config keys: %s
+`
+
+func (m *Main) usage() {
+	out := m.Stdout
+	if out == nil {
+		out = os.Stdout
+	}
+	fmt.Fprintf(out, usageText, DefaultConfigPath, strings.Join(ConfigKeys(), ", "))
+}
+
 func (m *Main) stderr() io.Writer {
 	if m.Stderr == nil {
 		return os.Stderr
@@ -288,11 +357,10 @@ func (m *Main) CheckDatabase(ctx context.Context, cfg Config) error {
 // then shuts it down gracefully. Errors at start (DSN, unreachable
 // database, busy port) are returned before anything listens.
 func (m *Main) Serve(ctx context.Context, cfg Config) error {
-	level := slog.LevelInfo
-	if cfg.Debug > 0 {
-		level = slog.LevelDebug
+	log := m.Logger
+	if log == nil {
+		log = NewLogger(m.stderr(), cfg)
 	}
-	log := slog.New(slog.NewTextHandler(m.stderr(), &slog.HandlerOptions{Level: level}))
 
 	dsn, err := cfg.StoreDSN()
 	if err != nil {

@@ -14,12 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
-// Version is what "!version" reports.
-const Version = "2.73-gomogile"
+// Version is what "!version" reports: the MogileFS release whose protocol
+// the tracker speaks, which clients may parse, then this build (module
+// version and VCS revision, from the binary's build info).
+var Version = "2.73-gomogile-" + buildinfo.Read().Short()
 
 // Jobs is the background-worker manager as the tracker sees it: the whole
 // seam between the query commands and the workers (NewJobs builds the

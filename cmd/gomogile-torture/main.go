@@ -25,6 +25,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/internal/torture"
 )
 
@@ -36,6 +37,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if buildinfo.VersionRequested(args) {
+		fmt.Fprintln(stdout, buildinfo.Read().String("gomogile-torture"))
+		return 0
+	}
 	fs := flag.NewFlagSet("gomogile-torture", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg torture.Config

@@ -2,9 +2,12 @@
 
 package main
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
-func daemonize([]string) error {
+func daemonize([]string, time.Duration) error {
 	return errors.New("--daemonize is not supported on this platform; run mogilefsd under a service manager")
 }
 

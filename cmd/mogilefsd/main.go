@@ -7,15 +7,21 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/tracker"
 )
 
 func main() {
+	if buildinfo.VersionRequested(os.Args[1:]) {
+		fmt.Println(buildinfo.Read().String("mogilefsd"))
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -29,7 +35,7 @@ func main() {
 	m := &tracker.Main{Stdout: os.Stdout, Stderr: os.Stderr, NewJobs: newJobs}
 	err := run(ctx, m, os.Args[1:])
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, tracker.ErrUsage):
 		fmt.Fprintln(os.Stderr, "mogilefsd:", err)
 		os.Exit(2)

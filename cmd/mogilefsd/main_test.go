@@ -158,6 +158,8 @@ func TestMogilefsd_Daemonize(t *testing.T) {
 	dsn := "sqlite:///" + filepath.Join(t.TempDir(), "db")
 	pidfile := filepath.Join(t.TempDir(), "mogilefsd.pid")
 	cmd = exec.Command(bin, "--skipconfig", "-D", "--dsn", dsn, "--listen", addr, "--pidfile", pidfile)
+	// A detached tracker logs to syslog or log_file; this machine may have no syslog.
+	cmd.Env = append(os.Environ(), "MOGILEFSD_LOG_FILE="+filepath.Join(t.TempDir(), "log"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("daemonize: %v\n%s", err, out)
 	}

@@ -17,9 +17,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/gomogile/gomogile/internal/buildinfo"
 )
 
 func main() {
+	if buildinfo.VersionRequested(os.Args[1:]) {
+		fmt.Println(buildinfo.Read().String("mogtool"))
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := NewMain().Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

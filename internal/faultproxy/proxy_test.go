@@ -27,7 +27,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testdb.Main(m)
 	dbinstance.RemoveTemplates()
 	os.Exit(code)
 }

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
-	"github.com/ory/dockertest/v3"
-	"github.com/ory/dockertest/v3/docker"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -25,8 +23,9 @@ import (
 // MySQL returns the DSN (mysql://…) of a new, empty database on a MySQL or
 // MariaDB server, created for this test and dropped when it ends, so runs
 // sharing a server never see each other's rows or locks. The server is the
-// one named by GOMOGILE_TEST_MYSQL_DSN, else a mysql:8 container started
-// once per test binary, else the test ends through Unavailable.
+// one named by GOMOGILE_TEST_MYSQL_DSN, else a container from
+// GOMOGILE_TEST_MYSQL_IMAGE (default DefaultMySQLImage) shared by the test
+// binaries of the run, else the test ends through Unavailable.
 func MySQL(t testing.TB) string {
 	t.Helper()
 	srv, why, err := mysqlServer()
@@ -93,53 +92,37 @@ func mysqlServer() (*store.DSN, string, error) {
 	return dockerMySQLDSN, dockerMySQLWhy, nil
 }
 
-// startDockerMySQL runs mysql:8. The container removes itself when stopped
-// and is stopped after 15 minutes, since a test binary has no hook to purge
-// it at exit.
+// startDockerMySQL runs (or reuses) the $GOMOGILE_TEST_MYSQL_IMAGE
+// container, DefaultMySQLImage when unset. MariaDB images take the same
+// MYSQL_ROOT_PASSWORD.
 func startDockerMySQL() (*store.DSN, string) {
-	const why = "no " + EnvMySQL + " and no docker: "
-	pool, err := dockertest.NewPool("")
-	if err != nil {
-		return nil, why + err.Error()
-	}
-	pingCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := pool.Client.PingWithContext(pingCtx); err != nil {
-		return nil, why + err.Error()
-	}
 	const password = "gomogile"
-	res, err := pool.RunWithOptions(&dockertest.RunOptions{
-		Repository: "mysql",
-		Tag:        "8",
-		Env:        []string{"MYSQL_ROOT_PASSWORD=" + password},
-	}, func(hc *docker.HostConfig) {
-		hc.AutoRemove = true
-		hc.RestartPolicy = docker.RestartPolicy{Name: "no"}
-	})
+	image := imageFrom(EnvMySQLImage, DefaultMySQLImage)
+	spec := containerSpec{
+		kind:  "mysql",
+		image: image,
+		env:   []string{"MYSQL_ROOT_PASSWORD=" + password},
+		port:  "3306/tcp",
+	}
+	dsnAt := func(addr string) *store.DSN {
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		return &store.DSN{Driver: "mysql", User: "root", Password: password, Host: host, Port: p, Database: "mysql", Params: url.Values{}}
+	}
+	spec.ready = func(ctx context.Context, addr string) error {
+		conn, err := gomysql.NewConnector(adminConfig(dsnAt(addr)))
+		if err != nil {
+			return err
+		}
+		db := sql.OpenDB(conn)
+		defer db.Close()
+		return db.PingContext(ctx)
+	}
+	addr, err := dockerServer(context.Background(), spec)
 	if err != nil {
-		return nil, "docker: run mysql:8: " + err.Error()
+		return nil, "no " + EnvMySQL + ", and dockertest (" + image + "): " + err.Error()
 	}
-	_ = res.Expire(15 * 60)
-	host, port, err := net.SplitHostPort(res.GetHostPort("3306/tcp"))
-	if err != nil {
-		_ = pool.Purge(res)
-		return nil, "docker: mysql:8 port: " + err.Error()
-	}
-	p, _ := strconv.Atoi(port)
-	d := &store.DSN{Driver: "mysql", User: "root", Password: password, Host: host, Port: p, Database: "mysql", Params: url.Values{}}
-	conn, err := gomysql.NewConnector(adminConfig(d))
-	if err != nil {
-		_ = pool.Purge(res)
-		return nil, "docker: " + err.Error()
-	}
-	db := sql.OpenDB(conn)
-	defer db.Close()
-	pool.MaxWait = 2 * time.Minute
-	if err := pool.Retry(db.Ping); err != nil {
-		_ = pool.Purge(res)
-		return nil, "docker: mysql:8 did not come up: " + err.Error()
-	}
-	return d, ""
+	return dsnAt(addr), ""
 }
 
 // adminConfig connects to the server without selecting a database.

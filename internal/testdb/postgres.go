@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/ory/dockertest/v3"
-	dc "github.com/ory/dockertest/v3/docker"
 )
 
 // PostgresTestLease is the lock lease of the DSNs Postgres returns: short,
@@ -27,7 +24,8 @@ const PostgresTestLease = "1s"
 //
 // The server is $GOMOGILE_TEST_POSTGRES_DSN (a postgres:// URL whose
 // database the test user may connect to; it needs CREATEDB), else a
-// postgres:16 container started once per test binary, else the test is
+// container from GOMOGILE_TEST_POSTGRES_IMAGE (default
+// DefaultPostgresImage) shared by the test binaries of the run, else the test is
 // ended by [Unavailable].
 func Postgres(t testing.TB) string {
 	t.Helper()
@@ -99,9 +97,8 @@ var pgContainer struct {
 	err  error
 }
 
-// postgresContainer starts postgres:16 once per test binary. Docker removes
-// it when it stops, and it is told to stop after ten minutes in case the
-// binary dies without cleaning up.
+// postgresContainer starts (or reuses) the $GOMOGILE_TEST_POSTGRES_IMAGE
+// container, DefaultPostgresImage when unset, once per test binary.
 func postgresContainer() (string, error) {
 	pgContainer.once.Do(func() {
 		pgContainer.dsn, pgContainer.err = startPostgresContainer()
@@ -110,40 +107,25 @@ func postgresContainer() (string, error) {
 }
 
 func startPostgresContainer() (string, error) {
-	pool, err := dockertest.NewPool("")
-	if err != nil {
-		return "", err
+	image := imageFrom(EnvPostgresImage, DefaultPostgresImage)
+	dsnAt := func(addr string) string {
+		return "postgres://postgres:gomogile@" + addr + "/test?sslmode=disable"
 	}
-	// Without a Docker engine this fails at once, before anything is pulled.
-	if err := pool.Client.Ping(); err != nil {
-		return "", fmt.Errorf("no Docker engine: %w", err)
-	}
-	res, err := pool.RunWithOptions(&dockertest.RunOptions{
-		Repository: "postgres",
-		Tag:        "16",
-		Env:        []string{"POSTGRES_PASSWORD=gomogile", "POSTGRES_DB=test"},
-	}, func(hc *dc.HostConfig) {
-		hc.AutoRemove = true
-		hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
+	addr, err := dockerServer(context.Background(), containerSpec{
+		kind:  "postgres",
+		image: image,
+		env:   []string{"POSTGRES_PASSWORD=gomogile", "POSTGRES_DB=test"},
+		port:  "5432/tcp",
+		ready: func(ctx context.Context, addr string) error {
+			conn, err := pgx.Connect(ctx, dsnAt(addr))
+			if err != nil {
+				return err
+			}
+			return conn.Close(ctx)
+		},
 	})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", image, err)
 	}
-	_ = res.Expire(600)
-	dsn := "postgres://postgres:gomogile@" + res.GetHostPort("5432/tcp") + "/test?sslmode=disable"
-	pool.MaxWait = 90 * time.Second
-	err = pool.Retry(func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return err
-		}
-		return conn.Close(ctx)
-	})
-	if err != nil {
-		_ = pool.Purge(res)
-		return "", errors.Join(errors.New("postgres container never answered"), err)
-	}
-	return dsn, nil
+	return dsnAt(addr), nil
 }

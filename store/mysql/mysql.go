@@ -168,6 +168,7 @@ func configure(d *store.DSN) (*configs, error) {
 		return nil, fmt.Errorf("%w: mysql: no database name", store.ErrBadDSN)
 	}
 	cfg := gomysql.NewConfig()
+	cfg.Logger = driverLogger{}
 	cfg.User, cfg.Passwd = d.User, d.Password
 	cfg.DBName = d.Database
 	// One round trip per statement: placeholders are filled in by the

@@ -165,6 +165,9 @@ func parseDSN(d *store.DSN) (*config, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
+	// The driver's notices and (when debugging) queries go to slog.Default.
+	conn.Tracer = queryTracer{}
+	conn.OnNotice = logNotice
 	return &config{conn: conn, locks: lc}, nil
 }
 

@@ -1,0 +1,410 @@
+package testdb
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dc "github.com/ory/dockertest/v3/docker"
+)
+
+// fakeEngine answers the part of the Docker Engine API testdb uses, with
+// the status codes and bodies the engine sends, so the dockertest path can
+// be tested on machines (like CI's) that have no engine.
+type fakeEngine struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu         sync.Mutex
+	containers map[string]*dc.Container // by name
+	ports      []dc.PortBinding         // what a created container publishes
+	logs       string
+	creates    int
+	removes    []string
+}
+
+var apiVersion = regexp.MustCompile(`^/v[0-9.]+`)
+
+// newFakeEngine listens on addr (host:0) and points DOCKER_HOST at it.
+func newFakeEngine(t *testing.T, addr string) *fakeEngine {
+	f := &fakeEngine{t: t, containers: map[string]*dc.Container{}}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", addr, err)
+	}
+	f.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(f.serve)}}
+	f.srv.Start()
+	t.Cleanup(f.srv.Close)
+	t.Setenv("DOCKER_HOST", "tcp://"+ln.Addr().String())
+	t.Setenv("DOCKER_CERT_PATH", "")
+	t.Setenv("DOCKER_MACHINE_NAME", "")
+	return f
+}
+
+func (f *fakeEngine) byRef(ref string) *dc.Container {
+	if c, ok := f.containers[ref]; ok {
+		return c
+	}
+	for _, c := range f.containers {
+		if c.ID == ref {
+			return c
+		}
+	}
+	return nil
+}
+
+func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	path := apiVersion.ReplaceAllString(r.URL.Path, "")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	notFound := func(what string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(map[string]string{"message": what})
+	}
+	switch {
+	case path == "/_ping":
+		w.Write([]byte("OK"))
+	case path == "/version":
+		json.NewEncoder(w).Encode(map[string]string{"Version": "27.1.1", "ApiVersion": "1.46", "MinAPIVersion": "1.24"})
+	case r.Method == "GET" && parts[0] == "images" && parts[len(parts)-1] == "json":
+		json.NewEncoder(w).Encode(map[string]string{"Id": "sha256:0123"})
+	case r.Method == "POST" && path == "/containers/create":
+		name := r.URL.Query().Get("name")
+		if f.containers[name] != nil {
+			w.WriteHeader(http.StatusConflict)
+			json.NewEncoder(w).Encode(map[string]string{"message": "Conflict. The container name is already in use"})
+			return
+		}
+		var cfg dc.Config
+		if err := json.NewDecoder(r.Body).Decode(&cfg); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		f.creates++
+		id := strconv.Itoa(f.creates) + strings.Repeat("f", 63)
+		f.containers[name] = &dc.Container{ID: id, Name: "/" + name, Config: &cfg,
+			NetworkSettings: &dc.NetworkSettings{Ports: map[dc.Port][]dc.PortBinding{}}}
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]string{"Id": id})
+	case len(parts) == 3 && parts[0] == "containers" && parts[2] == "start":
+		c := f.byRef(parts[1])
+		if c == nil {
+			notFound("No such container: " + parts[1])
+			return
+		}
+		c.State = dc.State{Running: true, Status: "running"}
+		for p := range c.Config.ExposedPorts {
+			c.NetworkSettings.Ports[p] = f.ports
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case len(parts) == 3 && parts[0] == "containers" && parts[2] == "json":
+		c := f.byRef(parts[1])
+		if c == nil {
+			notFound("No such container: " + parts[1])
+			return
+		}
+		json.NewEncoder(w).Encode(c)
+	case len(parts) == 3 && parts[0] == "containers" && parts[2] == "logs":
+		// Multiplexed stdout frames, as the engine sends without a TTY.
+		hdr := make([]byte, 8)
+		hdr[0] = 1
+		binary.BigEndian.PutUint32(hdr[4:], uint32(len(f.logs)))
+		w.Header().Set("Content-Type", "application/vnd.docker.raw-stream")
+		w.Write(append(hdr, f.logs...))
+	case r.Method == "DELETE" && len(parts) == 2 && parts[0] == "containers":
+		c := f.byRef(parts[1])
+		if c == nil {
+			notFound("No such container: " + parts[1])
+			return
+		}
+		f.removes = append(f.removes, c.ID)
+		delete(f.containers, strings.TrimPrefix(c.Name, "/"))
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		f.t.Errorf("fake engine: unexpected %s %s", r.Method, r.URL.Path)
+		http.Error(w, "unexpected", http.StatusNotImplemented)
+	}
+}
+
+func testSpec(ready func(context.Context, string) error) containerSpec {
+	return containerSpec{kind: "postgres", image: "postgres:16.6", port: "5432/tcp", ready: ready}
+}
+
+// A DOCKER_HOST that accepts connections and never answers must end the
+// ping after pingTimeout, not hang the tests until go test's timeout.
+func TestEnginePingTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	t.Setenv("DOCKER_HOST", "tcp://"+srv.Listener.Addr().String())
+	t.Setenv("DOCKER_CERT_PATH", "")
+	t.Setenv("DOCKER_MACHINE_NAME", "")
+	old := pingTimeout
+	pingTimeout = 300 * time.Millisecond
+	defer func() { pingTimeout = old }()
+
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := newEngine(context.Background(), "")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("newEngine succeeded against an engine that never answers")
+		}
+		if !strings.Contains(err.Error(), "did not answer a ping") {
+			t.Errorf("error %q does not say the engine did not answer", err)
+		}
+		t.Logf("gave up after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("newEngine still waiting 10s after a 300ms ping timeout")
+	}
+}
+
+func TestEngineHost(t *testing.T) {
+	for endpoint, want := range map[string]string{
+		"":                            "",
+		"unix:///var/run/docker.sock": "",
+		"tcp://docker:2376":           "docker",
+		"tcp://10.1.2.3:2375":         "10.1.2.3",
+		"https://[fd00::5]:2376":      "fd00::5",
+		"npipe:////./pipe/docker":     "",
+	} {
+		if got := engineHost(endpoint); got != want {
+			t.Errorf("engineHost(%q) = %q, want %q", endpoint, got, want)
+		}
+	}
+}
+
+func TestHostPort(t *testing.T) {
+	ctr := func(b ...dc.PortBinding) *dc.Container {
+		return &dc.Container{ID: "abc", NetworkSettings: &dc.NetworkSettings{Ports: map[dc.Port][]dc.PortBinding{"5432/tcp": b}}}
+	}
+	cases := []struct {
+		c          *dc.Container
+		engineHost string
+		want       string // "" = an error
+	}{
+		{ctr(dc.PortBinding{HostIP: "0.0.0.0", HostPort: "49153"}), "", "127.0.0.1:49153"},
+		{ctr(dc.PortBinding{HostIP: "", HostPort: "49153"}), "", "127.0.0.1:49153"},
+		{ctr(dc.PortBinding{HostIP: "::", HostPort: "49154"}, dc.PortBinding{HostIP: "0.0.0.0", HostPort: "49153"}), "", "127.0.0.1:49153"},
+		{ctr(dc.PortBinding{HostIP: "::", HostPort: "49154"}), "", "[::1]:49154"},
+		{ctr(dc.PortBinding{HostIP: "0.0.0.0", HostPort: "49153"}), "docker", "docker:49153"},
+		{ctr(dc.PortBinding{HostIP: "10.0.0.7", HostPort: "49153"}), "", "10.0.0.7:49153"},
+		{ctr(), "", ""},
+		{ctr(dc.PortBinding{HostIP: "0.0.0.0", HostPort: ""}), "", ""},
+		{&dc.Container{ID: "abc", NetworkSettings: &dc.NetworkSettings{}}, "", ""},
+		{&dc.Container{ID: "abc"}, "", ""},
+	}
+	for i, c := range cases {
+		got, err := hostPort(c.c, "5432/tcp", c.engineHost)
+		switch {
+		case c.want == "" && err == nil:
+			t.Errorf("case %d: hostPort = %q, want an error", i, got)
+		case c.want != "" && (err != nil || got != c.want):
+			t.Errorf("case %d: hostPort = %q, %v; want %q", i, got, err, c.want)
+		}
+	}
+}
+
+// The address of a container on a tcp:// engine is the engine's host with
+// the published port, not the binding's 0.0.0.0 (this machine).
+func TestStartUsesDockerHost(t *testing.T) {
+	f := newFakeEngine(t, "127.0.0.2:0")
+	f.ports = []dc.PortBinding{{HostIP: "0.0.0.0", HostPort: "49153"}}
+	e, err := newEngine(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(nil)
+	addr, created, err := e.start(context.Background(), spec, containerName(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr != "127.0.0.2:49153" || !created {
+		t.Errorf("start = %q, created=%v; want 127.0.0.2:49153 (DOCKER_HOST's host), created", addr, created)
+	}
+	c := f.containers[containerName(spec)]
+	if c == nil || c.Config.Labels[labelTest] != "postgres" || c.Config.Image != "postgres:16.6" {
+		t.Errorf("container not created as asked: %+v", c)
+	}
+}
+
+// A container that publishes no port is an error (and is removed, with its
+// logs in the error), never an address that falls back to a local socket.
+func TestStartEmptyPortMapping(t *testing.T) {
+	f := newFakeEngine(t, "127.0.0.1:0")
+	f.ports = []dc.PortBinding{}
+	f.logs = "FATAL: data directory has wrong ownership\n"
+	old := portWait
+	portWait = 300 * time.Millisecond
+	defer func() { portWait = old }()
+	e, err := newEngine(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(nil)
+	addr, _, err := e.start(context.Background(), spec, containerName(spec))
+	if err == nil {
+		t.Fatalf("start = %q with an empty port mapping, want an error", addr)
+	}
+	if !strings.Contains(err.Error(), "publishes no host port") || !strings.Contains(err.Error(), "wrong ownership") {
+		t.Errorf("error %q: want the missing port and the container's logs", err)
+	}
+	if len(f.removes) != 1 || len(f.containers) != 0 {
+		t.Errorf("removed %v, left %d containers; want the one created removed", f.removes, len(f.containers))
+	}
+}
+
+// A labelled running container of the name is reused; one of the name
+// without the label is not touched.
+func TestStartReusesLabelledContainer(t *testing.T) {
+	f := newFakeEngine(t, "127.0.0.1:0")
+	spec := testSpec(nil)
+	name := containerName(spec)
+	running := func(labels map[string]string) *dc.Container {
+		return &dc.Container{ID: strings.Repeat("a", 64), Name: "/" + name,
+			Config: &dc.Config{Image: spec.image, Labels: labels, ExposedPorts: map[dc.Port]struct{}{"5432/tcp": {}}},
+			State:  dc.State{Running: true, Status: "running"},
+			NetworkSettings: &dc.NetworkSettings{Ports: map[dc.Port][]dc.PortBinding{
+				"5432/tcp": {{HostIP: "0.0.0.0", HostPort: "40000"}}}}}
+	}
+	f.containers[name] = running(map[string]string{labelTest: "postgres"})
+	e, err := newEngine(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, created, err := e.start(context.Background(), spec, name)
+	if err != nil || created || addr != "127.0.0.1:40000" || f.creates != 0 {
+		t.Errorf("start = %q, created=%v, %v (creates=%d); want the running container reused", addr, created, err, f.creates)
+	}
+
+	f.containers[name] = running(nil)
+	if _, _, err := e.start(context.Background(), spec, name); err == nil || !strings.Contains(err.Error(), "without label") {
+		t.Errorf("start with a foreign container of the name: %v, want a refusal", err)
+	}
+	if len(f.removes) != 0 {
+		t.Errorf("removed %v: a container without our label must not be touched", f.removes)
+	}
+}
+
+// The last test binary to let go of a container removes it; a binary that
+// died (killed by go test's timeout) does not keep it alive.
+func TestReleaseRemovesWhenLastUser(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	f := newFakeEngine(t, "127.0.0.1:0")
+	f.ports = []dc.PortBinding{{HostIP: "0.0.0.0", HostPort: "49153"}}
+	used.Lock()
+	was := used.mainCalled
+	used.mainCalled = true
+	used.Unlock()
+	defer func() { used.Lock(); used.mainCalled = was; used.Unlock() }()
+
+	readyCalls := 0
+	spec := testSpec(func(ctx context.Context, addr string) error {
+		readyCalls++
+		if addr != "127.0.0.1:49153" {
+			t.Errorf("ready probed %q", addr)
+		}
+		return nil
+	})
+	addr, err := dockerServer(context.Background(), spec)
+	if err != nil || addr != "127.0.0.1:49153" || readyCalls == 0 {
+		t.Fatalf("dockerServer = %q, %v (ready probed %d times)", addr, err, readyCalls)
+	}
+	name := containerName(spec)
+
+	// Another live binary (our parent stands in) and a dead one use it too.
+	dead := exec.Command(os.Args[0], "-test.run=^$")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := usersDir(name)
+	for _, pid := range []int{os.Getppid(), dead.Process.Pid} {
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(pid)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := releaseAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.removes) != 0 {
+		t.Fatalf("removed %v while another live binary uses it", f.removes)
+	}
+	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(dead.Process.Pid))); !os.IsNotExist(err) {
+		t.Errorf("the dead binary's user file is still there: %v", err)
+	}
+
+	// Our parent gone, this process is the last user.
+	os.Remove(filepath.Join(dir, strconv.Itoa(os.Getppid())))
+	if _, err := dockerServer(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if f.creates != 1 {
+		t.Errorf("created %d containers; want the running one reused", f.creates)
+	}
+	if err := releaseAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.removes) != 1 || len(f.containers) != 0 {
+		t.Errorf("removed %v, %d left; want the container removed by its last user", f.removes, len(f.containers))
+	}
+}
+
+func TestImageAndMaxWaitFromEnv(t *testing.T) {
+	t.Setenv(EnvPostgresImage, "")
+	if got := imageFrom(EnvPostgresImage, DefaultPostgresImage); got != DefaultPostgresImage {
+		t.Errorf("default image %q", got)
+	}
+	t.Setenv(EnvPostgresImage, "mirror.example:5000/library/postgres:16.6")
+	if got := imageFrom(EnvPostgresImage, DefaultPostgresImage); got != "mirror.example:5000/library/postgres:16.6" {
+		t.Errorf("override image %q", got)
+	}
+	if repo, tag := splitImage("mirror.example:5000/library/postgres:16.6"); repo != "mirror.example:5000/library/postgres" || tag != "16.6" {
+		t.Errorf("splitImage = %q, %q", repo, tag)
+	}
+	if repo, tag := splitImage("mirror.example:5000/postgres"); repo != "mirror.example:5000/postgres" || tag != "latest" {
+		t.Errorf("splitImage = %q, %q", repo, tag)
+	}
+	for _, d := range []string{DefaultMySQLImage, DefaultPostgresImage} {
+		if _, tag := splitImage(d); !strings.Contains(tag, ".") {
+			t.Errorf("default image %s is not pinned to a minor version", d)
+		}
+	}
+	t.Setenv(EnvDockerMaxWait, "")
+	if d, err := maxWait(); err != nil || d != DefaultMaxWait {
+		t.Errorf("maxWait = %v, %v", d, err)
+	}
+	t.Setenv(EnvDockerMaxWait, "12m")
+	if d, err := maxWait(); err != nil || d != 12*time.Minute {
+		t.Errorf("maxWait = %v, %v", d, err)
+	}
+	t.Setenv(EnvDockerMaxWait, "soon")
+	if _, err := maxWait(); err == nil {
+		t.Error("maxWait accepted soon")
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
