@@ -1,0 +1,349 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// history is the run's events, merged from every process and the
+// coordinator, replayed in time order into the checks.
+type history struct {
+	r      *run
+	events []event
+}
+
+func newHistory(r *run) *history {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &history{r: r, events: append([]event(nil), r.history...)}
+}
+
+func (h *history) add(ev event) { h.events = append(h.events, ev) }
+
+type holdKey struct {
+	proc string
+	id   int64
+}
+
+// judge replays the history and checks every invariant against it and the
+// database, filling the Report.
+func (h *history) judge(ctx context.Context, st store.Store, remaining int64) error {
+	r, rep, cfg := h.r, h.r.rep, h.r.cfg
+	sort.SliceStable(h.events, func(i, j int) bool { return h.events[i].T < h.events[j].T })
+
+	ops := newOpLog()
+	files := newFileLog()
+	queue := newQueueLog(cfg.ClockSkew)
+	holds := map[holdKey]*holding{}
+	var allHolds []*holding
+	open := map[string]map[holdKey]*holding{} // process prefix → open holdings
+	writes := map[holdKey]*guardedWrite{}
+	var allWrites []*guardedWrite
+	var early, badSeen []string
+	var lostPre int64
+	commitPending := map[int64]bool{}
+	abandonPending := map[int64]bool{}
+	requeues := map[holdKey]func(string, time.Time){}
+	leases := map[holdKey]*leaseRec{}
+	stoppedAt := map[string]time.Time{}
+	type pause struct{ from, to time.Time }
+	pauses := map[string][]pause{}
+	type kill struct {
+		at    time.Time
+		names []string
+	}
+	var kills []kill
+	var probes []event
+	var created []event
+	var cstarts int64
+	var deadlineOps []event
+
+	for _, ev := range h.events {
+		t := fromNanos(ev.T)
+		pfx := procPrefix(ev.P)
+		switch ev.K {
+		case "op":
+			ops.noteKind(ev.Op, ev.E, ev.Msg)
+			if ev.D != 0 {
+				deadlineOps = append(deadlineOps, ev)
+			}
+		case "grant":
+			hd := &holding{proc: ev.P, name: ev.N, id: ev.H, token: ev.Tok, from: t, end: endOpen}
+			k := holdKey{ev.P, ev.H}
+			holds[k] = hd
+			allHolds = append(allHolds, hd)
+			if open[pfx] == nil {
+				open[pfx] = map[holdKey]*holding{}
+			}
+			open[pfx][k] = hd
+		case "end":
+			k := holdKey{ev.P, ev.H}
+			if hd := open[pfx][k]; hd != nil {
+				hd.to, hd.end = t, ev.Msg
+				delete(open[pfx], k)
+			}
+		case "kill", "stop":
+			cause := endKilled
+			if ev.K == "stop" {
+				cause = endPaused
+				stoppedAt[pfx] = t
+			}
+			var names []string
+			for k, hd := range open[pfx] {
+				hd.to, hd.end = t, cause
+				delete(open[pfx], k)
+				names = append(names, hd.name)
+			}
+			if ev.K == "kill" {
+				kills = append(kills, kill{at: t, names: names})
+				if from, ok := stoppedAt[pfx]; ok {
+					pauses[pfx] = append(pauses[pfx], pause{from, t})
+					delete(stoppedAt, pfx)
+				}
+			}
+		case "cont":
+			if from, ok := stoppedAt[pfx]; ok {
+				pauses[pfx] = append(pauses[pfx], pause{from, t})
+				delete(stoppedAt, pfx)
+			}
+		case "probe":
+			probes = append(probes, ev)
+		case "early":
+			early = append(early, ev.Msg)
+		case "bad":
+			badSeen = append(badSeen, ev.Msg)
+		case "set":
+			w := &guardedWrite{ctr: ev.C - 1, proc: ev.P, hold: holds[holdKey{ev.P, ev.H}], get: fromNanos(ev.S), invoke: t, outcome: maybe, read: ev.V, wrote: ev.W}
+			if w.hold == nil {
+				w.hold = &holding{proc: ev.P, name: ev.N, token: ev.Tok, from: w.get}
+			}
+			writes[holdKey{ev.P, ev.H}] = w
+			allWrites = append(allWrites, w)
+		case "setdone":
+			if w := writes[holdKey{ev.P, ev.H}]; w != nil {
+				w.ret, w.outcome = t, ev.O
+			}
+		case "lostpre":
+			lostPre++
+		case "cstart":
+			cstarts++
+		case "created":
+			created = append(created, ev)
+		case "ambcreate":
+			files.ambiguousCreates++
+		case "abandonstart":
+			abandonPending[ev.Fid] = true
+		case "abandon":
+			delete(abandonPending, ev.Fid)
+			files.update(ev.Fid, func(rec *fidRec) { rec.abandon = ev.O })
+		case "commit":
+			commitPending[ev.Fid] = true
+		case "commitdone":
+			delete(commitPending, ev.Fid)
+			files.committed(ev.Fid, ev.O, ev.Fid2)
+		case "gone":
+			files.gone(ev.Fid)
+		case "rq":
+			requeues[holdKey{ev.P, ev.H}] = queue.requeue(ev.Fid, ev.Msg, ev.P, t)
+		case "rqdone":
+			if done := requeues[holdKey{ev.P, ev.H}]; done != nil {
+				done(ev.E, t)
+				delete(requeues, holdKey{ev.P, ev.H})
+			}
+		case "enq":
+			queue.enqueued(ev.Fid, fromNanos(ev.S), ev.O)
+		case "leased":
+			until := make([]time.Time, len(ev.Until))
+			for i, u := range ev.Until {
+				until[i] = fromNanos(u)
+			}
+			recs := queue.leased(ev.P, fromNanos(ev.S), t, ev.Fids, until, files.known)
+			for i, rec := range recs {
+				leases[holdKey{ev.P, ev.H + int64(i)}] = rec
+			}
+		case "letgo":
+			if rec := leases[holdKey{ev.P, ev.H}]; rec != nil {
+				queue.letGo(rec, t)
+			}
+		case "finished":
+			queue.finished(ev.Fid, ev.E, t)
+		}
+		// Created fids go in as they come, so that later events find
+		// them; the floor is judged below, by call and return times.
+		if ev.K == "created" {
+			files.created(ev.Fid, ev.P, 0, t)
+		}
+	}
+	// What a SIGKILL cut off has an unknown outcome.
+	for fid := range commitPending {
+		files.update(fid, func(rec *fidRec) {
+			if rec.commit == -1 || rec.commit == notApplied {
+				rec.commit = maybe
+			}
+		})
+	}
+	for fid := range abandonPending {
+		files.update(fid, func(rec *fidRec) {
+			if rec.abandon == -1 {
+				rec.abandon = maybe
+			}
+		})
+	}
+	files.ambiguousCreates += cstarts - ops.total("create_temp")
+	files.dups = append(files.dups, fidFloors(created)...)
+	rep.Ops, rep.Samples = ops.ops, ops.samples
+	rep.InFlight = cstarts - ops.total("create_temp")
+
+	// Locks.
+	bound, doc := lostBound(r.driver)
+	v := checkLocks(allHolds, bound+cfg.LostSlack)
+	ls := LockStats{Holds: len(allHolds), Overlaps: v.overlaps, MaxGap: v.maxGap, Bound: bound + cfg.LostSlack, BoundDoc: doc, EndedBy: map[string]int64{}}
+	for _, hd := range allHolds {
+		ls.EndedBy[hd.end]++
+	}
+	rep.Locks = ls
+	rep.check("locks: no timeout before the time asked", early, fmt.Sprintf("%d lock calls", ops.total("lock")))
+	rep.check("locks: no two holders at once (by time)", v.exclusion, fmt.Sprintf("%d holdings, ended by %s; %d grants within %v of the previous holder's Lost stamp (max %v)",
+		ls.Holds, fmtCounts(ls.EndedBy), ls.Overlaps, ls.Bound, ls.MaxGap.Round(time.Microsecond)))
+	rep.check("locks: later grants carry larger fencing tokens", v.tokenOrder, fmt.Sprintf("%d holdings", ls.Holds))
+
+	// Dead owners freed within the bound.
+	grants := map[string][]*holding{}
+	for _, hd := range allHolds {
+		grants[hd.name] = append(grants[hd.name], hd)
+	}
+	for _, hs := range grants {
+		sort.SliceStable(hs, func(i, j int) bool { return hs[i].from.Before(hs[j].from) })
+	}
+	if r.caps.CrossProcess {
+		recBound := r.caps.DeadOwnerBound + cfg.RecoverySlack
+		var slow []string
+		for _, pr := range probes {
+			killed := fromNanos(pr.S)
+			// The first grant after the kill, by anyone: the probe's own or
+			// a worker's that came first.
+			var first time.Time
+			if pr.T != 0 {
+				first = fromNanos(pr.T)
+			}
+			for _, g := range grants[pr.N] {
+				if g.from.After(killed) {
+					if first.IsZero() || g.from.Before(first) {
+						first = g.from
+					}
+					break
+				}
+			}
+			if first.IsZero() {
+				slow = append(slow, fmt.Sprintf("%q, held by a process killed at %s, not granted again within %v (probe: %s)", pr.N, stamp(killed), recBound, pr.E))
+				continue
+			}
+			d := first.Sub(killed)
+			rep.Recoveries++
+			rep.MaxLockRecovery = max(rep.MaxLockRecovery, d)
+			if d > recBound {
+				slow = append(slow, fmt.Sprintf("%q, held by a process killed at %s, granted again only %v later", pr.N, stamp(killed), d.Round(time.Millisecond)))
+			}
+		}
+		rep.check("locks: a killed holder's lock freed within DeadOwnerBound", slow, fmt.Sprintf("%d probes after %d kills; worst %v; bound %v + %v slack",
+			len(probes), len(kills), rep.MaxLockRecovery.Round(time.Millisecond), r.caps.DeadOwnerBound, cfg.RecoverySlack))
+	}
+
+	// Guarded counters.
+	final := map[int]int64{}
+	for i := 0; i < cfg.Counters; i++ {
+		s, err := st.ServerSetting(ctx, counterKey(i))
+		if err != nil {
+			return fmt.Errorf("torture: read counter %d: %w", i, err)
+		}
+		n, err := parseCounter(s)
+		if err != nil {
+			badSeen = append(badSeen, fmt.Sprintf("counter %d holds %q, not an integer", i, s))
+			continue
+		}
+		final[i] = n
+	}
+	cs, bad, stale := checkCounters(allWrites, final, grants)
+	cs.LostBefore = lostPre
+	rep.Counters = cs
+	rep.check("counters: guarded counters exact", append(badSeen, bad...), fmt.Sprintf("final %d = %d acknowledged + up to %d unknown; %d refused, %d not attempted (lock lost before the write)",
+		cs.Final, cs.Acked, cs.Unknown, cs.Refused, cs.LostBefore))
+	rep.check("counters: fenced writes never stale", stale, fmt.Sprintf("%d acknowledged writes", cs.Acked))
+
+	// Deadlines: an operation returns by its deadline, unless its process
+	// was paused meanwhile.
+	var late []string
+	for _, ev := range deadlineOps {
+		ret, dl := fromNanos(ev.T), fromNanos(ev.D)
+		if !ret.After(dl.Add(cfg.DeadlineSlack)) {
+			continue
+		}
+		paused := false
+		for _, p := range pauses[procPrefix(ev.P)] {
+			if p.from.Before(ret) && p.to.After(fromNanos(ev.S)) {
+				paused = true
+			}
+		}
+		if _, still := stoppedAt[procPrefix(ev.P)]; still {
+			paused = true
+		}
+		if !paused {
+			late = append(late, fmt.Sprintf("%s: %s returned %v after its deadline (%s)", ev.P, ev.Op, ret.Sub(dl).Round(time.Millisecond), ev.E))
+		}
+	}
+	rep.check("deadlines: no operation past its deadline", late, fmt.Sprintf("%d operations with a deadline of %v, slack %v", len(deadlineOps), cfg.OpTimeout, cfg.DeadlineSlack))
+
+	// Files and queue.
+	if err := files.judge(ctx, st, rep); err != nil {
+		return fmt.Errorf("torture: check files: %w", err)
+	}
+	queue.judge(remaining, rep)
+
+	if r.bad > 0 {
+		rep.finding("history lines cut off", fmt.Sprintf("%d lines could not be decoded (a SIGKILL during a write)", r.bad))
+	}
+	if len(rep.WorkerErrors) > 0 {
+		rep.check("workers: every tracker process ran to the end", rep.WorkerErrors, "")
+	}
+	return nil
+}
+
+// fidFloors checks that each CreateTempFile returned a fid above every fid
+// returned before the call started, by any process.
+func fidFloors(created []event) []string {
+	byRet := append([]event(nil), created...)
+	sort.Slice(byRet, func(i, j int) bool { return byRet[i].T < byRet[j].T })
+	prefixMax := make([]int64, len(byRet))
+	var m int64
+	for i, ev := range byRet {
+		m = max(m, ev.Fid)
+		prefixMax[i] = m
+	}
+	var bad []string
+	for _, ev := range created {
+		// Fids returned strictly before this call started.
+		n := sort.Search(len(byRet), func(i int) bool { return byRet[i].T >= ev.S })
+		if n > 0 && ev.Fid <= prefixMax[n-1] {
+			bad = append(bad, fmt.Sprintf("fid %d returned to %s, not above fid %d returned before its call", ev.Fid, ev.P, prefixMax[n-1]))
+		}
+	}
+	return bad
+}
+
+// lostBound is how late a backend's package documentation allows Lost to
+// fire after the server freed the lock; 0 holds a backend to design §4
+// promise 8 exactly.
+func lostBound(driver string) (time.Duration, string) {
+	switch driver {
+	case "mysql", "mariadb":
+		return 200 * time.Millisecond, "store/mysql: the watcher's IS_USED_LOCK poll every 200ms bounds Lost, plus a round trip"
+	}
+	return 0, "design §4 promise 8: Lost fires before another holder can get the lock"
+}
+
+var _ = strings.Join
