@@ -85,6 +85,11 @@ func Run(t *testing.T, h Harness) {
 		{"LockCrashOwner", testLockCrashOwner},
 		{"LockLiveOwnerNotReaped", testLockLiveOwnerNotReaped},
 
+		// Fencing tokens.
+		{"FenceTokensIncrease", testFenceTokensIncrease},
+		{"FenceStaleAfterKill", testFenceStaleAfterKill},
+		{"FenceStaleAfterRelease", testFenceStaleAfterRelease},
+
 		// The Store itself.
 		{"Info", testInfo},
 		{"Now", testNow},

@@ -49,6 +49,13 @@ var (
 	ErrUnknownOutcome = errors.New("store: outcome of write unknown")
 	ErrNoDriver       = errors.New("store: no such backend")
 	ErrBadDSN         = errors.New("store: malformed DSN")
+	// ErrFenced refuses a write made under [WithFence] whose lock has since
+	// been granted again: the write changed nothing.
+	ErrFenced = errors.New("store: fenced: a newer grant of the lock exists")
+	// ErrUnavailable reports a connection-level failure (the server is down,
+	// unreachable, or dropped the session) before a write's COMMIT: the call
+	// did not apply and may be retried.
+	ErrUnavailable = errors.New("store: database unavailable") // connection-level failure; the call did not apply
 )
 
 // SchemaVersion is the MogileFS schema version this contract implements.
@@ -295,6 +302,9 @@ type Locker interface {
 // Lock is one held named lock.
 type Lock interface {
 	Name() string
+	// Token is this grant's fencing token: larger than every earlier grant's token of the
+	// same name, across all Stores on the database and across server restarts.
+	Token() int64
 	// Lost is closed when the backend can no longer guarantee exclusivity
 	// (session killed, lease not renewed), before another holder can get
 	// the lock. It is not closed by Release.

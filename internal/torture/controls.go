@@ -50,5 +50,6 @@ type fakeHeld struct {
 }
 
 func (l *fakeHeld) Name() string                      { return l.name }
+func (l *fakeHeld) Token() int64                      { return 0 }
 func (l *fakeHeld) Lost() <-chan struct{}             { return l.lost }
 func (l *fakeHeld) Release(ctx context.Context) error { return nil }

@@ -6,16 +6,11 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-// tokenOf is the lock's fencing token, 0 from a backend without tokens.
-func tokenOf(l store.Lock) int64 {
-	if t, ok := l.(interface{ Token() int64 }); ok {
-		return t.Token()
-	}
-	return 0
-}
+// tokenOf is the lock's fencing token.
+func tokenOf(l store.Lock) int64 { return l.Token() }
 
 // fenced makes the writes of ctx conditional on l still being the latest
-// grant of its name.
+// grant of its name (store.ErrFenced otherwise).
 func fenced(ctx context.Context, l store.Lock) context.Context {
-	return ctx
+	return store.WithFence(ctx, l)
 }

@@ -305,6 +305,10 @@ func kindOf(err error) string {
 		return "unknown_outcome"
 	case errors.Is(err, store.ErrClosed):
 		return "closed"
+	case errors.Is(err, store.ErrFenced):
+		return "fenced"
+	case errors.Is(err, store.ErrUnavailable):
+		return "unavailable"
 	case errors.Is(err, store.ErrLockLost):
 		return "lock_lost"
 	case errors.Is(err, store.ErrLockTimeout):

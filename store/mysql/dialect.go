@@ -183,3 +183,20 @@ func mysqlErrno(err error) uint16 {
 	}
 	return 0
 }
+
+// Fencing: VARBINARY, so "A" and "a" are two names whatever the table's
+// collation, and an InnoDB table (durable). LAST_INSERT_ID(expr) hands the
+// new token back in the OK packet, so the bump is one round trip; LOCK IN
+// SHARE MODE is understood by MariaDB and MySQL 8 alike.
+func (dialect) Fencing() sqlstore.Fencing {
+	return sqlstore.Fencing{
+		Schema: "CREATE TABLE IF NOT EXISTS gomogile_fence (\n" +
+			"	name  VARBINARY(255) NOT NULL PRIMARY KEY,\n" +
+			"	token BIGINT NOT NULL\n" +
+			") ENGINE=InnoDB",
+		Bump: "INSERT INTO gomogile_fence (name, token) VALUES (?, LAST_INSERT_ID(1))\n" +
+			"	ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)",
+		BumpByInsertID: true,
+		ShareLock:      " LOCK IN SHARE MODE",
+	}
+}

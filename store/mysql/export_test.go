@@ -44,15 +44,10 @@ func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
 
 // LockSessionID is the CONNECTION_ID of the session holding l for s.
 func LockSessionID(s store.Store, l store.Lock) (uint64, error) {
-	for {
-		if ml, ok := l.(*lock); ok {
+	if h, ok := l.(interface{ Unwrap() sqlstore.BackendLock }); ok {
+		if ml, ok := h.Unwrap().(*lock); ok {
 			return ml.sessionID(), nil
 		}
-		u, ok := l.(interface{ Unwrap() store.Lock })
-		if !ok {
-			break
-		}
-		l = u.Unwrap()
 	}
 	_, b, err := backendOf(s)
 	if err != nil {

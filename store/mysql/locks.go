@@ -139,7 +139,7 @@ func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *
 // timeout and fails within one poll after it, on either server. A waiting
 // session holds no lock, so MySQL's deadlock detection between user locks
 // (ER_USER_LOCK_DEADLOCK) has nothing to detect.
-func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
 	if err := store.CheckLock(name, timeout); err != nil {
 		return nil, err
 	}
@@ -454,7 +454,7 @@ type lock struct {
 	state int
 }
 
-var _ store.Lock = (*lock)(nil)
+var _ sqlstore.BackendLock = (*lock)(nil)
 
 func (l *lock) Name() string { return l.name }
 

@@ -257,3 +257,19 @@ func (dialect) Classify(err error) sqlstore.ErrorKind {
 	}
 	return sqlstore.ErrOther
 }
+
+// Fencing: a logged table (tokens must survive a crash, unlike the lock
+// rows), names as bytea, compared byte for byte (text cannot hold the NUL
+// a lock name may contain). FOR
+// SHARE holds the row against a concurrent grant's bump until COMMIT.
+func (dialect) Fencing() sqlstore.Fencing {
+	return sqlstore.Fencing{
+		Schema: `CREATE TABLE IF NOT EXISTS gomogile_fence (
+	name  BYTEA NOT NULL PRIMARY KEY,
+	token BIGINT NOT NULL
+)`,
+		Bump: `INSERT INTO gomogile_fence (name, token) VALUES (?, 1)
+	ON CONFLICT (name) DO UPDATE SET token = gomogile_fence.token + 1 RETURNING token`,
+		ShareLock: " FOR SHARE",
+	}
+}

@@ -187,7 +187,7 @@ type pgLock struct {
 	state lockState // guarded by b.mu
 }
 
-var _ store.Lock = (*pgLock)(nil)
+var _ sqlstore.BackendLock = (*pgLock)(nil)
 
 func (l *pgLock) Name() string          { return l.name }
 func (l *pgLock) Lost() <-chan struct{} { return l.lost }
@@ -577,7 +577,7 @@ const (
 )
 
 // Acquire implements sqlstore.LockBackend.
-func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
 	deadline := time.Now().Add(timeout)
 	var wake chan struct{}
 	if timeout > 0 && b.cfg.listen {

@@ -188,3 +188,17 @@ var schema = []string{
 	checksum VARBINARY(64) NOT NULL
 )`,
 }
+
+// Fencing: names are BLOBs, compared byte for byte, and SQLite
+// has had RETURNING since 3.35; BEGIN IMMEDIATE already excludes every other
+// writer, so the fence check needs no row lock.
+func (dialect) Fencing() sqlstore.Fencing {
+	return sqlstore.Fencing{
+		Schema: `CREATE TABLE IF NOT EXISTS gomogile_fence (
+	name  BLOB NOT NULL PRIMARY KEY,
+	token BIGINT NOT NULL
+)`,
+		Bump: `INSERT INTO gomogile_fence (name, token) VALUES (?, 1)
+	ON CONFLICT (name) DO UPDATE SET token = token + 1 RETURNING token`,
+	}
+}

@@ -48,9 +48,9 @@ func newLockBackend(t *lockTable) *lockBackend {
 }
 
 // Acquire takes the name's token, waiting at most timeout.
-func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
 	sem := b.table.sem(name)
-	take := func() (store.Lock, error) {
+	take := func() (sqlstore.BackendLock, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.closed {

@@ -47,6 +47,33 @@ type Dialect interface {
 	VersionQuery() string
 	// Classify sorts a driver error into the kinds the shared layer acts on.
 	Classify(err error) ErrorKind
+	// Fencing is the SQL of the fencing-token table, the one piece of the
+	// shared layer's own schema that cannot be written portably.
+	Fencing() Fencing
+}
+
+// Fencing is a dialect's SQL for the fencing-token table gomogile_fence,
+// one row per lock name ever granted, holding the token of its newest
+// grant. The table must be durable (logged): a token that went backwards
+// after a crash would let a pre-crash holder's fenced write through.
+type Fencing struct {
+	// Schema creates gomogile_fence (name, token) idempotently: name a
+	// binary primary key of up to 255 bytes (the shared layer passes it as
+	// []byte; "A" and "a" are two rows, a NUL is a byte like any other),
+	// token BIGINT NOT NULL.
+	Schema string
+	// Bump is one statement, with the name as its only '?', that inserts
+	// the name with token 1 or adds one to its token, and yields the new
+	// token: as its single-column result row, or when BumpByInsertID is set
+	// as the statement's LastInsertId (MySQL's LAST_INSERT_ID(expr)).
+	Bump           string
+	BumpByInsertID bool
+	// ShareLock is appended to "SELECT token FROM gomogile_fence WHERE name
+	// = ?" inside a write's transaction: a locking read that keeps the row's
+	// token from changing until COMMIT (" FOR SHARE"), or "" when the
+	// transaction already excludes every other writer (SQLite's BEGIN
+	// IMMEDIATE).
+	ShareLock string
 }
 
 // ErrorKind is how the shared layer treats a driver error.
@@ -73,10 +100,19 @@ type LockBackend interface {
 	// Acquire takes name for this Store, waiting at most timeout (0 = try
 	// once), honouring ctx. It fails with store.ErrLockTimeout (wrapped) or
 	// ctx's error. It must not be reentrant.
-	Acquire(ctx context.Context, name string, timeout time.Duration) (store.Lock, error)
+	Acquire(ctx context.Context, name string, timeout time.Duration) (BackendLock, error)
 	// Close releases every lock this backend still holds and stops its
 	// background work (renewal, watchers).
 	Close() error
+}
+
+// BackendLock is one lock a LockBackend granted: store.Lock without the
+// fencing token, which the shared layer adds (one token table for every
+// backend, so a backend's lock code need not know about fencing).
+type BackendLock interface {
+	Name() string
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
 }
 
 // Config is what a backend hands to New.

@@ -31,7 +31,7 @@
 //     after Close are refused, and Unlock finds the handle itself: a
 //     LockBackend only acquires, and releases through its own handles. The
 //     handle Store.Lock returns wraps the backend's; its method
-//     Unwrap() store.Lock gives the backend's back (for harnesses that must
+//     Unwrap() BackendLock gives the backend's back (for harnesses that must
 //     reach a lock's session).
 //   - Close calls LockBackend.Close, then Config.OnClose, then DB.Close,
 //     once, whatever state the Store is in.

@@ -9,17 +9,20 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-// heldLock is the handle Lock returns: the backend's lock, plus removal from
-// the Store's table of held names when it is released.
+// heldLock is the handle Lock returns: the backend's lock and its fencing
+// token, plus removal from the Store's table of held names when it is
+// released.
 type heldLock struct {
 	s     *Store
-	inner store.Lock
+	inner BackendLock
+	token int64
 }
 
 func (h *heldLock) Name() string          { return h.inner.Name() }
 func (h *heldLock) Lost() <-chan struct{} { return h.inner.Lost() }
 func (h *heldLock) String() string        { return fmt.Sprintf("lock %q", h.inner.Name()) }
-func (h *heldLock) Unwrap() store.Lock    { return h.inner }
+func (h *heldLock) Token() int64          { return h.token }
+func (h *heldLock) Unwrap() BackendLock   { return h.inner }
 func (h *heldLock) forget()               { h.s.forget(h) }
 func (h *heldLock) Release(ctx context.Context) error {
 	err := h.inner.Release(ctx)
@@ -54,7 +57,14 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
-	h := &heldLock{s: s, inner: l}
+	token, err := s.bumpFence(ctx, name)
+	if err != nil {
+		// Not a grant without its token. A bump that applied unseen is
+		// harmless: tokens only have to grow.
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, s.wrap(op+": fencing token", err)
+	}
+	h := &heldLock{s: s, inner: l, token: token}
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()

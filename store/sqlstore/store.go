@@ -38,8 +38,9 @@ var OwnSchema = []string{
 )`,
 }
 
-// OwnTables names the tables of OwnSchema.
-var OwnTables = []string{"gomogile_counter", "gomogile_commit"}
+// OwnTables names the tables of OwnSchema, and gomogile_fence, the table of
+// fencing tokens, whose DDL is the dialect's (Dialect.Fencing).
+var OwnTables = []string{"gomogile_counter", "gomogile_commit", "gomogile_fence"}
 
 // Store implements store.Store on an SQL database through a Dialect.
 type Store struct {
@@ -105,6 +106,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			store.ErrSchemaMismatch, have, store.SchemaVersion)
 	}
 	stmts := append(append([]string{}, s.d.Schema()...), OwnSchema...)
+	stmts = append(stmts, s.d.Fencing().Schema)
 	for _, q := range stmts {
 		if err := s.ddl(ctx, q); err != nil {
 			return err
@@ -295,6 +297,7 @@ var sentinels = []error{
 	store.ErrNotFound, store.ErrDuplicate, store.ErrHasFiles, store.ErrHasClasses,
 	store.ErrHasDevices, store.ErrInvalid, store.ErrLockTimeout, store.ErrLockNotHeld,
 	store.ErrLockLost, store.ErrClosed, store.ErrSchemaMismatch, store.ErrUnknownOutcome,
+	store.ErrFenced, store.ErrUnavailable,
 }
 
 func isSentinel(err error) bool {
@@ -399,6 +402,10 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		return s.retryable(err), err
+	}
+	if err := s.checkFences(ctx, tx); err != nil {
+		_ = tx.Rollback()
 		return s.retryable(err), err
 	}
 	if err := fn(tx); err != nil {
