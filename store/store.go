@@ -300,14 +300,38 @@ type Locker interface {
 }
 
 // Lock is one held named lock.
+//
+// # What Lost promises, per lock mechanism
+//
+// Lost is how a holder learns it should stop; what it promises depends on
+// Capabilities.LockMechanism:
+//
+//   - "in-process" (SQLite): exact. The lock lives in this process and is
+//     lost only when its Store closes, which closes Lost before any other
+//     Store can take the name.
+//   - "lease" (PostgreSQL): Lost fires by the holder's own deadline, lease/5
+//     before the lease could be reaped, whatever the connection or the
+//     server does meanwhile, so another grant comes after Lost as long as
+//     the holder's process keeps running.
+//   - "session" (MySQL/MariaDB GET_LOCK): Lost fires when the Store's
+//     watcher sees the holding session die. The server may already have
+//     granted the lock to another session by then (it frees a killed
+//     session's locks at once), so "Lost before the next grant" is NOT
+//     promised.
+//
+// Under every mechanism a holder that is paused (GC, SIGSTOP, a VM pause)
+// or partitioned cannot look at Lost in time. What makes a guarded write
+// safe whatever Lost does is fencing: make it under [WithFence] with the
+// lock, and the database refuses it with [ErrFenced] once a newer grant of
+// the name exists, checked inside the write's own transaction.
 type Lock interface {
 	Name() string
 	// Token is this grant's fencing token: larger than every earlier grant's token of the
 	// same name, across all Stores on the database and across server restarts.
 	Token() int64
 	// Lost is closed when the backend can no longer guarantee exclusivity
-	// (session killed, lease not renewed), before another holder can get
-	// the lock. It is not closed by Release.
+	// (session killed, lease not renewed); see above for how early, per
+	// mechanism. It is not closed by Release.
 	Lost() <-chan struct{}
 	// Release frees the lock. Releasing again returns nil; releasing a lock
 	// that was lost returns ErrLockLost and changes nothing.

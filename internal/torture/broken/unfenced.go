@@ -1,0 +1,141 @@
+package broken
+
+import (
+	"context"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// unfencedCtx hides the fences a ctx carries (store.WithFence) and keeps
+// everything else: deadline, cancellation and other values.
+type unfencedCtx struct{ context.Context }
+
+func (c unfencedCtx) Value(key any) any {
+	v := c.Context.Value(key)
+	if _, fence := v.([]store.Fence); fence {
+		return nil
+	}
+	return v
+}
+
+// unfenced: every write's fences stripped. Reads ignore fences, so only
+// the writes are overridden — all of them, so whatever write a lock
+// guards, its fence goes unchecked.
+type unfenced struct {
+	store.Store
+	n *nth
+}
+
+func (s *unfenced) strip(ctx context.Context) context.Context {
+	if store.Fences(ctx) == nil || !s.n.hit() {
+		return ctx
+	}
+	return unfencedCtx{ctx}
+}
+
+func (s *unfenced) CreateDomain(ctx context.Context, name string) (store.Domain, error) {
+	return s.Store.CreateDomain(s.strip(ctx), name)
+}
+func (s *unfenced) DeleteDomain(ctx context.Context, dmid int) error {
+	return s.Store.DeleteDomain(s.strip(ctx), dmid)
+}
+func (s *unfenced) CreateClass(ctx context.Context, c store.Class) (store.Class, error) {
+	return s.Store.CreateClass(s.strip(ctx), c)
+}
+func (s *unfenced) UpdateClass(ctx context.Context, c store.Class) error {
+	return s.Store.UpdateClass(s.strip(ctx), c)
+}
+func (s *unfenced) DeleteClass(ctx context.Context, dmid, classid int) error {
+	return s.Store.DeleteClass(s.strip(ctx), dmid, classid)
+}
+func (s *unfenced) CreateHost(ctx context.Context, h store.Host) (store.Host, error) {
+	return s.Store.CreateHost(s.strip(ctx), h)
+}
+func (s *unfenced) UpdateHost(ctx context.Context, h store.Host) error {
+	return s.Store.UpdateHost(s.strip(ctx), h)
+}
+func (s *unfenced) DeleteHost(ctx context.Context, hostid int) error {
+	return s.Store.DeleteHost(s.strip(ctx), hostid)
+}
+func (s *unfenced) CreateDevice(ctx context.Context, d store.Device) (store.Device, error) {
+	return s.Store.CreateDevice(s.strip(ctx), d)
+}
+func (s *unfenced) SetDeviceState(ctx context.Context, devid int, state store.DeviceState) error {
+	return s.Store.SetDeviceState(s.strip(ctx), devid, state)
+}
+func (s *unfenced) SetDeviceWeight(ctx context.Context, devid int, weight int) error {
+	return s.Store.SetDeviceWeight(s.strip(ctx), devid, weight)
+}
+func (s *unfenced) SetDeviceUsage(ctx context.Context, devid int, mbTotal, mbUsed int64) error {
+	return s.Store.SetDeviceUsage(s.strip(ctx), devid, mbTotal, mbUsed)
+}
+func (s *unfenced) DeleteDevice(ctx context.Context, devid int) error {
+	return s.Store.DeleteDevice(s.strip(ctx), devid)
+}
+func (s *unfenced) CreateTempFile(ctx context.Context, t store.TempFile) (int64, error) {
+	return s.Store.CreateTempFile(s.strip(ctx), t)
+}
+func (s *unfenced) DeleteTempFile(ctx context.Context, fid int64) error {
+	return s.Store.DeleteTempFile(s.strip(ctx), fid)
+}
+func (s *unfenced) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	return s.Store.CommitFile(s.strip(ctx), c)
+}
+func (s *unfenced) RenameFile(ctx context.Context, dmid int, from, to string) error {
+	return s.Store.RenameFile(s.strip(ctx), dmid, from, to)
+}
+func (s *unfenced) SetFileClass(ctx context.Context, fid int64, classid int) error {
+	return s.Store.SetFileClass(s.strip(ctx), fid, classid)
+}
+func (s *unfenced) DeleteFile(ctx context.Context, fid int64) error {
+	return s.Store.DeleteFile(s.strip(ctx), fid)
+}
+func (s *unfenced) AddFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
+	return s.Store.AddFileOn(s.strip(ctx), fid, devid)
+}
+func (s *unfenced) RemoveFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
+	return s.Store.RemoveFileOn(s.strip(ctx), fid, devid)
+}
+func (s *unfenced) SyncDevCount(ctx context.Context, fid int64) (int, error) {
+	return s.Store.SyncDevCount(s.strip(ctx), fid)
+}
+func (s *unfenced) Enqueue(ctx context.Context, q store.Queue, entries ...store.QueueEntry) error {
+	return s.Store.Enqueue(s.strip(ctx), q, entries...)
+}
+func (s *unfenced) Lease(ctx context.Context, q store.Queue, maxRows int, lease time.Duration) ([]store.QueueItem, error) {
+	return s.Store.Lease(s.strip(ctx), q, maxRows, lease)
+}
+func (s *unfenced) Reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {
+	return s.Store.Reschedule(s.strip(ctx), q, fid, after, failed)
+}
+func (s *unfenced) Finish(ctx context.Context, q store.Queue, fid int64) error {
+	return s.Store.Finish(s.strip(ctx), q, fid)
+}
+func (s *unfenced) Expedite(ctx context.Context, q store.Queue) (int64, error) {
+	return s.Store.Expedite(s.strip(ctx), q)
+}
+func (s *unfenced) ClearQueue(ctx context.Context, q store.Queue) error {
+	return s.Store.ClearQueue(s.strip(ctx), q)
+}
+func (s *unfenced) SetServerSetting(ctx context.Context, key, value string) error {
+	return s.Store.SetServerSetting(s.strip(ctx), key, value)
+}
+func (s *unfenced) DeleteServerSetting(ctx context.Context, key string) error {
+	return s.Store.DeleteServerSetting(s.strip(ctx), key)
+}
+func (s *unfenced) IncrServerSetting(ctx context.Context, key string, delta int64) (int64, error) {
+	return s.Store.IncrServerSetting(s.strip(ctx), key, delta)
+}
+func (s *unfenced) SetChecksum(ctx context.Context, c store.Checksum) error {
+	return s.Store.SetChecksum(s.strip(ctx), c)
+}
+func (s *unfenced) DeleteChecksum(ctx context.Context, fid int64) error {
+	return s.Store.DeleteChecksum(s.strip(ctx), fid)
+}
+func (s *unfenced) AppendFsckLog(ctx context.Context, e store.FsckEvent) error {
+	return s.Store.AppendFsckLog(s.strip(ctx), e)
+}
+func (s *unfenced) ClearFsckLog(ctx context.Context) error {
+	return s.Store.ClearFsckLog(s.strip(ctx))
+}
