@@ -1,55 +1,50 @@
 package torture
 
 import (
-	"context"
+	"fmt"
+	"strings"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/torture/broken"
 	"github.com/gomogile/gomogile/store"
 )
 
-// Control is a negative control: a Store wrapper, applied by every worker
-// process, that breaks one promise on purpose; a run with it must report a
-// violation of the invariant named.
+// Control is a negative control: a Store wrapper of package broken, applied
+// by every worker process, that breaks one promise on purpose; a run with
+// it must report a violation of the invariant named.
 type Control struct {
-	Name      string
+	Name      string // the broken wrapper
 	Invariant string // prefix of the Check that must fail
-	// FaultEvery is the fault schedule the control needs to show (0: none).
+	// FaultEvery is the fault schedule the control needs to show: a late
+	// Lost or an unchecked fence matters only once a lock is lost.
 	FaultEvery time.Duration
-	wrap       func(store.Store) store.Store
+	// NotOn lists backends where the control cannot show, and why.
+	NotOn map[string]string
 }
 
-// Controls lists the negative controls, by name.
-func Controls() []Control { return controls }
+// inProcess says why a control that needs a lost lock cannot show on SQLite.
+const inProcess = "SQLite's locks are in-process: while the one process that owns the database lives they are never lost, and when it dies nothing of it writes again"
 
-var controls = []Control{
-	{Name: "lock-not-exclusive", Invariant: "locks: no two holders at once", wrap: func(s store.Store) store.Store { return sharedLock{s} }},
-}
-
-var brokenWrappers = func() map[string]func(store.Store) store.Store {
-	m := map[string]func(store.Store) store.Store{}
-	for _, c := range controls {
-		m[c.Name] = c.wrap
+// Controls lists the negative controls.
+func Controls() []Control {
+	return []Control{
+		{Name: "no-exclusion", Invariant: "locks: no two holders at once"},
+		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "double-lease", Invariant: "queue: no row leased twice at once"},
+		{Name: "reused-fid", Invariant: "files: fids unique and increasing"},
+		{Name: "lost-commit", Invariant: "files: every acknowledged commit present exactly once"},
 	}
-	return m
-}()
+}
 
-// sharedLock makes every Lock succeed at once, as a backend that took a
-// lock on a pooled connection would.
-type sharedLock struct{ store.Store }
-
-func (s sharedLock) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// wrapBroken applies the comma-separated wrappers of package broken named
+// by names, in order.
+func wrapBroken(names string, st store.Store) (store.Store, error) {
+	for _, n := range strings.Split(names, ",") {
+		var err error
+		if st, err = broken.Wrap(strings.TrimSpace(n), st); err != nil {
+			return nil, fmt.Errorf("negative control: %w", err)
+		}
 	}
-	return &fakeHeld{name: name, lost: make(chan struct{})}, nil
+	return st, nil
 }
-
-type fakeHeld struct {
-	name string
-	lost chan struct{}
-}
-
-func (l *fakeHeld) Name() string                      { return l.name }
-func (l *fakeHeld) Token() int64                      { return 0 }
-func (l *fakeHeld) Lost() <-chan struct{}             { return l.lost }
-func (l *fakeHeld) Release(ctx context.Context) error { return nil }

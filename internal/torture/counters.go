@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/gomogile/gomogile/internal/torture/check"
 )
 
 // Outcome of a write as its caller learned it.
@@ -35,60 +37,35 @@ type CounterStats struct {
 	Stale      int64 // acknowledged writes called after a newer grant of their lock
 }
 
-// checkCounters checks the guarded counters: every acknowledged write
-// wrote a value no other acknowledged write of that counter wrote (each
-// read the value the last one left: the lock and its fence serialised
-// them), and the final value is the acknowledged writes plus at most the
-// unknown ones. It also checks that no acknowledged fenced write was called
-// after a newer grant of its lock (a stale write): whatever the values
-// say, the fence should have refused it.
-func checkCounters(writes []*guardedWrite, final map[int]int64, grants map[string][]*holding) (CounterStats, []string, []string) {
+// counterHistory turns the guarded writes into package check's counter
+// history, counts them, and finds the stale ones: acknowledged fenced writes
+// called after a newer grant of their lock, which the fence should have
+// refused whatever the values say.
+func counterHistory(writes []*guardedWrite, grants map[string][]*holding) (CounterStats, []check.CounterOp, []string) {
 	var s CounterStats
-	var bad, stale []string
-	byCtr := map[int][]*guardedWrite{}
+	var stale []string
+	ops := make([]check.CounterOp, 0, len(writes))
 	for _, w := range writes {
-		byCtr[w.ctr] = append(byCtr[w.ctr], w)
-	}
-	ctrs := make([]int, 0, len(final))
-	for c := range final {
-		ctrs = append(ctrs, c)
-	}
-	sort.Ints(ctrs)
-	for _, c := range ctrs {
-		var acked, unknown int64
-		wroteBy := map[int64]*guardedWrite{}
-		for _, w := range byCtr[c] {
-			switch w.outcome {
-			case applied:
-				acked++
-				if o := wroteBy[w.wrote]; o != nil {
-					bad = append(bad, fmt.Sprintf("counter %d: %s and %s both wrote %d (read %d and %d): an increment was erased",
-						c, o.proc, w.proc, w.wrote, o.read, w.read))
-				}
-				wroteBy[w.wrote] = w
-				if g := newerGrant(grants[counterLock(c)], w); g != nil {
-					s.Stale++
-					stale = append(stale, fmt.Sprintf("counter %d: %s's write of %d (token %d) called at %s, after %s was granted the lock with token %d at %s; it was acknowledged",
-						c, w.proc, w.wrote, w.hold.token, stamp(w.invoke), g.proc, g.token, stamp(g.from)))
-				}
-			case maybe:
-				unknown++
-			default:
-				s.Refused++
+		op := check.CounterOp{Proc: w.proc, Key: counterKey(w.ctr), Invoke: w.get, Return: w.ret, Read: w.read, Wrote: w.wrote}
+		switch w.outcome {
+		case applied:
+			s.Acked++
+			op.Outcome = check.OK
+			if g := newerGrant(grants[counterLock(w.ctr)], w); g != nil {
+				s.Stale++
+				stale = append(stale, fmt.Sprintf("counter %d: %s's write of %d (token %d) called at %s, after %s was granted the lock with token %d at %s; it was acknowledged",
+					w.ctr, w.proc, w.wrote, w.hold.token, stamp(w.invoke), g.proc, g.token, stamp(g.from)))
 			}
+		case maybe:
+			s.Unknown++
+			op.Outcome = check.Unknown
+		default:
+			s.Refused++
+			op.Outcome = check.Failed
 		}
-		f := final[c]
-		s.Final += f
-		s.Acked += acked
-		s.Unknown += unknown
-		switch {
-		case f < acked:
-			bad = append(bad, fmt.Sprintf("counter %d = %d < %d acknowledged increments", c, f, acked))
-		case f > acked+unknown:
-			bad = append(bad, fmt.Sprintf("counter %d = %d > %d acknowledged + %d unknown increments: increments from nowhere", c, f, acked, unknown))
-		}
+		ops = append(ops, op)
 	}
-	return s, bad, stale
+	return s, ops, stale
 }
 
 // newerGrant finds a grant of the write's lock to another holding, later

@@ -100,11 +100,9 @@ func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
 			return err
 		}
 		if cfg.Broken != "" {
-			wrap, ok := brokenWrappers[cfg.Broken]
-			if !ok {
-				return fmt.Errorf("no negative control %q", cfg.Broken)
+			if st, err = wrapBroken(cfg.Broken, st); err != nil {
+				return err
 			}
-			st = wrap(st)
 		}
 		stores = append(stores, st)
 		em.emit(event{K: "hello", P: fmt.Sprintf("%ss%d", cfg.Proc, j), Msg: st.Capabilities().LockMechanism})

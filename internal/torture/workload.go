@@ -126,7 +126,7 @@ func (w *worker) lock(ctx context.Context, name string) (*hold, error) {
 		return nil, err
 	}
 	h := &hold{id: w.p.holds.Add(1), name: name, lock: l, token: tokenOf(l), done: make(chan struct{})}
-	w.emit(event{K: "grant", N: name, H: h.id, Tok: h.token, T: nanos(got)})
+	w.emit(event{K: "grant", N: name, H: h.id, Tok: h.token, S: nanos(start), T: nanos(got)})
 	w.p.wg.Add(1)
 	go func() {
 		defer w.p.wg.Done()
