@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/store/postgres"
 )
 
 // BenchmarkLockCycle compares one Lock+Release of a free lock with the raw
@@ -12,6 +13,9 @@ import (
 //
 //   - Store: this backend (an INSERT and a DELETE on unlogged tables, each
 //     one round trip, the DELETE also notifying).
+//   - StoreLogged: the same Store with its lock tables made durable (ALTER
+//     TABLE … SET LOGGED), the alternative to the lock epoch against a
+//     crash's emptied tables; see the package doc, # Locks.
 //   - Advisory: pg_advisory_lock + pg_advisory_unlock on one session, what
 //     MogileFS did (and what cannot work behind a transaction pooler).
 //   - LoggedInsertDelete: a durable INSERT then DELETE, each its own
@@ -21,6 +25,23 @@ func BenchmarkLockCycle(b *testing.B) {
 	dsn := testdb.Postgres(b)
 	b.Run("Store", func(b *testing.B) {
 		s := open(b, dsn)
+		ctx := b.Context()
+		for b.Loop() {
+			l, err := s.Lock(ctx, "bench", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("StoreLogged", func(b *testing.B) {
+		ldsn := testdb.Postgres(b)
+		s := open(b, ldsn)
+		for _, t := range []string{postgres.EpochTable, postgres.OwnerTable, postgres.LockTable} {
+			adminExec(b, ldsn, "ALTER TABLE "+t+" SET LOGGED")
+		}
 		ctx := b.Context()
 		for b.Loop() {
 			l, err := s.Lock(ctx, "bench", 0)

@@ -26,10 +26,10 @@
 //	lock_owner=host:port
 //	                   the owner identity (default hostname:pid:n, n counting
 //	                   the Stores of the process). Must be unique among live
-//	                   trackers: a Store registering an identity evicts any
-//	                   other owner of that identity with its locks. Set it
-//	                   where hosts share a hostname and pids repeat
-//	                   (containers with a fixed hostname).
+//	                   trackers: Open refuses an identity a live Store has
+//	                   (store.ErrDuplicate); see # Locks. Set it where hosts
+//	                   share a hostname and pids repeat (containers with a
+//	                   fixed hostname).
 //	lock_notify=true   LISTEN for releases; false makes waiters poll only.
 //
 // # Locks
@@ -54,22 +54,41 @@
 // A dead owner's locks are freed by a reaper that every Store runs every
 // lock_reap, and that a waiter runs at once when it finds the holder's lease
 // expired: it deletes owners whose expires_at has passed, with their locks.
-// A Store that registers an identity first evicts that identity's older
-// incarnations, so a tracker restarted with the same lock_owner frees its
-// predecessor's locks at once rather than after the lease.
+//
+// An identity belongs to one live Store. Open with an identity that another
+// incarnation still has (its lease has not run out) watches that one's
+// sentinel: if it is renewed, a live Store has the identity, and Open fails
+// with store.ErrDuplicate, naming the identity and lock_owner, after at most
+// one renewal period (lease/3, about 0.33s with a 1s lease). If it is not,
+// its Store is dead (crashed, killed, or paused), and Open takes over when
+// its lease runs out, at most lock_lease after its last renewal (under a
+// lease after the crash, since renewals come every lease/3), freeing its
+// locks at once rather than at the next reaper pass. Evicting a live-
+// looking incarnation sooner would hand its locks out while it may still
+// believe it holds them; evicting it at all, as this backend once did, made
+// two Stores with one identity evict each other for ever. A paused Store
+// that resumes after being taken over fires Lost at once (its deadline has
+// passed) and is itself refused when it tries to register again: its
+// Locks fail with store.ErrDuplicate from then on.
 //
 // Renewal only extends a lease; it never re-creates an owner or a lock. A
 // Store closes Lost() of all its locks, stops using them and registers a
 // new incarnation (deleting the old one's rows, so others get those locks
 // at once) when
-//   - its sentinel is gone (reaped, or evicted by its identity),
+//   - its sentinel is gone (reaped, or emptied by a crash or promotion),
 //   - the renewer's session dies (pg_terminate_backend, server restart), or
-//   - no renewal has succeeded for lease - lease/5 measured from the
-//     sending of the last successful one: since the server set expires_at
-//     no earlier than that, Lost fires at least lease/5 before the lock can
-//     be reaped. (A process frozen for longer than that margin learns of the
-//     loss late, as with every lease; a forward step of the server's clock
-//     shortens leases.)
+//   - its local deadline passes: lease - lease/5 after the sending of the
+//     last renewal that succeeded, on the tracker's monotonic clock. A timer
+//     fires it whatever the renewer is doing meanwhile (waiting on a
+//     blackholed connection, reconnecting, registering), and every
+//     statement the renewer or an Acquire sends under the incarnation has
+//     that deadline as its context deadline. Since the server set
+//     expires_at no earlier than that sending, Lost fires at least lease/5
+//     before the lock can be reaped, through any outage or partition; the
+//     margin absorbs a difference of the two clocks' rates and the timer's
+//     lateness. (A process frozen for longer than that margin learns of the
+//     loss late, as with every lease, and fencing tokens are what keep its
+//     writes out; a forward step of the server's clock shortens leases.)
 //
 // Waiters LISTEN on a session of their own and retry on a release's
 // notification; they also poll with a backoff from 5ms doubling to 100ms,
@@ -77,22 +96,46 @@
 // Handoff takes about a millisecond with notifications and about 50ms
 // without.
 //
-// Both tables are UNLOGGED. A server crash ends every session and thus
-// every holder; PostgreSQL empties unlogged tables in crash recovery, which
-// is exactly the state after such a crash, and in exchange no lock write
-// waits for a WAL flush. Likewise a promoted standby starts with them empty,
-// and every renewer's session ended with the old primary. After a clean
-// restart the rows are still there; each tracker's renewer, its session
-// gone, forfeits and re-registers, and dead trackers' rows expire.
+// # Restarts and failover
 //
-// The cost of one Lock+Release, from BenchmarkLockCycle (five runs on a
+// The lock tables are UNLOGGED: PostgreSQL empties them in crash recovery,
+// and a promoted standby has them empty (unlogged tables are not
+// replicated). Emptied tables alone would be wrong: a holder whose session
+// does not end with the server (behind a pooler, or partitioned away) still
+// believes it holds until its deadline, while the next acquirer would find
+// the name free at once. So a third UNLOGGED table, gomogile_lock_epoch,
+// holds one row: when the lock tables last started out empty. It vanishes
+// with them; the first registration after a crash or promotion writes the
+// server's current time, and Acquire grants nothing until that epoch is a
+// lease old (clock_timestamp() >= started_at + lock_lease, in the acquire
+// statement itself). Every holder from before the crash renewed last
+// before it, so its local deadline (lease - lease/5 after that renewal) has
+// passed by then: no lock is granted after a restart until every
+// pre-restart holder must have seen its loss, and each sees it by its
+// deadline, or sooner when its renewal finds its sentinel gone or its
+// session ended. The rule holds behind a transaction pooler (it is in the
+// data, not in a session) and on a promoted standby, whose start time says
+// nothing of when it was promoted, which is why the epoch is a row rather
+// than pg_postmaster_start_time(). A database created by Open starts at
+// -infinity: nobody has held a lock there. The gate uses the acquirer's
+// lock_lease, so every Store on one database must use the same lock_lease
+// (a shorter one could be granted before a longer-leased holder's
+// deadline). After a clean shutdown the rows survive; each holder's renewer,
+// its session gone, forfeits and re-registers, and dead trackers' rows
+// expire.
+//
+// The alternative, durable (LOGGED) lock tables, keeps the rows through a
+// crash, so pre-crash holders would simply expire; but it does not survive
+// failover (asynchronous replication can lose the last grants, and a
+// standby would then grant a lock the old primary's holder still has), and
+// every lock write then waits for a WAL flush. The cost of one
+// Lock+Release, from BenchmarkLockCycle (three runs of 2000 cycles on a
 // shared 2-core machine, PostgreSQL 15, fsync on; the spread is the
-// neighbours' load): 0.30 to 0.63ms, against 0.11 to 0.42ms for a
-// pg_advisory_lock/unlock pair, 0.60 to 4.5ms for a durable INSERT+DELETE
-// and 0.24 to 0.42ms for a bare unlogged INSERT+DELETE. Within one run the
-// cycle costs about twice the advisory pair and a half to a tenth of the
-// durable rows. (MogileFS's issue measured 0.87ms durable against 0.115ms
-// advisory.)
+// neighbours' load): 0.55 to 1.05ms as shipped (UNLOGGED, epoch check
+// included), 3.3 to 7.2ms with the same tables SET LOGGED; for reference
+// 0.32 to 0.39ms for a pg_advisory_lock/unlock pair, 1.4 to 5.1ms for a
+// bare durable INSERT+DELETE and 0.30 to 0.60ms for a bare unlogged one.
+// (MogileFS's issue measured 0.87ms durable against 0.115ms advisory.)
 //
 // # Capabilities
 //
@@ -110,7 +153,11 @@
 //	lock_notify=false                         LISTEN needs a session
 //
 // Releases still send NOTIFY, which works through a pooler and wakes the
-// waiters of trackers that do listen. With a session-mode pooler, or none,
+// waiters of trackers that do listen. Lost keeps its promise behind a
+// pooler: the deadline timer does not depend on the session, a server
+// restart behind the pooler shows as a vanished sentinel at the next
+// renewal, and the epoch rule above keeps a restarted server from granting
+// anything until every earlier holder's deadline has passed. With a session-mode pooler, or none,
 // the defaults apply. Each Store uses its pool plus one session for renewal
 // and, with notifications, one for LISTEN.
 package postgres

@@ -90,4 +90,5 @@ func ParseLockDSN(d *store.DSN) (lease, reap, bound string, notify bool, err err
 const (
 	LockTable  = lockTable
 	OwnerTable = ownerTable
+	EpochTable = epochTable
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -60,17 +61,32 @@ func (c lockConfig) deadOwnerBound() time.Duration { return c.lease + c.reap }
 // frees locks notifies the freed names, hex-encoded, in the same
 // transaction, so waiters retry as soon as it commits.
 const (
-	// $1 identity, $2 owner_id, $3 hostname, $4 pid, $5 lease µs.
-	registerSQL = `WITH gone AS (
-	DELETE FROM ` + ownerTable + ` WHERE identity = $1 RETURNING owner_id
+	// $1 identity, $2 owner_id, $3 hostname, $4 pid, $5 lease µs, $6 this
+	// Store's previous incarnation (0 if none). It frees that incarnation
+	// and every expired one of the identity, with their locks, and inserts
+	// the new sentinel unless another live incarnation has the identity; it
+	// then reports that one's expires_at, so the caller can tell a live
+	// Store (it renews) from a dead one (it expires). It also starts the
+	// lock epoch if crash recovery or a promotion emptied it.
+	registerSQL = `WITH live AS (
+	SELECT max(expires_at) AS until FROM ` + ownerTable + `
+	WHERE identity = $1 AND owner_id <> $6 AND expires_at > clock_timestamp()
+), gone AS (
+	DELETE FROM ` + ownerTable + `
+	WHERE identity = $1 AND (owner_id = $6 OR expires_at <= clock_timestamp())
+	RETURNING owner_id
 ), freed AS (
 	DELETE FROM ` + lockTable + ` WHERE owner_id IN (SELECT owner_id FROM gone) RETURNING name
+), epoch AS (
+	INSERT INTO ` + epochTable + ` (id, started_at) VALUES (1, clock_timestamp())
+	ON CONFLICT (id) DO NOTHING
 ), me AS (
 	INSERT INTO ` + ownerTable + ` (owner_id, identity, hostname, pid, expires_at)
-	VALUES ($2, $1, $3, $4, clock_timestamp() + $5::bigint * interval '1 microsecond')
+	SELECT $2, $1, $3, $4, clock_timestamp() + $5::bigint * interval '1 microsecond'
+	WHERE (SELECT until FROM live) IS NULL
 	RETURNING owner_id
 )
-SELECT (SELECT count(*) FROM me),
+SELECT (SELECT count(*) FROM me), (SELECT until FROM live),
 	(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n)`
 
 	// $1 owner_id, $2 lease µs. Renewal only extends: it never re-creates
@@ -89,21 +105,27 @@ WHERE owner_id = $1`
 )
 SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n`
 
-	// $1 name, $2 owner_id, $3 token. One round trip whether the lock is
-	// free or not: it checks that our sentinel is alive (and holds it
-	// against the reaper until commit), inserts, and otherwise reports the
-	// holder's token and whether the holder's lease has run out.
+	// $1 name, $2 owner_id, $3 token, $4 lease µs. One round trip whether
+	// the lock is free or not: it checks that our sentinel is alive (and
+	// holds it against the reaper until commit) and that the lock epoch is
+	// a lease old (no holder from before a crash or a promotion can still
+	// believe it holds), inserts, and otherwise reports the holder's token
+	// and whether the holder's lease has run out.
 	acquireSQL = `WITH me AS (
 	SELECT owner_id FROM ` + ownerTable + `
 	WHERE owner_id = $2 AND expires_at > clock_timestamp()
 	FOR KEY SHARE
+), open AS (
+	SELECT 1 FROM ` + epochTable + `
+	WHERE started_at <= clock_timestamp() - $4::bigint * interval '1 microsecond'
 ), ins AS (
 	INSERT INTO ` + lockTable + ` (name, owner_id, token)
-	SELECT $1, owner_id, $3 FROM me
+	SELECT $1, owner_id, $3 FROM me WHERE EXISTS (SELECT 1 FROM open)
 	ON CONFLICT (name) DO NOTHING
 	RETURNING token
 )
-SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM ins), h.token, COALESCE(h.dead, false)
+SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM open), (SELECT count(*) FROM ins),
+	h.token, COALESCE(h.dead, false)
 FROM (SELECT 1) AS one
 LEFT JOIN (
 	SELECT l.token, (o.expires_at IS NULL OR o.expires_at <= clock_timestamp()) AS dead
@@ -144,6 +166,7 @@ type lockBackend struct {
 	ready     chan struct{} // closed when cur is set
 	closed    bool
 	crashed   bool
+	regErr    error // the last failed registration, nil once one succeeds
 	renewPID  uint32
 	listenPID uint32
 
@@ -159,6 +182,11 @@ var _ sqlstore.LockBackend = (*lockBackend)(nil)
 // locks that reference it.
 type incarnation struct {
 	id int64
+	// timer fires expire at deadline, whatever the renewer is doing
+	// (blocked in a query, reconnecting, cut off without a FIN): the
+	// promise that Lost comes before the lease can run out on the server
+	// must not depend on the connection.
+	timer *time.Timer
 	// Guarded by lockBackend.mu.
 	deadline time.Time // local, monotonic: give the locks up at this time
 	locks    map[*pgLock]struct{}
@@ -218,7 +246,7 @@ func newLockBackend(db *sql.DB, connCfg *pgx.ConnConfig, cfg lockConfig, hostnam
 func (b *lockBackend) start(ctx context.Context) error {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
-		return fmt.Errorf("postgres: lock session: %w", err)
+		return fmt.Errorf("postgres: lock session: %w", lockErr(ctx, err))
 	}
 	if err := b.register(ctx, conn); err != nil {
 		conn.Close(context.Background())
@@ -242,38 +270,94 @@ func (b *lockBackend) start(ctx context.Context) error {
 }
 
 // register creates a fresh incarnation on conn, freeing at once the locks of
-// any earlier incarnation with the same identity: a restarted tracker, or
-// this Store after a loss.
+// this Store's previous one (after a loss) and of any expired incarnation of
+// the identity (a restarted tracker's predecessor). While another
+// incarnation of the identity is alive it waits: if that one renews, a
+// live Store has the identity and register refuses it (store.ErrDuplicate);
+// if it expires, its Store is dead, and register takes over at once.
 func (b *lockBackend) register(ctx context.Context, conn *pgx.Conn) error {
+	err := b.registerOnce(ctx, conn)
+	b.mu.Lock()
+	b.regErr = err
+	b.mu.Unlock()
+	return err
+}
+
+func (b *lockBackend) registerOnce(ctx context.Context, conn *pgx.Conn) error {
+	var seen *time.Time // the other incarnation's expires_at when first seen
 	for {
+		b.mu.Lock()
+		prev := b.lastID
+		b.mu.Unlock()
 		id := rand.Int64()
 		sent := time.Now()
 		var n, freed int64
-		err := conn.QueryRow(ctx, registerSQL, b.cfg.identity, id, b.hostname, b.pid, b.cfg.lease.Microseconds()).Scan(&n, &freed)
+		var until *time.Time
+		err := conn.QueryRow(ctx, registerSQL, b.cfg.identity, id, b.hostname, b.pid, b.cfg.lease.Microseconds(), prev).Scan(&n, &until, &freed)
 		if err != nil {
 			if (dialect{}).Classify(err) == sqlstore.ErrKindDuplicate {
 				continue // owner_id collision: draw again
 			}
-			return fmt.Errorf("postgres: register lock owner %q: %w", b.cfg.identity, err)
+			return fmt.Errorf("postgres: register lock owner %q: %w", b.cfg.identity, lockErr(ctx, err))
 		}
-		b.mu.Lock()
-		b.cur = &incarnation{id: id, deadline: sent.Add(b.cfg.lease - b.cfg.margin()), locks: map[*pgLock]struct{}{}}
-		b.lastID = id
-		b.renewPID = conn.PgConn().PID()
-		close(b.ready)
-		b.mu.Unlock()
-		return nil
+		if n == 1 {
+			b.install(id, sent, conn)
+			return nil
+		}
+		if until == nil {
+			continue // it expired between the statement's two looks
+		}
+		if seen != nil && until.After(*seen) {
+			return fmt.Errorf("%w: postgres: lock owner identity %q is in use by another live Store (it renews its lease); "+
+				"give every Store on this database its own identity with the DSN parameter lock_owner "+
+				"(e.g. lock_owner=<host>:<port>, unique among trackers; the default, hostname:pid:n, repeats in containers with a fixed hostname)",
+				store.ErrDuplicate, b.cfg.identity)
+		}
+		if seen == nil {
+			seen = until
+		}
+		if !sleepCtx(ctx, b.cfg.lease/20) {
+			return fmt.Errorf("postgres: register lock owner %q: waiting for the identity's previous owner to renew or expire: %w", b.cfg.identity, ctx.Err())
+		}
 	}
+}
+
+// install makes id, just registered on conn, the current incarnation.
+func (b *lockBackend) install(id int64, sent time.Time, conn *pgx.Conn) {
+	inc := &incarnation{id: id, deadline: sent.Add(b.cfg.lease - b.cfg.margin()), locks: map[*pgLock]struct{}{}}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	inc.timer = time.AfterFunc(time.Until(inc.deadline), func() { b.expire(inc) })
+	b.cur = inc
+	b.lastID = id
+	b.renewPID = conn.PgConn().PID()
+	close(b.ready)
+}
+
+// expire runs at inc's deadline: unless a renewal moved the deadline on
+// meanwhile, the locks are given up now.
+func (b *lockBackend) expire(inc *incarnation) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if inc.gone || b.closed || b.crashed {
+		return
+	}
+	if d := time.Until(inc.deadline); d > 0 {
+		inc.timer.Reset(d)
+		return
+	}
+	b.loseLocked(inc)
+	b.poke() // the renewer registers a new incarnation
 }
 
 func (b *lockBackend) listenConn(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: listen session: %w", err)
+		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		conn.Close(context.Background())
-		return nil, fmt.Errorf("postgres: listen session: %w", err)
+		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
 	}
 	b.mu.Lock()
 	b.listenPID = conn.PgConn().PID()
@@ -303,6 +387,11 @@ func (b *lockBackend) renewLoop(conn *pgx.Conn) {
 
 		if conn == nil || conn.IsClosed() || inc == nil {
 			if conn != nil && conn.IsClosed() {
+				// The renewer's session died (a reaper pass or the
+				// listener found it so): as in renew, that forfeits.
+				if inc != nil {
+					b.lose(inc)
+				}
 				conn.Close(context.Background())
 				conn = nil
 			}
@@ -332,6 +421,12 @@ func (b *lockBackend) renewLoop(conn *pgx.Conn) {
 		case <-timer.C:
 		}
 		timer.Stop() // since Go 1.23 no stale tick survives Stop
+		b.mu.Lock()
+		gone := inc.gone
+		b.mu.Unlock()
+		if gone {
+			continue // expired meanwhile: register anew
+		}
 
 		now := time.Now()
 		if kicked || !now.Before(nextRenew) {
@@ -352,7 +447,8 @@ func (b *lockBackend) renewLoop(conn *pgx.Conn) {
 }
 
 // reconnect opens the renewer's session if needed and registers a new
-// incarnation.
+// incarnation. Nothing is held meanwhile (the renewer comes here only without
+// an incarnation), so a lease is as long as it may take.
 func (b *lockBackend) reconnect(conn **pgx.Conn) error {
 	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.lease)
 	defer cancel()
@@ -409,7 +505,7 @@ func (b *lockBackend) renew(conn *pgx.Conn, inc *incarnation) bool {
 		b.lose(inc)
 		return false
 	case !time.Now().Before(deadline):
-		b.lose(inc)
+		b.lose(inc) // expire has done so, or is about to
 		return false
 	}
 	return false
@@ -428,6 +524,9 @@ func (b *lockBackend) loseLocked(inc *incarnation) {
 		return
 	}
 	inc.gone = true
+	if inc.timer != nil {
+		inc.timer.Stop()
+	}
 	if b.cur == inc {
 		b.cur = nil
 		b.ready = make(chan struct{})
@@ -441,7 +540,9 @@ func (b *lockBackend) loseLocked(inc *incarnation) {
 	inc.locks = nil
 }
 
-// reapOn frees the locks of every owner whose lease has expired.
+// reapOn frees the locks of every owner whose lease has expired. A failure
+// needs no handling here: if it broke the session, the renewer's loop finds
+// it closed; the deadline is expire's to enforce.
 func (b *lockBackend) reapOn(conn *pgx.Conn, inc *incarnation) {
 	b.mu.Lock()
 	deadline := inc.deadline
@@ -449,7 +550,7 @@ func (b *lockBackend) reapOn(conn *pgx.Conn, inc *incarnation) {
 	ctx, cancel := context.WithDeadline(b.ctx, deadline)
 	defer cancel()
 	var n int64
-	_ = conn.QueryRow(ctx, evictExpiredSQL).Scan(&n) // failures show at the next renewal
+	_ = conn.QueryRow(ctx, evictExpiredSQL).Scan(&n)
 }
 
 // listenLoop wakes waiters named in notifications. It owns conn. While it is
@@ -556,6 +657,10 @@ func (b *lockBackend) current() (*incarnation, <-chan struct{}, error) {
 	switch {
 	case b.closed || b.crashed:
 		return nil, nil, store.ErrClosed
+	case b.cur == nil && errors.Is(b.regErr, store.ErrDuplicate):
+		// Another live Store took the identity over: this one cannot
+		// register again until that one is gone.
+		return nil, nil, b.regErr
 	case b.cur == nil:
 		return nil, b.ready, nil
 	case !time.Now().Before(b.cur.deadline):
@@ -574,6 +679,7 @@ const (
 	tryAcquired
 	tryHolderDead
 	tryOwnerGone
+	tryGated // the lock epoch is younger than a lease
 )
 
 // Acquire implements sqlstore.LockBackend.
@@ -617,7 +723,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
-			return nil, fmt.Errorf("postgres: lock %q: %w after %v", name, store.ErrLockTimeout, timeout)
+			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
 		}
 		wait := min(backoff, deadline.Sub(now))
 		backoff = min(backoff*2, maxBackoff)
@@ -641,26 +747,40 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 	}
 }
 
-// try makes one attempt for name under inc.
+// try makes one attempt for name under inc. It waits no longer than inc's
+// deadline: a grant after it could not be handed out anyway.
 func (b *lockBackend) try(ctx context.Context, key []byte, name string, inc *incarnation) (*pgLock, tryResult, error) {
+	b.mu.Lock()
+	deadline := inc.deadline
+	b.mu.Unlock()
+	qctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	token := rand.Int64()
 	for attempt := 0; ; attempt++ {
-		var me, got int64
+		var me, open, got int64
 		var holder sql.NullInt64
 		var dead bool
-		err := b.db.QueryRowContext(ctx, acquireSQL, key, inc.id, token).Scan(&me, &got, &holder, &dead)
+		err := b.db.QueryRowContext(qctx, acquireSQL, key, inc.id, token, b.cfg.lease.Microseconds()).Scan(&me, &open, &got, &holder, &dead)
 		if err != nil {
+			if ctx.Err() == nil && qctx.Err() != nil {
+				// Our incarnation's deadline, not the caller's: the
+				// incarnation is being lost; wait for the next.
+				b.forget(key, inc.id, token)
+				return nil, tryOwnerGone, nil
+			}
 			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
 				// The row may have gone in; the token recognises it.
 				continue
 			}
 			b.forget(key, inc.id, token)
-			return nil, 0, fmt.Errorf("postgres: lock %q: %w", name, err)
+			return nil, 0, lockErr(ctx, err)
 		}
 		switch {
 		case got == 1 || holder.Valid && holder.Int64 == token:
 		case me == 0:
 			return nil, tryOwnerGone, nil
+		case open == 0:
+			return nil, tryGated, nil
 		case dead:
 			return nil, tryHolderDead, nil
 		default:
@@ -668,7 +788,8 @@ func (b *lockBackend) try(ctx context.Context, key []byte, name string, inc *inc
 		}
 		l := &pgLock{b: b, name: name, inc: inc, token: token, lost: make(chan struct{})}
 		b.mu.Lock()
-		ok := !inc.gone && !b.closed && !b.crashed
+		// Not past the deadline either: expire may not have run yet.
+		ok := !inc.gone && !b.closed && !b.crashed && time.Now().Before(inc.deadline)
 		if ok {
 			inc.locks[l] = struct{}{}
 		}
@@ -723,7 +844,7 @@ func (l *pgLock) Release(ctx context.Context) error {
 	case released:
 		return nil
 	case lost:
-		return fmt.Errorf("postgres: release lock %q: %w", l.name, store.ErrLockLost)
+		return store.ErrLockLost
 	}
 	for attempt := 0; ; attempt++ {
 		var n int64
@@ -733,7 +854,7 @@ func (l *pgLock) Release(ctx context.Context) error {
 			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
 				continue
 			}
-			return fmt.Errorf("postgres: release lock %q: %w", l.name, err)
+			return lockErr(ctx, err)
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -750,7 +871,7 @@ func (l *pgLock) Release(ctx context.Context) error {
 			close(l.lost)
 			delete(l.inc.locks, l)
 		}
-		return fmt.Errorf("postgres: release lock %q: %w", l.name, store.ErrLockLost)
+		return store.ErrLockLost
 	}
 }
 
@@ -781,11 +902,13 @@ func (b *lockBackend) Close() error {
 		defer cancel()
 		var n int64
 		if err = b.db.QueryRowContext(ctx, evictOwnerSQL, id).Scan(&n); err != nil {
-			err = fmt.Errorf("postgres: release locks of %q: %w", b.cfg.identity, err)
+			err = fmt.Errorf("postgres: release locks of %q: %w", b.cfg.identity, lockErr(ctx, err))
 		}
 	}
 	b.mu.Lock()
 	if inc != nil {
+		inc.gone = true
+		inc.timer.Stop()
 		for l := range inc.locks {
 			l.state = released
 		}
@@ -799,7 +922,9 @@ func (b *lockBackend) Close() error {
 func (b *lockBackend) evictSelf() {
 	b.mu.Lock()
 	inc := b.cur
-	b.cur = nil
+	if inc != nil {
+		b.loseLocked(inc) // holds no locks yet: this only stops its timer
+	}
 	b.mu.Unlock()
 	if inc == nil {
 		return
@@ -846,4 +971,22 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// lockErr maps a driver error of the lock paths onto the store's sentinels:
+// the context's error when that is what ended the call (pgx reports it in
+// several shapes), store.ErrUnavailable for a connection that failed or
+// broke; other errors (SQL errors: a bug or a damaged schema) as they are.
+// Classification is by error type and SQLSTATE, never by text.
+func lockErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
 }

@@ -44,7 +44,13 @@ func (h *harness) Reset(ctx context.Context) error {
 	if err != nil || len(tables) == 0 {
 		return err
 	}
-	_, err = conn.Exec(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" RESTART IDENTITY CASCADE")
+	if _, err = conn.Exec(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" RESTART IDENTITY CASCADE"); err != nil {
+		return err
+	}
+	// Emptied lock tables look like a crash's, after which no lock is
+	// granted for a lease; a reset database is a new one, on which no
+	// lock was ever held, as Open would have created it.
+	_, err = conn.Exec(ctx, "INSERT INTO "+postgres.EpochTable+" (id, started_at) VALUES (1, '-infinity') ON CONFLICT (id) DO UPDATE SET started_at = '-infinity'")
 	return err
 }
 
@@ -253,35 +259,78 @@ func TestLocks_DeadOwnerFreedWithinBound(t *testing.T) {
 	}
 }
 
-// TestLocks_RestartSameIdentity: a tracker restarting under the same
-// lock_owner frees its previous incarnation's locks at once, without
-// waiting for the lease.
-func TestLocks_RestartSameIdentity(t *testing.T) {
+// TestLocks_DuplicateIdentity: a second Store opened with the lock_owner of
+// a live one is refused, with an error that names the identity and the DSN
+// parameter, and the live one keeps its locks; once that Store is dead (its
+// renewals stop), a Store with its identity opens as soon as its lease has
+// run out, and frees its locks at once.
+func TestLocks_DuplicateIdentity(t *testing.T) {
 	base := testdb.Postgres(t)
-	dsn := withParams(base, "lock_lease=1m", "lock_owner=tracker-a:7001")
-	first, other := open(t, dsn), open(t, withParams(base, "lock_lease=1m"))
-	lock(t, first, "replicate", 0)
+	const identity = "tracker-a:7001"
+	dsn := withParams(base, "lock_owner="+identity)
+	first, other := open(t, dsn), open(t, base)
+	l := lock(t, first, "replicate", 0)
 	lock(t, first, "devcount", 0)
 	oldID, _ := postgres.OwnerID(first)
+
+	// Refused while the first renews: it renews every lease/3.
+	for range 3 {
+		began := time.Now()
+		s, err := store.Open(t.Context(), dsn)
+		took := time.Since(began)
+		if err == nil {
+			s.Close()
+			t.Fatalf("second Open with the live identity %q succeeded; want it refused", identity)
+		}
+		t.Logf("duplicate refused after %v: %v", took, err)
+		if !errors.Is(err, store.ErrDuplicate) {
+			t.Errorf("duplicate Open: got %v; want %v", err, store.ErrDuplicate)
+		}
+		for _, want := range []string{identity, "lock_owner"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("duplicate Open's error %q does not mention %q", err, want)
+			}
+		}
+		if took > lease {
+			t.Errorf("duplicate refused after %v; want within a lease (%v): the live owner renews every lease/3", took, lease)
+		}
+	}
+	if isClosed(l.Lost()) {
+		t.Fatalf("the live owner's lock was lost to the refused duplicate")
+	}
+	taken(t, other, "replicate")
+	if id, _ := postgres.OwnerID(first); id != oldID {
+		t.Fatalf("live owner's incarnation changed from %d to %d", oldID, id)
+	}
+
+	// The first dies without releasing anything.
 	if err := postgres.CrashLocks(first); err != nil {
 		t.Fatal(err)
 	}
-	taken(t, other, "replicate") // a one-minute lease is far from over
-
+	crashed := time.Now()
 	restarted := open(t, dsn)
-	newID, _ := postgres.OwnerID(restarted)
-	if newID == oldID || newID == 0 {
+	took := time.Since(crashed)
+	t.Logf("restarted owner opened %v after the crash (lease %v)", took, lease)
+	// The predecessor's lease ends at most a lease after its last renewal,
+	// which was at most lease/3 before the crash.
+	if took < lease*2/3-50*time.Millisecond {
+		t.Errorf("restarted owner opened %v after the crash; want no earlier than the predecessor's lease allows", took)
+	}
+	if took > lease+500*time.Millisecond { // slack for a loaded machine
+		t.Errorf("restarted owner opened %v after the crash; want within the lease %v", took, lease)
+	}
+	if newID, _ := postgres.OwnerID(restarted); newID == oldID || newID == 0 {
 		t.Fatalf("restarted owner id = %d; want a new incarnation (old %d)", newID, oldID)
 	}
 	for _, n := range []string{"replicate", "devcount"} {
 		l, err := other.Lock(t.Context(), n, 0)
 		if err != nil {
-			t.Fatalf("Lock(%q, 0) right after its owner restarted: %v; want the old incarnation's locks freed at once", n, err)
+			t.Fatalf("Lock(%q, 0) right after its owner restarted: %v; want the dead incarnation's locks freed", n, err)
 		}
 		l.Release(t.Context())
 	}
-	if n := adminExec(t, base, "SELECT 1 FROM "+postgres.OwnerTable+" WHERE identity = $1", "tracker-a:7001"); n != 1 {
-		t.Errorf("%d owner rows for tracker-a:7001; want 1 (the new incarnation)", n)
+	if n := adminExec(t, base, "SELECT 1 FROM "+postgres.OwnerTable+" WHERE identity = $1", identity); n != 1 {
+		t.Errorf("%d owner rows for %s; want 1 (the new incarnation)", n, identity)
 	}
 }
 
@@ -492,6 +541,11 @@ func TestLocks_RenewerKilled(t *testing.T) {
 		t.Errorf("another Store waited %v after the kill; want the old incarnation evicted at once, well within the %v lease", took, lease)
 	}
 	lb.Release(t.Context())
+	// The new incarnation's statement may commit (freeing the name to b)
+	// a moment before a's renewer records it.
+	if !waitFor(lease, func() bool { r, _, _ := postgres.LockSessionPIDs(a); return r != renew }) {
+		t.Errorf("no new renewer session within %v of the loss", lease)
+	}
 	if r, lnow, _ := postgres.LockSessionPIDs(a); r == renew || r == 0 || lnow != listen {
 		t.Errorf("sessions after the kill: renewer %d (was %d), listener %d (was %d); want a new renewer and the same listener", r, renew, lnow, listen)
 	}
@@ -556,5 +610,40 @@ func TestLocks_StalledRenewalLosesFirst(t *testing.T) {
 	}
 	if err := l.Release(t.Context()); !errors.Is(err, store.ErrLockLost) {
 		t.Errorf("Release after the stall: got %v; want %v", err, store.ErrLockLost)
+	}
+}
+
+// TestLocks_ErrorsWrappedOnce: lock errors match their sentinels and name
+// the lock once (the shared layer adds the name; the backend must not).
+func TestLocks_ErrorsWrappedOnce(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	a, b := open(t, dsn), open(t, dsn)
+	l := lock(t, a, "once", 0)
+	_, err := b.Lock(t.Context(), "once", 20*time.Millisecond)
+	if !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("Lock of a held name: got %v; want %v", err, store.ErrLockTimeout)
+	}
+	if n := strings.Count(err.Error(), `lock "once"`); n != 1 {
+		t.Errorf("timeout error %q names the lock %d times; want once", err, n)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := b.Lock(ctx, "once", time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("Lock with a cancelled context: got %v; want %v", err, context.Canceled)
+	}
+	// Lose a's lock: its renewer's session dies.
+	renew, _, _ := postgres.LockSessionPIDs(a)
+	if err := terminate(t.Context(), dsn, renew); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(lease, func() bool { return isClosed(l.Lost()) }) {
+		t.Fatalf("Lost() not closed within %v of the renewer's death", lease)
+	}
+	err = l.Release(t.Context())
+	if !errors.Is(err, store.ErrLockLost) {
+		t.Fatalf("Release of a lost lock: got %v; want %v", err, store.ErrLockLost)
+	}
+	if n := strings.Count(err.Error(), `lock "once"`); n != 1 {
+		t.Errorf("release error %q names the lock %d times; want once", err, n)
 	}
 }

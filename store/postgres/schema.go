@@ -170,10 +170,36 @@ var tables = []table{
 const (
 	ownerTable = "gomogile_lock_owner"
 	lockTable  = "gomogile_lock"
+	epochTable = "gomogile_lock_epoch"
 )
 
+// epochSchema creates the lock epoch: one UNLOGGED row whose started_at is
+// when the lock tables last started out empty. Crash recovery and a
+// standby's promotion empty it together with the lock tables, and the next
+// registration writes the current time, so no lock is granted until a lease
+// has passed (see the package doc, # Locks). A table created here, on a
+// database that never had locks, starts at -infinity instead: nobody can
+// have held a lock on it, so there is nothing to wait for. The check and the
+// CREATE are one DO block, so a later Open never mistakes an emptied table
+// for a new one; two Opens racing on a new database trip over the catalog's
+// unique index and the loser's retry finds the table.
+var epochSchema = `DO $$
+BEGIN
+	IF to_regclass('` + epochTable + `') IS NULL THEN
+		CREATE UNLOGGED TABLE ` + epochTable + ` (
+			id INT NOT NULL PRIMARY KEY CHECK (id = 1),
+			started_at TIMESTAMPTZ NOT NULL
+		);
+		INSERT INTO ` + epochTable + ` (id, started_at) VALUES (1, '-infinity');
+	END IF;
+END
+$$`
+
 // schema and tableColumns are derived from tables once.
-var schema, tableColumns = buildSchema(tables)
+var (
+	tableSchema, tableColumns = buildSchema(tables)
+	schema                    = append(tableSchema[:len(tableSchema):len(tableSchema)], epochSchema)
+)
 
 func buildSchema(ts []table) ([]string, map[string][]string) {
 	var stmts []string

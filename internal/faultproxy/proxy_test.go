@@ -1,0 +1,532 @@
+package faultproxy_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/goleak"
+
+	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/testdb"
+)
+
+// echoServer accepts connections and echoes lines back until closed.
+func echoServer(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func start(t *testing.T, target string, o faultproxy.Options) *faultproxy.Proxy {
+	t.Helper()
+	if o.Logf == nil {
+		o.Logf = t.Logf
+	}
+	p, err := faultproxy.Start(target, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, msg string) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	if _, err := io.WriteString(c, msg+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("echo %q: %v", msg, err)
+	}
+	if line != msg+"\n" {
+		t.Fatalf("echo %q: got %q", msg, line)
+	}
+	return time.Since(t0)
+}
+
+func TestTCPDelay(t *testing.T) {
+	ln := echoServer(t)
+	p := start(t, ln.Addr().String(), faultproxy.Options{})
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	base := roundTrip(t, c, r, "hello")
+	const d = 150 * time.Millisecond
+	p.SetDelay(d)
+	slow := roundTrip(t, c, r, "slow")
+	// One chunk each way: the round trip grows by 2d at least.
+	if slow < 2*d {
+		t.Errorf("round trip with delay %v took %v (without: %v), want ≥ %v", d, slow, base, 2*d)
+	}
+	p.SetDelay(0)
+	if fast := roundTrip(t, c, r, "fast"); fast >= 2*d {
+		t.Errorf("round trip after SetDelay(0) took %v", fast)
+	}
+	t.Logf("round trip: %v plain, %v with delay %v", base, slow, d)
+}
+
+func TestTCPCut(t *testing.T) {
+	ln := echoServer(t)
+	p := start(t, ln.Addr().String(), faultproxy.Options{})
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	roundTrip(t, c, r, "before")
+	p.Cut()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.ReadString('\n'); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after Cut: %v, want the connection closed", err)
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	roundTrip(t, c2, bufio.NewReader(c2), "after")
+	if s := p.Stats(); s.Cuts != 1 || s.Accepted != 2 {
+		t.Errorf("stats %+v, want Cuts=1 Accepted=2", s)
+	}
+}
+
+// A partition holds data and closes alike: the client sees neither a
+// reply nor an end of stream until it heals.
+func TestTCPBlackhole(t *testing.T) {
+	ln := echoServer(t)
+	p := start(t, ln.Addr().String(), faultproxy.Options{})
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	roundTrip(t, c, r, "before")
+
+	p.Blackhole(true)
+	if _, err := io.WriteString(c, "held\n"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := r.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read during blackhole: %v, want a timeout (no data, no FIN)", err)
+	}
+	// A new connection is accepted but nothing comes back.
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	r2 := bufio.NewReader(c2)
+	io.WriteString(c2, "new\n")
+	c2.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := r2.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read on a connection made during blackhole: %v, want a timeout", err)
+	}
+	if s := p.Stats(); !s.Blackholed || s.Active != 2 {
+		t.Errorf("stats during blackhole %+v, want Blackholed and 2 active", s)
+	}
+
+	p.Blackhole(false)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "held\n" {
+		t.Fatalf("after heal: %q, %v; want the held line", line, err)
+	}
+	c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := r2.ReadString('\n'); err != nil || line != "new\n" {
+		t.Fatalf("after heal, connection made during blackhole: %q, %v", line, err)
+	}
+	roundTrip(t, c, r, "after")
+}
+
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	ln := echoServer(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	p, err := faultproxy.Start(ln.Addr().String(), faultproxy.Options{Protocol: faultproxy.Postgres})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// A connection in every state: forwarding, delayed, held by a
+	// partition, waiting to dial.
+	p.SetDelay(time.Second)
+	conns[0].Write([]byte("delayed\n"))
+	p.Blackhole(true)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns = append(conns, c)
+	conns[1].Write([]byte("held\n"))
+	time.Sleep(100 * time.Millisecond)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("client connection still open after Close: %v", err)
+		}
+		c.Close()
+	}
+	if _, err := net.DialTimeout("tcp", p.Addr(), time.Second); err == nil {
+		t.Error("proxy still accepts after Close")
+	}
+	ln.Close()
+}
+
+// pgThrough returns a pgx DSN for database db of the test server, but
+// connecting through addr.
+func pgDSN(t *testing.T, base, addr, sslmode string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = addr
+	u.RawQuery = url.Values{"sslmode": {sslmode}}.Encode()
+	return u.String()
+}
+
+// pgServer gives a private database on the PostgreSQL test server: its
+// DSN (pgx form) and the server's address.
+func pgServer(t *testing.T) (dsn, addr string) {
+	t.Helper()
+	dsn = testdb.Postgres(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgDSN(t, dsn, u.Host, "disable"), u.Host
+}
+
+func openDB(t *testing.T, driver, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func count(t *testing.T, db *sql.DB, table string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(ctxT(t, 10*time.Second), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// dropOne runs one INSERT transaction through proxied with the next
+// commit reply dropped: the client must get an error while the row lands.
+func dropOne(t *testing.T, p *faultproxy.Proxy, direct, proxied *sql.DB, insert string) {
+	t.Helper()
+	ctx := ctxT(t, 20*time.Second)
+	before := count(t, direct, "t")
+	tx, err := proxied.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, insert); err != nil {
+		t.Fatal(err)
+	}
+	drops := p.Stats().DroppedCommitReplies
+	p.DropCommitReplies(1)
+	err = tx.Commit()
+	if err == nil {
+		t.Fatal("Commit with its reply dropped returned nil")
+	}
+	t.Logf("client saw: %v", err)
+	if got := count(t, direct, "t"); got != before+1 {
+		t.Fatalf("rows after the ambiguous commit: %d, want %d (the commit applied)", got, before+1)
+	}
+	s := p.Stats()
+	if s.DroppedCommitReplies != drops+1 || s.PendingDrops != 0 {
+		t.Fatalf("stats %+v, want one more dropped reply and none pending", s)
+	}
+	// The next commit goes through untouched, on a new connection.
+	tx, err = proxied.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, insert); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("commit after the dropped one: %v", err)
+	}
+	if got := count(t, direct, "t"); got != before+2 {
+		t.Fatalf("rows: %d, want %d", got, before+2)
+	}
+}
+
+func TestPostgresDropCommitReply(t *testing.T) {
+	dsn, addr := pgServer(t)
+	direct := openDB(t, "pgx", dsn)
+	if _, err := direct.ExecContext(ctxT(t, 10*time.Second), "CREATE TABLE t (id serial PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.Postgres})
+	proxied := openDB(t, "pgx", pgDSN(t, dsn, p.Addr(), "disable"))
+	dropOne(t, p, direct, proxied, "INSERT INTO t DEFAULT VALUES")
+	if s := p.Stats(); s.CommitsSeen != 2 {
+		t.Errorf("CommitsSeen %d, want 2", s.CommitsSeen)
+	}
+}
+
+// The extended protocol: a COMMIT sent as Parse/Bind/Execute/Sync, by an
+// unnamed and by a prepared statement. Preparing COMMIT is not a commit.
+func TestPostgresDropCommitReplyExtended(t *testing.T) {
+	dsn, addr := pgServer(t)
+	direct := openDB(t, "pgx", dsn)
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id serial PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.Postgres})
+	for i, form := range []string{"unnamed", "prepared"} {
+		conn, err := pgx.Connect(ctx, pgDSN(t, dsn, p.Addr(), "disable"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := conn.PgConn()
+		if err := pc.Exec(ctx, "BEGIN; INSERT INTO t DEFAULT VALUES").Close(); err != nil {
+			t.Fatal(err)
+		}
+		p.DropCommitReplies(1)
+		if form == "prepared" {
+			if _, err := pc.Prepare(ctx, "c1", "  commit ; ", nil); err != nil {
+				t.Fatalf("prepare COMMIT: %v", err)
+			}
+			if s := p.Stats(); s.PendingDrops != 1 {
+				t.Fatalf("preparing COMMIT took a drop: %+v", s)
+			}
+			_, err = pc.ExecPrepared(ctx, "c1", nil, nil, nil).Close()
+		} else {
+			_, err = pc.ExecParams(ctx, "END", nil, nil, nil, nil).Close()
+		}
+		if err == nil {
+			t.Fatalf("%s COMMIT with its reply dropped succeeded", form)
+		}
+		conn.Close(ctx)
+		if got := count(t, direct, "t"); got != i+1 {
+			t.Fatalf("%s: rows %d, want %d", form, got, i+1)
+		}
+	}
+	if s := p.Stats(); s.DroppedCommitReplies != 2 {
+		t.Errorf("stats %+v, want 2 dropped replies", s)
+	}
+}
+
+// sslmode=prefer sends an SSLRequest first. Passed to a server with TLS
+// on, the connection is encrypted and its commits cannot be seen; with
+// DenyTLS the proxy answers 'N' and the drop works.
+func TestPostgresSSLRequest(t *testing.T) {
+	dsn, addr := pgServer(t)
+	direct := openDB(t, "pgx", dsn)
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id serial PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	var ssl string
+	if err := direct.QueryRowContext(ctx, "SHOW ssl").Scan(&ssl); err != nil {
+		t.Fatal(err)
+	}
+
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.Postgres, DenyTLS: true})
+	proxied := openDB(t, "pgx", pgDSN(t, dsn, p.Addr(), "prefer"))
+	dropOne(t, p, direct, proxied, "INSERT INTO t DEFAULT VALUES")
+
+	pass := start(t, addr, faultproxy.Options{Protocol: faultproxy.Postgres})
+	db := openDB(t, "pgx", pgDSN(t, dsn, pass.Addr(), "prefer"))
+	var got bool
+	if err := db.QueryRowContext(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != (ssl == "on") {
+		t.Errorf("connection through the proxy: ssl=%v, server ssl=%s", got, ssl)
+	}
+	if _, err := db.ExecContext(ctx, "BEGIN; INSERT INTO t DEFAULT VALUES; COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server ssl=%s; passthrough stats %+v", ssl, pass.Stats())
+}
+
+func TestPostgresBlackholeAndCut(t *testing.T) {
+	dsn, addr := pgServer(t)
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.Postgres})
+	db := openDB(t, "pgx", pgDSN(t, dsn, p.Addr(), "disable"))
+	ctx := ctxT(t, 60*time.Second)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Cut: the connection in hand fails, a new one works.
+	p.Cut()
+	if err := conn.PingContext(ctx); err == nil {
+		t.Fatal("ping on a cut connection succeeded")
+	}
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("ping after Cut: %v", err)
+	}
+
+	// Blackhole: a query hangs until its own deadline.
+	p.Blackhole(true)
+	const wait = time.Second
+	qctx, cancel := context.WithTimeout(ctx, wait)
+	t0 := time.Now()
+	var one int
+	err = db.QueryRowContext(qctx, "SELECT 1").Scan(&one)
+	cancel()
+	took := time.Since(t0)
+	if err == nil {
+		t.Fatal("query during blackhole succeeded")
+	}
+	if took < wait-50*time.Millisecond || took > wait+5*time.Second {
+		t.Errorf("query during blackhole ended after %v (%v), want at its %v deadline", took, err, wait)
+	}
+	t.Logf("blackholed query: %v after %v", err, took)
+
+	// Healed: new connections work.
+	p.Blackhole(false)
+	db2 := openDB(t, "pgx", pgDSN(t, dsn, p.Addr(), "disable"))
+	if err := db2.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("query after heal: %d, %v", one, err)
+	}
+}
+
+func TestPostgresDelay(t *testing.T) {
+	dsn, addr := pgServer(t)
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.Postgres})
+	db := openDB(t, "pgx", pgDSN(t, dsn, p.Addr(), "disable"))
+	ctx := ctxT(t, 30*time.Second)
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const d = 100 * time.Millisecond
+	p.SetDelay(d)
+	t0 := time.Now()
+	var one int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took < 2*d {
+		t.Errorf("query with delay %v took %v, want ≥ %v", d, took, 2*d)
+	}
+}
+
+// mysqlServer gives a private database on the MySQL test server as a
+// go-sql-driver config and the server's address.
+func mysqlServer(t *testing.T) (*gomysql.Config, string) {
+	t.Helper()
+	u, err := url.Parse(testdb.MySQL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gomysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	return cfg, u.Host
+}
+
+func TestMySQLDropCommitReply(t *testing.T) {
+	cfg, addr := mysqlServer(t)
+	direct := openDB(t, "mysql", cfg.FormatDSN())
+	if _, err := direct.ExecContext(ctxT(t, 10*time.Second), "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.MySQL})
+	pcfg := cfg.Clone()
+	pcfg.Addr = p.Addr()
+	proxied := openDB(t, "mysql", pcfg.FormatDSN())
+	dropOne(t, p, direct, proxied, "INSERT INTO t () VALUES ()")
+	if s := p.Stats(); s.CommitsSeen != 2 {
+		t.Errorf("CommitsSeen %d, want 2", s.CommitsSeen)
+	}
+}
+
+func TestMySQLBlackhole(t *testing.T) {
+	cfg, addr := mysqlServer(t)
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.MySQL})
+	pcfg := cfg.Clone()
+	pcfg.Addr = p.Addr()
+	db := openDB(t, "mysql", pcfg.FormatDSN())
+	ctx := ctxT(t, 30*time.Second)
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	t0 := time.Now()
+	_, err := db.ExecContext(qctx, "DO 1")
+	cancel()
+	if took := time.Since(t0); err == nil || took < 950*time.Millisecond {
+		t.Fatalf("query during blackhole: %v after %v, want an error at the 1s deadline", err, took)
+	}
+	p.Blackhole(false)
+	db2 := openDB(t, "mysql", pcfg.FormatDSN())
+	if _, err := db2.ExecContext(ctx, "DO 1"); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+}
