@@ -175,6 +175,18 @@ func connLost(err error) bool {
 	return errors.As(err, &ne)
 }
 
+// sessionGone reports errors meaning the session is gone or its state
+// unknown: a broken connection as the driver reports it (connLost), or a
+// server's last words before it closes one (killed, shutting down, idle too
+// long).
+func sessionGone(err error) bool {
+	switch mysqlErrno(err) {
+	case erServerShutdown, erConnectionKilled, erClientInactivity, crServerGone, crServerLost:
+		return true
+	}
+	return connLost(err)
+}
+
 // mysqlErrno returns the server error number in err, or 0.
 func mysqlErrno(err error) uint16 {
 	var me *gomysql.MySQLError

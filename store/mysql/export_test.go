@@ -2,6 +2,8 @@ package mysql
 
 import (
 	"fmt"
+	"net"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -134,4 +136,36 @@ func SniffGreeting(chunks ...[]byte) (uint32, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return c.id, c.known && d.conns[c.id] == c
+}
+
+// SetPingTimeout sets how long s's watchers wait for a ping before giving
+// the session up (pingTimeout in production). Call it before s takes any
+// lock.
+func SetPingTimeout(s store.Store, d time.Duration) error {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return err
+	}
+	b.pingTimeout = d
+	return nil
+}
+
+// LockSessionLocalAddr is the local address of the socket of the session
+// holding l for s, which a proxy in between sees as the client's address.
+func LockSessionLocalAddr(s store.Store, l store.Lock) (net.Addr, error) {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ml := range b.held {
+		if ml.name == l.Name() {
+			if ml.s.sock == nil {
+				return nil, fmt.Errorf("lock %q: the session's socket is unknown", l.Name())
+			}
+			return ml.s.sock.LocalAddr(), nil
+		}
+	}
+	return nil, fmt.Errorf("lock %q is not held by this store", l.Name())
 }

@@ -21,7 +21,10 @@ import (
 // Lock tuning. watchEvery is the watcher's ping period, which bounds how
 // late Lost fires where the socket cannot be watched; pingTimeout is how
 // long a ping may go unanswered before the session is given up and closed,
-// so a lock reported lost is always on its way to being freed.
+// so a lock reported lost is always on its way to being freed. It must stay
+// well below lockSessionIdle: a partitioned holder's Lost fires after
+// pingTimeout, and the server frees its lock (for another grant) only after
+// lockSessionIdle of silence.
 const (
 	watchEvery     = 200 * time.Millisecond
 	pingTimeout    = 5 * time.Second
@@ -76,7 +79,11 @@ type session struct {
 }
 
 // close ends the session. bad discards the connection without any further
-// statement on it (it may hold a lock, or be broken).
+// statement on it (it may hold a lock, or be broken), and then closes every
+// descriptor of its socket: the driver's, which it may already have closed
+// itself (a cancelled query), and the watcher's duplicate. While any one of
+// them is open the kernel sends no FIN, so the server keeps the session,
+// and its lock, until wait_timeout.
 func (s *session) close(bad bool) {
 	if bad {
 		_ = s.conn.Raw(func(any) error { return driver.ErrBadConn })
@@ -85,6 +92,11 @@ func (s *session) close(bad bool) {
 	}
 	if s.peer != nil {
 		s.peer.close()
+	}
+	if bad && s.sock != nil {
+		// Idempotent: the driver closes the same socket (an error then
+		// says it was closed already).
+		_ = s.sock.Close()
 	}
 }
 
@@ -101,6 +113,10 @@ type lockBackend struct {
 	dialer   *dialer // the lock pool's, to find a session's socket
 	admin    *sql.DB // the Store's pool, for KILL of abandoned sessions
 	database string  // canonical database name, hashed into lock names
+
+	// pingTimeout is the watchers' (the constant, but for tests that must
+	// not wait 5s for a stalled ping).
+	pingTimeout time.Duration
 
 	closing context.Context // done once Close starts: ends waiting Acquires
 	stop    context.CancelFunc
@@ -119,13 +135,14 @@ func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *
 	lockDB.SetMaxIdleConns(0)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &lockBackend{
-		db:       lockDB,
-		dialer:   d,
-		admin:    admin,
-		database: database,
-		closing:  ctx,
-		stop:     cancel,
-		held:     make(map[*lock]struct{}),
+		db:          lockDB,
+		dialer:      d,
+		admin:       admin,
+		database:    database,
+		pingTimeout: pingTimeout,
+		closing:     ctx,
+		stop:        cancel,
+		held:        make(map[*lock]struct{}),
 	}
 }
 
@@ -170,7 +187,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			// error: wait as for a zero answer.
 			got, err, secs = false, nil, 0
 		}
-		if err != nil && reused && ctx.Err() == nil && connLost(err) {
+		if err != nil && reused && ctx.Err() == nil && sessionGone(err) {
 			// An idle session the server closed (wait_timeout, restart)
 			// holds nothing: try once more on a fresh one.
 			b.discard(s, false)
@@ -214,7 +231,14 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 
 // acquireErr says what ended a failed Acquire, preferring Close, then the
 // caller's context, then the database. The shared layer adds the verb and
-// the lock's name.
+// the lock's name, so no text here repeats them.
+//
+// Every database failure is store.ErrUnavailable, with the driver's error
+// beside it: on this path the only statements are CONNECTION_ID() and
+// GET_LOCK, which fail only when the session or the server does (killed,
+// cut, shut down, out of connections or memory), never because of the
+// caller's arguments, and in every such case the lock was not obtained and
+// the call may be made again.
 func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	if b.closing.Err() != nil {
 		return store.ErrClosed
@@ -222,11 +246,14 @@ func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	if cerr := context.Cause(ctx); cerr != nil {
 		return cerr
 	}
-	return fmt.Errorf("mysql: GET_LOCK: %w", err)
+	return fmt.Errorf("%w: mysql: GET_LOCK: %w", store.ErrUnavailable, err)
 }
 
-// getLock runs one GET_LOCK. NULL (the session was killed, or the server
-// ran out of memory) is an error.
+// errLockNull is GET_LOCK's NULL: the session was killed mid-wait, or the
+// server ran out of memory.
+var errLockNull = errors.New("GET_LOCK returned NULL (session killed?)")
+
+// getLock runs one GET_LOCK.
 func (s *session) getLock(ctx context.Context, key string, secs int64) (bool, error) {
 	var got sql.NullInt64
 	err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", key, secs).Scan(&got)
@@ -234,7 +261,7 @@ func (s *session) getLock(ctx context.Context, key string, secs int64) (bool, er
 	case err != nil:
 		return false, err
 	case !got.Valid:
-		return false, errors.New("GET_LOCK returned NULL (session killed?)")
+		return false, errLockNull
 	}
 	return got.Int64 == 1, nil
 }
@@ -513,7 +540,7 @@ func (l *lock) watch() {
 		}
 		// After a quiet period, or unsolicited bytes (a server's last
 		// words are an error packet): the ping reads them, or confirms.
-		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), l.b.pingTimeout)
 		var owner sql.NullInt64
 		err := l.s.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", l.key).Scan(&owner)
 		cancel()
@@ -524,18 +551,54 @@ func (l *lock) watch() {
 	}
 }
 
-// lose drops the session and fires Lost.
+// lose drops the session, closing every descriptor of its socket so the
+// server sees it end and frees the lock, fires Lost, and then, as a
+// backstop for a server that still sees the session (the FIN lost in a
+// partition, or stuck behind a stalled connection), KILLs it from the
+// Store's pool where that pool can reach the server.
 func (l *lock) lose() {
-	_ = l.s.conn.Raw(func(any) error { return driver.ErrBadConn })
+	l.s.close(true)
 	l.markLost()
+	if l.b.admin == nil || l.s.id == 0 {
+		return
+	}
+	// Off the watcher, so Release after Lost never waits for it; Close
+	// waits for it (b.wg) before the pools close.
+	l.b.wg.Add(1)
+	go func() {
+		defer l.b.wg.Done()
+		l.b.killHolder(l.key, l.s.id)
+	}()
+}
+
+// killHolder KILLs session id if it still holds key. The check keeps a KILL
+// that arrives after a server restart (connection ids start again from 1)
+// from ending a stranger's session: an unrelated session with the same id
+// would also have to hold this very lock. Both statements are bounded by
+// killTimeout; failing, they leave the lock to the server's wait_timeout.
+func (b *lockBackend) killHolder(key string, id uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	var owner sql.NullInt64
+	if err := b.admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", key).Scan(&owner); err != nil ||
+		!owner.Valid || uint64(owner.Int64) != id {
+		return
+	}
+	// 1094 (unknown thread: it ended meanwhile) is the usual failure, and
+	// nothing more can be done about any other.
+	_, _ = b.admin.ExecContext(ctx, "KILL "+strconv.FormatUint(id, 10))
 }
 
 // Release gives the lock back with RELEASE_LOCK on its own session. It runs
 // to completion even when ctx is already done (bounded by releaseTimeout):
 // abandoning it half way would only close the session, which frees the lock
 // anyway, so honouring ctx would gain nothing and lose the answer. A lock
-// whose session died, or which the server no longer attributes to it, is
-// reported as store.ErrLockLost, every time.
+// whose session died, which the server no longer attributes to it, or whose
+// RELEASE_LOCK failed in any way (so that holding it to the end cannot be
+// vouched for) is reported as store.ErrLockLost, every time, with the
+// driver's error beside it where there is one; in every case the lock is
+// no longer held when Release returns, or its session is closed and KILLed
+// so the server frees it.
 func (l *lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -559,22 +622,25 @@ func (l *lock) Release(ctx context.Context) error {
 	var r sql.NullInt64
 	err := l.s.conn.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", l.key).Scan(&r)
 	switch {
-	case err != nil && connLost(err):
+	case err != nil && sessionGone(err):
 		// The session is gone, and with it the lock, possibly before this
 		// call: whoever relied on holding it must hear so.
 		l.state = lockLost
-		l.markLost()
 		l.b.discard(l.s, false)
-		return fmt.Errorf("%w: %w", store.ErrLockLost, err)
+		l.markLost()
+		return fmt.Errorf("%w: mysql: RELEASE_LOCK: %w", store.ErrLockLost, err)
 	case err != nil:
-		l.state = lockReleased
+		// A server error: whether the lock was still this session's is
+		// unknown, and the KILL makes sure it is nobody's.
+		l.state = lockLost
 		l.b.discard(l.s, true)
-		return fmt.Errorf("mysql: RELEASE_LOCK: %w", err)
+		l.markLost()
+		return fmt.Errorf("%w: mysql: RELEASE_LOCK: %w", store.ErrLockLost, err)
 	case !r.Valid || r.Int64 != 1:
 		// NULL: no such lock; 0: another session holds it.
 		l.state = lockLost
-		l.markLost()
 		l.b.discard(l.s, false)
+		l.markLost()
 		return store.ErrLockLost
 	}
 	l.state = lockReleased

@@ -88,4 +88,10 @@ func (p *peerWatch) wait(d time.Duration, stop <-chan struct{}) peerEvent {
 // interrupt ends a wait in progress at once.
 func (p *peerWatch) interrupt() { _ = p.f.SetReadDeadline(time.Unix(1, 0)) }
 
-func (p *peerWatch) close() { _ = p.f.Close() }
+// close shuts the socket down, for the driver's descriptor too, and closes
+// the duplicate: a lock session given up on must end on the server now, not
+// when the last descriptor someone forgot goes.
+func (p *peerWatch) close() {
+	_ = p.rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+	_ = p.f.Close()
+}

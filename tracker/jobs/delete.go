@@ -30,6 +30,7 @@ func (m *Manager) deleteItem(ctx context.Context, it store.QueueItem) error {
 		return err
 	}
 	defer m.release(l)
+	ctx = store.WithFence(ctx, l)
 
 	on, err := m.st.FileOn(ctx, it.Fid)
 	if err != nil {

@@ -185,6 +185,7 @@ func (m *Manager) monitorPass(ctx context.Context, log *slog.Logger) error {
 	if l, err := m.st.Lock(ctx, deviceUpdateLock, 0); err == nil {
 		canUpdate = true
 		defer m.release(l)
+		ctx = store.WithFence(ctx, l)
 	} else if !errors.Is(err, store.ErrLockTimeout) {
 		return fmt.Errorf("jobs: monitor: lock %s: %w", deviceUpdateLock, err)
 	}

@@ -61,6 +61,7 @@ func (m *Manager) reapTempFiles(ctx context.Context) error {
 		return fmt.Errorf("jobs: lock %s: %w", tempfilesLock, err)
 	}
 	defer m.release(l)
+	ctx = store.WithFence(ctx, l)
 	tfs, err := m.st.ExpiredTempFiles(ctx, m.opts.TempFileTTL, tempfileBatch)
 	if err != nil {
 		return fmt.Errorf("jobs: expired tempfiles: %w", err)

@@ -84,7 +84,7 @@ func (m *Manager) noteOnDevice(ctx context.Context, fid int64, devid int) error 
 		return fmt.Errorf("jobs: lock devcount of fid %d: %w", fid, err)
 	}
 	defer m.release(l)
-	if _, err := m.st.AddFileOn(ctx, fid, devid); err != nil {
+	if _, err := m.st.AddFileOn(store.WithFence(ctx, l), fid, devid); err != nil {
 		return fmt.Errorf("jobs: add fid %d on dev%d: %w", fid, devid, err)
 	}
 	return nil
@@ -97,7 +97,7 @@ func (m *Manager) forgetOnDevice(ctx context.Context, fid int64, devid int) erro
 		return fmt.Errorf("jobs: lock devcount of fid %d: %w", fid, err)
 	}
 	defer m.release(l)
-	if _, err := m.st.RemoveFileOn(ctx, fid, devid); err != nil {
+	if _, err := m.st.RemoveFileOn(store.WithFence(ctx, l), fid, devid); err != nil {
 		return fmt.Errorf("jobs: remove fid %d from dev%d: %w", fid, devid, err)
 	}
 	return nil
@@ -311,6 +311,7 @@ func (m *Manager) replicateItem(ctx context.Context, it store.QueueItem) error {
 		return err
 	}
 	defer m.release(l)
+	ctx = store.WithFence(ctx, l)
 
 	// Done, lost the race, or the file is gone: the row's work is over.
 	if _, err = m.replicate(ctx, it.Fid, replOpts{source: it.DevID}); err == nil {

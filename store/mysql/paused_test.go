@@ -1,0 +1,129 @@
+package mysql_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// envHolder makes the test binary, re-executed, a lock holder process: it
+// takes the lock named in it on the DSN in envHolderDSN, says "held", says
+// "lost" when Lost fires, and exits when its stdin closes.
+const (
+	envHolder    = "GOMOGILE_TEST_MYSQL_HOLDER"
+	envHolderDSN = "GOMOGILE_TEST_MYSQL_HOLDER_DSN"
+)
+
+func TestHolderProcess(t *testing.T) {
+	name := os.Getenv(envHolder)
+	if name == "" {
+		t.Skip("only run as a child of TestLock_PausedHolder")
+	}
+	s, err := store.Open(context.Background(), os.Getenv(envHolderDSN))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	l, err := s.Lock(context.Background(), name, 0)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("held")
+	go func() {
+		<-l.Lost()
+		fmt.Println("lost")
+	}()
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+// A holder process paused with SIGSTOP keeps its session open but silent:
+// the server keeps its lock for the lock sessions' wait_timeout (10s), so
+// a pause shorter than that lets nobody in, and a longer one frees the lock
+// for another Store while the paused holder cannot yet know; on SIGCONT its
+// watcher finds the session closed and Lost fires at once. (Fencing tokens
+// are what keep such a holder's writes out once another has the lock.)
+func TestLock_PausedHolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the lock sessions' wait_timeout")
+	}
+	h := newHarness(t)
+	b := h.open(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHolderProcess$")
+	cmd.Env = append(os.Environ(), envHolder+"=paused", envHolderDSN+"="+h.dsn)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(d time.Duration) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return "(exited)"
+			}
+			return l
+		case <-time.After(d):
+			return "(nothing)"
+		}
+	}
+	if l := next(30 * time.Second); l != "held" {
+		t.Fatalf("holder process: %s", l)
+	}
+	// Let its watcher ping once more, so the silence starts now.
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := b.Lock(context.Background(), "paused", 5*time.Second); !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("Lock 5s into the pause: got %v; want %v", err, store.ErrLockTimeout)
+	}
+	lb := mustLock(t, b, "paused", 15*time.Second)
+	granted := time.Since(start)
+	t.Logf("paused holder's lock granted to another Store %v after SIGSTOP", granted)
+	if granted < 5*time.Second {
+		t.Errorf("granted %v into the pause", granted)
+	}
+	resumed := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(5 * time.Second); !strings.HasPrefix(l, "lost") {
+		t.Fatalf("resumed holder: %s; want lost", l)
+	}
+	t.Logf("resumed holder's Lost fired %v after SIGCONT", time.Since(resumed))
+	mustRelease(t, lb)
+}
