@@ -23,7 +23,7 @@ const (
 	faultPartition = "partition" // the proxy blackholes every connection (no FIN, no RST) for a while
 	faultDelay     = "delay"     // the proxy delays every packet for a while
 	faultCut       = "cut"       // the proxy closes every connection
-	faultAmbiguous = "ambiguous" // the proxy drops the replies of the next COMMITs
+	faultAmbiguous = "ambiguous" // the proxy drops the replies of the next COMMITs (and cuts their connections)
 	faultFailover  = "failover"  // SIGKILL of the primary, promotion of the standby
 )
 

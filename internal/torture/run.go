@@ -127,6 +127,7 @@ type run struct {
 	procs   []*wproc                    // current process of each slot
 	bad     int                         // undecodable history lines (a SIGKILL mid-write)
 	stopped map[string]bool
+	px      *proxies // nil: no network faults
 	probeID int64
 	probes  sync.WaitGroup
 }
@@ -265,7 +266,7 @@ func procPrefix(p string) string {
 func (r *run) start(slot, gen int) (*wproc, error) {
 	cfg := r.cfg
 	wc := workerConfig{
-		Proc: fmt.Sprintf("p%d.%d", slot, gen), DSN: r.dsn, Stores: cfg.Stores, Workers: cfg.Workers,
+		Proc: fmt.Sprintf("p%d.%d", slot, gen), DSN: r.slotDSN(slot), Stores: cfg.Stores, Workers: cfg.Workers,
 		Seed: cfg.Seed + uint64(slot*7919+gen*104729), Counters: cfg.Counters, Keys: cfg.Keys,
 		Dmids: r.dmids, Devids: r.devids, LockTimeout: cfg.LockTimeout, QueueLease: cfg.QueueLease,
 		OpTimeout: cfg.OpTimeout, Broken: cfg.Broken,
@@ -356,6 +357,10 @@ func (r *run) signal(p *wproc, sig syscall.Signal) {
 // then stops the processes.
 func (r *run) load(ctx context.Context) error {
 	cfg := r.cfg
+	if err := r.startProxies(); err != nil {
+		return err
+	}
+	defer r.closeProxies()
 	for i := 0; i < cfg.Procs; i++ {
 		if _, err := r.start(i, 0); err != nil {
 			r.stopAll()
@@ -381,6 +386,7 @@ func (r *run) load(ctx context.Context) error {
 	cancelFaults()
 	<-faultsDone
 	inj.close()
+	r.healProxies()
 	r.probes.Wait()
 	r.rep.Load = time.Since(start)
 	r.stopAll()
