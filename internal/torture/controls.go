@@ -18,6 +18,7 @@ type Control struct {
 	// FaultEvery is the fault schedule the control needs to show: a late
 	// Lost or an unchecked fence matters only once a lock is lost.
 	FaultEvery time.Duration
+	Faults     []string // the kinds made (all that apply when empty)
 	// NotOn lists backends where the control cannot show, and why.
 	NotOn map[string]string
 }
@@ -29,8 +30,8 @@ const inProcess = "SQLite's locks are in-process: while the one process that own
 func Controls() []Control {
 	return []Control{
 		{Name: "no-exclusion", Invariant: "locks: no two holders at once"},
-		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, NotOn: map[string]string{"sqlite": inProcess}},
-		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultSessions}, NotOn: map[string]string{"sqlite": inProcess}},
 		{Name: "double-lease", Invariant: "queue: no row leased twice at once"},
 		{Name: "reused-fid", Invariant: "files: fids unique and increasing"},
 		{Name: "lost-commit", Invariant: "files: every acknowledged commit present exactly once"},

@@ -46,6 +46,17 @@ func newInjector(r *run) *injector {
 	}
 	in.kinds = append(in.kinds, r.infraKinds()...)
 	r.rep.Faults.Applicable = append([]string(nil), in.kinds...)
+	if len(r.cfg.Faults) > 0 {
+		var only []string
+		for _, k := range in.kinds {
+			for _, want := range r.cfg.Faults {
+				if k == want {
+					only = append(only, k)
+				}
+			}
+		}
+		in.kinds = only
+	}
 	if !r.caps.CrossProcess {
 		// One process owns an SQLite database: its SIGKILL is the
 		// database's crash.
@@ -63,7 +74,7 @@ func (in *injector) close() {
 }
 
 func (in *injector) run(ctx context.Context) {
-	if in.r.cfg.FaultEvery <= 0 {
+	if in.r.cfg.FaultEvery <= 0 || len(in.kinds) == 0 {
 		<-ctx.Done()
 		return
 	}

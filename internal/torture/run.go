@@ -32,6 +32,9 @@ type Config struct {
 	// FaultEvery is how often the injector makes a fault, the kinds taken
 	// in turn (700ms; 0 = never).
 	FaultEvery time.Duration
+	// Faults, if set, restricts the kinds made to these (the negative
+	// controls use it to make the fault that shows theirs often).
+	Faults []string
 	Seed       uint64 // drives every random choice (0 = from the clock; the Report says which)
 
 	Counters    int           // lock-guarded counters (4)

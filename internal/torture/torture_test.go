@@ -97,10 +97,10 @@ func TestNegativeControls(t *testing.T) {
 				defer cancel()
 				rep, err := torture.Run(ctx, torture.Config{
 					DSN:        dsn,
-					Duration:   3 * time.Second,
-					Procs:      2,
+					Duration:   6 * time.Second,
 					Workers:    3,
 					FaultEvery: c.FaultEvery,
+					Faults:     c.Faults,
 					Seed:       7,
 					Broken:     c.Name,
 				})

@@ -188,14 +188,15 @@ func (w *worker) increment(ctx context.Context) error {
 		w.emit(event{K: "bad", Msg: fmt.Sprintf("counter %d read as %q by %s", i, v, w.name)})
 		return w.release(ctx, h)
 	}
-	// Work a moment between the read and the write, as a tracker
-	// computing the new value would: the window in which a pause or a
-	// partition leaves a holder writing after its lock went elsewhere.
-	sleepCtx(ctx, time.Duration(w.rng.IntN(3))*time.Millisecond)
 	if w.lost(h) {
 		w.emit(event{K: "lostpre", C: i + 1})
 		return w.release(ctx, h)
 	}
+	// Work a moment between the check and the write, as a tracker
+	// computing the new value would: the window in which a pause or a
+	// partition leaves a holder writing after its lock went elsewhere,
+	// which only the fence can refuse.
+	sleepCtx(ctx, time.Duration(w.rng.IntN(3))*time.Millisecond)
 	setStart := time.Now()
 	w.emit(event{K: "set", C: i + 1, H: h.id, N: h.name, Tok: h.token, S: nanos(getStart), T: nanos(setStart), V: n, W: n + 1})
 	err = w.st.SetServerSetting(fenced(ctx, h.lock), counterKey(i), strconv.FormatInt(n+1, 10))
