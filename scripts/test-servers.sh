@@ -4,6 +4,9 @@
 # tests, and a `test` database in each. It starts a server that is down and
 # installs one that is missing (Debian packages), so a fresh machine works.
 # It is idempotent and quick when everything already runs.
+# It also installs the binaries internal/dbinstance starts private servers
+# from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer);
+# those are only installed, never started here.
 set -euo pipefail
 
 log() { printf 'test-servers: %s\n' "$*" >&2; }
@@ -82,6 +85,16 @@ ensure_mariadb() {
 	mysql -h 127.0.0.1 -P 3306 -uroot -e 'CREATE DATABASE IF NOT EXISTS test'
 }
 
+# internal/dbinstance runs PgBouncer itself (as the postgres user, on a
+# port of its own); the Debian package is only needed for the binary.
+ensure_pgbouncer() {
+	if ! command -v pgbouncer >/dev/null && ! [ -x /usr/sbin/pgbouncer ]; then
+		log "installing PgBouncer"
+		apt_install pgbouncer
+	fi
+}
+
 ensure_postgres
 ensure_mariadb
-log "PostgreSQL and MariaDB ready"
+ensure_pgbouncer
+log "PostgreSQL, MariaDB and PgBouncer ready"

@@ -1,0 +1,371 @@
+package dbinstance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PGOptions configure StartPostgres. The zero value is fine.
+type PGOptions struct {
+	// Settings are extra postgresql.conf settings (name → value as it
+	// would be written in the file, e.g. "'on'" or "64MB"); they override
+	// the defaults below.
+	Settings map[string]string
+	// Dir is the parent of the instance's directory; "" = os.TempDir().
+	Dir string
+	// Logf, if set, gets one line per lifecycle step.
+	Logf func(format string, args ...any)
+}
+
+// pgDefaults keep startup quick and small and crashes honest: fsync and
+// synchronous_commit stay on so an acknowledged commit survives SIGKILL,
+// and the WAL settings allow a streaming standby.
+var pgDefaults = map[string]string{
+	"listen_addresses":   "'127.0.0.1'",
+	"shared_buffers":     "16MB",
+	"max_connections":    "100",
+	"fsync":              "on",
+	"synchronous_commit": "on",
+	"full_page_writes":   "on",
+	"wal_level":          "replica",
+	"max_wal_senders":    "8",
+	"wal_keep_size":      "64MB",
+	"hot_standby":        "on",
+	"huge_pages":         "off",
+	"logging_collector":  "off",
+	"log_min_messages":   "warning",
+	"ssl":                "off",
+}
+
+// Postgres is a private PostgreSQL server (a primary or a standby).
+type Postgres struct {
+	o       PGOptions
+	bin     string
+	acct    *account
+	dir     string // the instance's directory (socket, logs)
+	data    string // its data directory
+	port    int
+	standby bool
+
+	mu   sync.Mutex
+	proc *proc
+}
+
+// StartPostgres initialises a new cluster (trust auth, superuser "root")
+// in a temporary directory, starts it on a free 127.0.0.1 port and creates
+// database "test". Call Cleanup when done.
+func StartPostgres(ctx context.Context, o PGOptions) (*Postgres, error) {
+	p, err := newPostgres(o)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	// --no-sync: the bootstrap files need not reach the disk now (only a
+	// machine crash would lose them); the server itself runs with fsync.
+	if err := run(p.acct, p.logPath(), filepath.Join(p.bin, "initdb"),
+		"-D", p.data, "-U", "root", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"); err != nil {
+		p.Cleanup()
+		return nil, err
+	}
+	if err := p.writeConf(); err != nil {
+		p.Cleanup()
+		return nil, err
+	}
+	if err := p.Start(ctx); err != nil {
+		p.Cleanup()
+		return nil, err
+	}
+	c, err := p.connect(ctx, "postgres")
+	if err == nil {
+		_, err = c.Exec(ctx, "CREATE DATABASE test")
+		c.Close(ctx)
+	}
+	if err != nil {
+		p.Cleanup()
+		return nil, fmt.Errorf("dbinstance: postgres: create database test: %w", err)
+	}
+	p.logf("postgres primary on %s (%s) ready in %v", p.Addr(), p.dir, time.Since(t0).Round(time.Millisecond))
+	return p, nil
+}
+
+func newPostgres(o PGOptions) (*Postgres, error) {
+	bin, err := pgBinDir()
+	if err != nil {
+		return nil, err
+	}
+	acct, err := serviceAccount("postgres")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := tempDir(o.Dir, "gomogile-pg-*", acct)
+	if err != nil {
+		return nil, err
+	}
+	return &Postgres{o: o, bin: bin, acct: acct, dir: dir, data: filepath.Join(dir, "data"), port: port}, nil
+}
+
+func (p *Postgres) logf(format string, args ...any) {
+	if p.o.Logf != nil {
+		p.o.Logf("dbinstance: "+format, args...)
+	}
+}
+
+func (p *Postgres) logPath() string { return filepath.Join(p.dir, "postgres.log") }
+
+// writeConf appends this instance's settings to postgresql.conf; later
+// lines win, so a standby's copy of its primary's file is overridden.
+func (p *Postgres) writeConf() error {
+	set := map[string]string{}
+	for k, v := range pgDefaults {
+		set[k] = v
+	}
+	for k, v := range p.o.Settings {
+		set[k] = v
+	}
+	set["port"] = fmt.Sprint(p.port)
+	set["unix_socket_directories"] = "'" + p.dir + "'"
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("\n# dbinstance\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s = %s\n", k, set[k])
+	}
+	f, err := os.OpenFile(filepath.Join(p.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("dbinstance: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(b.String()); err != nil {
+		return fmt.Errorf("dbinstance: %w", err)
+	}
+	return nil
+}
+
+// Addr is "127.0.0.1:port".
+func (p *Postgres) Addr() string { return fmt.Sprintf("127.0.0.1:%d", p.port) }
+
+// Port is the server's TCP port; it stays the same across Kill and Start.
+func (p *Postgres) Port() int { return p.port }
+
+// Dir is the instance's directory (data directory in Dir()/data, server
+// log in Dir()/postgres.log).
+func (p *Postgres) Dir() string { return p.dir }
+
+// DSN is a pgx URL for database db as superuser root.
+func (p *Postgres) DSN(db string) string {
+	return fmt.Sprintf("postgres://root@%s/%s?sslmode=disable", p.Addr(), db)
+}
+
+// FailoverDSN is a multi-host pgx URL naming every node, which connects to
+// whichever of them accepts writes.
+func FailoverDSN(db string, nodes ...*Postgres) string {
+	hosts := make([]string, len(nodes))
+	for i, n := range nodes {
+		hosts[i] = n.Addr()
+	}
+	return fmt.Sprintf("postgres://root@%s/%s?sslmode=disable&target_session_attrs=read-write", strings.Join(hosts, ","), db)
+}
+
+// Start starts the server (again) on its port and data directory and
+// returns once it accepts connections. After Kill this runs crash
+// recovery.
+func (p *Postgres) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc != nil && p.proc.running() {
+		return fmt.Errorf("dbinstance: postgres on %s is already running", p.Addr())
+	}
+	pr, err := startProc(p.acct, p.logPath(), filepath.Join(p.bin, "postgres"), "-D", p.data)
+	if err != nil {
+		return err
+	}
+	p.proc = pr
+	if err := p.waitReady(ctx, pr); err != nil {
+		pr.kill()
+		return err
+	}
+	return nil
+}
+
+// waitReady polls until the server answers a query, its process exits, or
+// ctx ends.
+func (p *Postgres) waitReady(ctx context.Context, pr *proc) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := pgx.Connect(actx, p.DSN("postgres"))
+		if err == nil {
+			_, err = c.Exec(actx, "SELECT 1")
+			c.Close(context.Background())
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-pr.exited:
+			return fmt.Errorf("dbinstance: postgres on %s exited (%v):\n%s", p.Addr(), pr.err, tail(p.logPath()))
+		case <-ctx.Done():
+			return fmt.Errorf("dbinstance: postgres on %s not ready: %w (last: %v)", p.Addr(), ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Postgres) connect(ctx context.Context, db string) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, p.DSN(db))
+}
+
+// Kill sends SIGKILL to the postmaster and every backend — a crash — and
+// returns once none of them is left.
+func (p *Postgres) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return nil
+	}
+	p.logf("postgres on %s: SIGKILL", p.Addr())
+	return p.proc.kill()
+}
+
+// Stop shuts the server down (fast shutdown: sessions are ended, a
+// checkpoint is written) and waits for it; it is a no-op when stopped.
+func (p *Postgres) Stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return nil
+	}
+	return p.proc.stop(sigFast, 60*time.Second)
+}
+
+// Running reports whether the server process is alive.
+func (p *Postgres) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.proc != nil && p.proc.running()
+}
+
+// Cleanup stops the server and removes its directory.
+func (p *Postgres) Cleanup() error {
+	err := p.Stop()
+	if rerr := os.RemoveAll(p.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// StartTime returns pg_postmaster_start_time(): it changes with every
+// start, crash restarts included.
+func (p *Postgres) StartTime(ctx context.Context) (time.Time, error) {
+	c, err := p.connect(ctx, "postgres")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("dbinstance: %w", err)
+	}
+	defer c.Close(context.Background())
+	var t time.Time
+	if err := c.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("dbinstance: %w", err)
+	}
+	return t, nil
+}
+
+// StartStandby makes a streaming replica of p (pg_basebackup -R) in a new
+// directory on its own port, starts it as a hot standby and returns once
+// it streams from p. Promote makes it a primary.
+func (p *Postgres) StartStandby(ctx context.Context) (*Postgres, error) {
+	s, err := newPostgres(p.o)
+	if err != nil {
+		return nil, err
+	}
+	s.standby = true
+	t0 := time.Now()
+	if err := run(s.acct, s.logPath(), filepath.Join(s.bin, "pg_basebackup"),
+		"-h", "127.0.0.1", "-p", fmt.Sprint(p.port), "-U", "root", "-D", s.data,
+		"-R", "-X", "stream", "-c", "fast", "--no-sync"); err != nil {
+		s.Cleanup()
+		return nil, err
+	}
+	if err := s.writeConf(); err != nil {
+		s.Cleanup()
+		return nil, err
+	}
+	if err := s.Start(ctx); err != nil {
+		s.Cleanup()
+		return nil, err
+	}
+	if err := s.waitStreaming(ctx); err != nil {
+		s.Cleanup()
+		return nil, err
+	}
+	s.logf("postgres standby of %s on %s ready in %v", p.Addr(), s.Addr(), time.Since(t0).Round(time.Millisecond))
+	return s, nil
+}
+
+func (p *Postgres) waitStreaming(ctx context.Context) error {
+	var status string
+	for {
+		c, err := p.connect(ctx, "postgres")
+		if err == nil {
+			err = c.QueryRow(ctx, "SELECT coalesce((SELECT status FROM pg_stat_wal_receiver), '')").Scan(&status)
+			c.Close(context.Background())
+		}
+		if err == nil && status == "streaming" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dbinstance: standby on %s not streaming (status %q, %v): %w", p.Addr(), status, err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Promote turns a standby into a primary (pg_promote) and returns once it
+// accepts writes.
+func (p *Postgres) Promote(ctx context.Context) error {
+	c, err := p.connect(ctx, "postgres")
+	if err != nil {
+		return fmt.Errorf("dbinstance: promote %s: %w", p.Addr(), err)
+	}
+	defer c.Close(context.Background())
+	var ok bool
+	if err := c.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&ok); err != nil {
+		return fmt.Errorf("dbinstance: promote %s: %w", p.Addr(), err)
+	}
+	if !ok {
+		return errors.New("dbinstance: promote " + p.Addr() + ": pg_promote returned false")
+	}
+	for {
+		var rec bool
+		if err := c.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&rec); err != nil {
+			return fmt.Errorf("dbinstance: promote %s: %w", p.Addr(), err)
+		}
+		if !rec {
+			p.standby = false
+			p.logf("postgres on %s promoted", p.Addr())
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dbinstance: promote %s: %w", p.Addr(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
