@@ -29,7 +29,7 @@ func (r *run) startProxies() error {
 	if !r.caps.CrossProcess {
 		return nil
 	}
-	u, err := url.Parse(r.dsn)
+	u, err := url.Parse(r.workerBase)
 	if err != nil || u.Host == "" || strings.Contains(u.Host, ",") || strings.HasPrefix(u.Host, "/") {
 		return nil
 	}
@@ -56,11 +56,11 @@ func (r *run) startProxies() error {
 // slotDSN is the DSN slot's process opens: through its proxy, if any.
 func (r *run) slotDSN(slot int) string {
 	if r.px == nil {
-		return r.dsn
+		return r.workerBase
 	}
-	u, err := url.Parse(r.dsn)
+	u, err := url.Parse(r.workerBase)
 	if err != nil {
-		return r.dsn
+		return r.workerBase
 	}
 	u.Host = r.px.list[slot].Addr()
 	return u.String()
@@ -93,16 +93,23 @@ func (r *run) healProxies() {
 // infraKinds lists the faults the run's infrastructure (fault proxies,
 // private database server) can make.
 func (r *run) infraKinds() []string {
-	if r.px == nil {
-		return nil
+	kinds := r.srv.kinds()
+	if r.px != nil {
+		kinds = append(kinds, faultPartition, faultDelay, faultCut, faultAmbiguous)
 	}
-	return []string{faultPartition, faultDelay, faultCut, faultAmbiguous}
+	return kinds
 }
 
 // infraFault makes a network fault on one slot's proxy. Partitions and
 // delays last a while: they run on, the injector goes on with the next
 // fault.
 func (r *run) infraFault(ctx context.Context, rng *rand.Rand, kind string) error {
+	switch kind {
+	case faultDBCrash:
+		return r.dbcrash(ctx)
+	case faultFailover:
+		return r.failover(ctx)
+	}
 	px := r.px
 	if px == nil {
 		return fmt.Errorf("fault %q not available", kind)

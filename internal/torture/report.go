@@ -24,6 +24,7 @@ type Report struct {
 	Stores        int           // Stores per process
 	Workers       int           // goroutines per Store
 	Broken        string        // the negative control the run was made with, if any
+	Private       string        // the private server mode, if any
 
 	// Ops counts operations by name and outcome kind ("ok", "unknown_outcome",
 	// "closed", "lock_lost", "lock_timeout", "not_found", "duplicate",
@@ -197,6 +198,9 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "  seed=%d load=%v processes=%d stores/process=%d workers/store=%d", r.Seed, r.Load.Round(time.Millisecond), r.Procs, r.Stores, r.Workers)
 	if r.Broken != "" {
 		fmt.Fprintf(&b, " negative-control=%s", r.Broken)
+	}
+	if r.Private != "" {
+		fmt.Fprintf(&b, " private-server=%s", r.Private)
 	}
 	b.WriteString("\n")
 	f := r.Faults

@@ -23,7 +23,11 @@ import (
 
 // Config is one torture run. Zero fields take the defaults noted.
 type Config struct {
-	DSN      string        // the database; required
+	// DSN is the database, an empty one of its own; or Private names a
+	// private server (PrivatePostgres, PrivateMySQL, PrivatePgBouncer,
+	// PrivateFailover) the run starts, crashes and removes.
+	DSN      string
+	Private  string
 	Duration time.Duration // how long load and faults run (10s)
 	// Procs is the number of tracker processes (3; SQLite 1, since one
 	// process owns an SQLite database), Stores the Stores each opens (1;
@@ -35,7 +39,7 @@ type Config struct {
 	// Faults, if set, restricts the kinds made to these (the negative
 	// controls use it to make the fault that shows theirs often).
 	Faults []string
-	Seed       uint64 // drives every random choice (0 = from the clock; the Report says which)
+	Seed   uint64 // drives every random choice (0 = from the clock; the Report says which)
 
 	Counters    int           // lock-guarded counters (4)
 	Keys        int           // keys per domain; few, so commits replace each other (40)
@@ -131,8 +135,12 @@ type run struct {
 	bad     int                         // undecodable history lines (a SIGKILL mid-write)
 	stopped map[string]bool
 	px      *proxies // nil: no network faults
-	probeID int64
-	probes  sync.WaitGroup
+	srv     *servers // private servers, nil when the DSN was given
+	// workerBase is the DSN the workers open before their proxies are put
+	// in: dsn, or the pooler's.
+	workerBase string
+	probeID    int64
+	probes     sync.WaitGroup
 }
 
 // Run runs the torture described by cfg and checks its invariants. The
@@ -140,13 +148,34 @@ type run struct {
 // failed, ctx ended); invariant violations are in the Report (see
 // Report.OK), not in the error.
 func Run(ctx context.Context, cfg Config) (Report, error) {
+	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}}
+	if cfg.Private != "" {
+		logf := cfg.Logf
+		if logf == nil {
+			logf = func(string, ...any) {}
+		}
+		r.cfg.Logf = logf
+		r.cfg.Private = cfg.Private
+		err := r.startServers(ctx)
+		defer r.srv.cleanup()
+		if err != nil {
+			return Report{}, err
+		}
+		cfg.DSN = r.cfg.DSN
+	}
 	d, err := store.ParseDSN(cfg.DSN)
 	if err != nil {
 		return Report{}, fmt.Errorf("torture: %w", err)
 	}
 	cfg.defaults(d.Driver)
 	rep := Report{Seed: cfg.Seed, DSN: d.Redacted(), Procs: cfg.Procs, Stores: cfg.Stores, Workers: cfg.Workers, Broken: cfg.Broken}
-	r := &run{cfg: cfg, dsn: workerDSN(cfg.DSN, d), rep: &rep, open: map[string]map[int64]string{}, stopped: map[string]bool{}}
+	r.cfg, r.dsn, r.rep = cfg, workerDSN(cfg.DSN, d), &rep
+	if r.workerBase == "" {
+		r.workerBase = r.dsn
+	} else if wd, err := store.ParseDSN(r.workerBase); err == nil {
+		r.workerBase = workerDSN(r.workerBase, wd)
+	}
+	rep.Private = cfg.Private
 	if err := r.setup(ctx); err != nil {
 		r.closeAdmin()
 		return rep, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/internal/torture"
 	"github.com/gomogile/gomogile/store"
@@ -45,6 +46,14 @@ func short(t *testing.T, dsn string, d time.Duration) torture.Report {
 	if err != nil {
 		t.Fatalf("torture run: %v", err)
 	}
+	judge(t, rep)
+	return rep
+}
+
+// judge fails the test for every violated invariant, and for a run that
+// did nothing or made no fault of a kind that applies.
+func judge(t *testing.T, rep torture.Report) {
+	t.Helper()
 	for _, c := range rep.Failed() {
 		t.Errorf("invariant violated: %s: %s", c.Name, c.Detail)
 	}
@@ -63,7 +72,6 @@ func short(t *testing.T, dsn string, d time.Duration) torture.Report {
 		t.Errorf("summary line %q", rep.Summary())
 	}
 	t.Log(rep.Summary())
-	return rep
 }
 
 func TestShortSQLite(t *testing.T) {
@@ -123,4 +131,51 @@ func TestBadDSN(t *testing.T) {
 	if !errors.Is(err, store.ErrNoDriver) && !errors.Is(err, store.ErrBadDSN) {
 		t.Fatalf("Run with an unknown backend: %v, want ErrNoDriver or ErrBadDSN", err)
 	}
+}
+
+// private runs the short edition on a private server the run starts,
+// crashes and removes; missing server binaries skip, or fail under CI.
+func private(t *testing.T, mode, kind string, d time.Duration) torture.Report {
+	t.Helper()
+	if err := dbinstance.Available(kind); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no %s: %v", kind, err)
+		}
+		t.Skipf("no %s: %v", kind, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+120*time.Second)
+	defer cancel()
+	rep, err := torture.Run(ctx, torture.Config{
+		Private:    mode,
+		Duration:   d,
+		Workers:    3,
+		FaultEvery: 600 * time.Millisecond,
+		Seed:       20261201,
+		Logf:       logf(t),
+	})
+	t.Log("\n" + rep.String())
+	if err != nil {
+		t.Fatalf("torture run: %v", err)
+	}
+	judge(t, rep)
+	return rep
+}
+
+func TestShortPrivatePostgres(t *testing.T) {
+	private(t, torture.PrivatePostgres, "postgres", 20*time.Second)
+}
+
+func TestShortPrivateMariaDB(t *testing.T) {
+	private(t, torture.PrivateMySQL, "mariadb", 20*time.Second)
+}
+
+func TestShortPgBouncer(t *testing.T) {
+	if err := dbinstance.Available("postgres"); err != nil {
+		t.Skip(err)
+	}
+	private(t, torture.PrivatePgBouncer, "pgbouncer", 20*time.Second)
+}
+
+func TestShortFailover(t *testing.T) {
+	private(t, torture.PrivateFailover, "postgres", 20*time.Second)
 }

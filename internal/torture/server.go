@@ -1,0 +1,223 @@
+package torture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gomogile/gomogile/internal/dbinstance"
+)
+
+// Private servers: the program starts its own database server for a run
+// (Config.Private), from the installed binaries, in a temporary directory
+// on its own port, and crashes it at will.
+const (
+	PrivatePostgres  = "postgres"           // a private PostgreSQL; dbcrash = SIGKILL and restart
+	PrivateMySQL     = "mysql"              // a private MariaDB; dbcrash = SIGKILL and restart
+	PrivatePgBouncer = "postgres-pgbouncer" // a private PostgreSQL behind a private PgBouncer in transaction mode
+	PrivateFailover  = "postgres-failover"  // a private PostgreSQL primary with a synchronous streaming standby
+)
+
+// servers is a run's private servers.
+type servers struct {
+	mode    string
+	pg      *dbinstance.Postgres // the primary
+	standby *dbinstance.Postgres // failover mode: the standby, nil once promoted and not yet replaced
+	my      *dbinstance.MariaDB
+	bouncer *dbinstance.PgBouncer
+	old     []interface{ Cleanup() error } // killed primaries, cleaned up at the end
+
+	mu   sync.Mutex
+	down []window // when the database was crashed or failing over
+}
+
+type window struct{ from, to time.Time }
+
+// startServers starts the private servers of cfg.Private and returns the
+// DSN the coordinator opens and the one the workers open.
+func (r *run) startServers(ctx context.Context) error {
+	mode := r.cfg.Private
+	logf := func(format string, args ...any) { r.cfg.Logf("torture: "+format, args...) }
+	s := &servers{mode: mode}
+	r.srv = s
+	switch mode {
+	case PrivatePostgres, PrivatePgBouncer:
+		pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: logf})
+		if err != nil {
+			return fmt.Errorf("torture: private postgres: %w", err)
+		}
+		s.pg = pg
+		r.cfg.DSN = pg.DSN("test")
+		if mode == PrivatePgBouncer {
+			b, err := dbinstance.StartPgBouncer(ctx, pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: logf})
+			if err != nil {
+				return fmt.Errorf("torture: private pgbouncer: %w", err)
+			}
+			s.bouncer = b
+			// store/postgres's # Poolers: no named statements, no LISTEN.
+			r.workerBase = withParams(b.DSN("test"), "default_query_exec_mode", "simple_protocol", "lock_notify", "false")
+		}
+	case PrivateFailover:
+		// Synchronous replication: a commit is acknowledged only once the
+		// standby has it, so promoting the standby loses no acknowledged
+		// commit (asynchronous streaming could).
+		o := dbinstance.PGOptions{Logf: logf, Settings: map[string]string{
+			"synchronous_standby_names": "'*'",
+			"synchronous_commit":        "on",
+		}}
+		pg, err := dbinstance.StartPostgres(ctx, o)
+		if err != nil {
+			return fmt.Errorf("torture: private postgres: %w", err)
+		}
+		s.pg = pg
+		sb, err := pg.StartStandby(ctx)
+		if err != nil {
+			return fmt.Errorf("torture: private standby: %w", err)
+		}
+		s.standby = sb
+		r.cfg.DSN = dbinstance.FailoverDSN("test", pg, sb)
+	case PrivateMySQL:
+		my, err := dbinstance.StartMariaDB(ctx, dbinstance.MyOptions{Logf: logf})
+		if err != nil {
+			return fmt.Errorf("torture: private mariadb: %w", err)
+		}
+		s.my = my
+		r.cfg.DSN = my.DSN("test")
+	default:
+		return fmt.Errorf("torture: unknown private server %q (want %s, %s, %s or %s)", mode, PrivatePostgres, PrivateMySQL, PrivatePgBouncer, PrivateFailover)
+	}
+	return nil
+}
+
+func withParams(dsn string, kv ...string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (s *servers) cleanup() {
+	if s == nil {
+		return
+	}
+	var errs []error
+	if s.bouncer != nil {
+		errs = append(errs, s.bouncer.Cleanup())
+	}
+	if s.standby != nil {
+		errs = append(errs, s.standby.Cleanup())
+	}
+	if s.pg != nil {
+		errs = append(errs, s.pg.Cleanup())
+	}
+	if s.my != nil {
+		errs = append(errs, s.my.Cleanup())
+	}
+	for _, o := range s.old {
+		errs = append(errs, o.Cleanup())
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, "torture: clean up private servers:", err)
+	}
+}
+
+// kinds lists the faults the private servers can make.
+func (s *servers) kinds() []string {
+	if s == nil {
+		return nil
+	}
+	switch s.mode {
+	case PrivateFailover:
+		return []string{faultFailover}
+	}
+	return []string{faultDBCrash}
+}
+
+func (s *servers) wasDown(from, to time.Time) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.down {
+		if w.from.Before(to) && w.to.After(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// crash SIGKILLs the database server and starts it again (crash
+// recovery), after a moment down.
+func (r *run) dbcrash(ctx context.Context) error {
+	s := r.srv
+	from := time.Now()
+	var err error
+	down := 300 * time.Millisecond
+	switch {
+	case s.my != nil:
+		if err = s.my.Kill(); err == nil {
+			sleepCtx(ctx, down)
+			err = s.my.Start(context.WithoutCancel(ctx))
+		}
+	case s.pg != nil:
+		if err = s.pg.Kill(); err == nil {
+			sleepCtx(ctx, down)
+			err = s.pg.Start(context.WithoutCancel(ctx))
+		}
+	}
+	s.mu.Lock()
+	s.down = append(s.down, window{from, time.Now()})
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.countFault(faultDBCrash)
+	r.cfg.Logf("torture: database crashed and restarted in %v", time.Since(from).Round(time.Millisecond))
+	return nil
+}
+
+// failover SIGKILLs the primary and promotes the standby. The workers'
+// multi-host DSN names both, and finds the one that accepts writes. With
+// no standby left to promote (the DSN names the first two servers only),
+// a run fails over once.
+func (r *run) failover(ctx context.Context) error {
+	s := r.srv
+	if s.standby == nil {
+		return nil
+	}
+	from := time.Now()
+	if err := s.pg.Kill(); err != nil {
+		return err
+	}
+	if err := s.standby.Promote(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	s.old = append(s.old, s.pg)
+	s.pg, s.standby = s.standby, nil
+	// The promoted server keeps synchronous_standby_names: commits wait
+	// for a standby. Make one of the new primary (it has a port of its
+	// own, which the DSN does not name: it keeps commits durable, and is
+	// not promoted in its turn).
+	sb, err := s.pg.StartStandby(context.WithoutCancel(ctx))
+	s.mu.Lock()
+	s.down = append(s.down, window{from, time.Now()})
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("new standby: %w", err)
+	}
+	s.old = append(s.old, sb)
+	r.countFault(faultFailover)
+	r.cfg.Logf("torture: failed over to %s in %v", s.pg.Addr(), time.Since(from).Round(time.Millisecond))
+	return nil
+}
