@@ -8,7 +8,8 @@
 // could not be carried out.
 //
 //	gomogile-torture --dsn 'mysql://root@127.0.0.1:3306/torture' --duration 10m
-//	gomogile-torture --backend postgres --duration 120s   # a private server
+//	gomogile-torture --private postgres --duration 120s   # a private server, crashed at will
+//	gomogile-torture --private postgres-failover --duration 120s
 //
 // Run it on an empty database of its own: it creates domains, a host,
 // devices and files, and kills every other session of that database.
@@ -47,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var seed uint64
 	var verbose bool
 	fs.StringVar(&cfg.DSN, "dsn", "", "database DSN (an empty database of its own; sqlite://, mysql://, postgres://, DBI:…)")
+	fs.StringVar(&cfg.Private, "private", "", "start a private server instead of --dsn: postgres, mysql, postgres-pgbouncer or postgres-failover")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long load and faults run")
 	fs.IntVar(&cfg.Procs, "procs", 3, "tracker processes (SQLite: 1, which owns the database)")
 	fs.IntVar(&cfg.Stores, "stores", 0, "Stores per process (default 1; SQLite 3)")
@@ -70,8 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if cfg.DSN == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "gomogile-torture: --dsn is required and no arguments are taken")
+	if (cfg.DSN == "") == (cfg.Private == "") || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "gomogile-torture: one of --dsn and --private is required, and no arguments are taken")
 		fs.Usage()
 		return 2
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
@@ -25,6 +26,7 @@ const (
 	faultCut       = "cut"       // the proxy closes every connection
 	faultAmbiguous = "ambiguous" // the proxy drops the replies of the next COMMITs (and cuts their connections)
 	faultFailover  = "failover"  // SIGKILL of the primary, promotion of the standby
+	faultDupOwner  = "dupowner"  // a Store opened with a live process's lock_owner identity (PostgreSQL)
 )
 
 // injector makes one fault every FaultEvery, taking the kinds that apply
@@ -43,6 +45,9 @@ func newInjector(r *run) *injector {
 	in.kinds = []string{faultKill9, faultSigstop}
 	if r.caps.CrossProcess {
 		in.kinds = append(in.kinds, faultSessions)
+	}
+	if r.driver == "postgres" {
+		in.kinds = append(in.kinds, faultDupOwner)
 	}
 	in.kinds = append(in.kinds, r.infraKinds()...)
 	r.rep.Faults.Applicable = append([]string(nil), in.kinds...)
@@ -106,6 +111,8 @@ func (in *injector) fault(ctx context.Context, kind string) error {
 		return in.kill9(ctx)
 	case faultSigstop:
 		return in.sigstop(ctx)
+	case faultDupOwner:
+		return in.dupOwner(ctx)
 	case faultSessions:
 		if in.killer == nil {
 			k, err := r.newKiller(ctx)
@@ -193,6 +200,7 @@ func (in *injector) kill9(ctx context.Context) error {
 	names := r.openNames(p)
 	killed := time.Now()
 	r.signal(p, syscall.SIGKILL)
+	r.trouble(p.slot)
 	r.countFault(faultKill9)
 	if !r.caps.CrossProcess {
 		r.countFault(faultDBCrash)
@@ -239,6 +247,7 @@ func (in *injector) sigstop(ctx context.Context) error {
 		pause = time.Second
 	}
 	r.signal(p, syscall.SIGSTOP)
+	r.trouble(p.slot)
 	r.countFault(faultSigstop)
 	r.cfg.Logf("torture: SIGSTOP %s for %v", p.prefix, pause)
 	in.wg.Add(1)
@@ -252,7 +261,58 @@ func (in *injector) sigstop(ctx context.Context) error {
 			t.Stop()
 		}
 		r.signal(p, syscall.SIGCONT)
+		r.trouble(p.slot)
 	}()
+	return nil
+}
+
+// dupOwner opens a Store with the lock_owner identity of a live, running
+// process whose network is whole: the backend must refuse it
+// (store.ErrDuplicate). Accepting it would let two Stores evict each
+// other's locks.
+func (in *injector) dupOwner(ctx context.Context) error {
+	r := in.r
+	p := in.victim(false)
+	if p == nil {
+		return nil
+	}
+	// Only an owner that has renewed undisturbed for a while is surely
+	// live: a pause, a partition, a cut or a crash may have ended its
+	// incarnation, and then a newcomer rightly takes the identity over.
+	if !r.quietSince(p.slot, 3*time.Second) {
+		return nil
+	}
+	if r.px != nil {
+		r.px.mu.Lock()
+		busy := r.px.busy[p.slot]
+		r.px.mu.Unlock()
+		if busy {
+			return nil
+		}
+	}
+	r.mu.Lock()
+	hello := r.hello[p.prefix]
+	r.mu.Unlock()
+	if !hello {
+		return nil // still opening its Store: nothing live to duplicate yet
+	}
+	dsn := withParams(r.dsn, "lock_owner", slotOwner(p.slot))
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := store.Open(octx, dsn)
+	r.countFault(faultDupOwner)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev := event{K: "dupowner", P: p.prefix, S: nanos(start), T: nanos(time.Now()), E: kindOf(err)}
+	if err == nil {
+		_ = st.Close()
+		ev.Msg = "accepted"
+	} else if !errors.Is(err, store.ErrDuplicate) {
+		ev.Msg = err.Error()
+	}
+	r.history = append(r.history, ev)
+	r.cfg.Logf("torture: second Store with %s's identity %s: %v", p.prefix, slotOwner(p.slot), err)
 	return nil
 }
 
@@ -287,6 +347,24 @@ func (r *run) probe(ctx context.Context, name string, killed time.Time) {
 			r.cfg.Logf("torture: release probe %q: %v", name, err)
 		}
 	}()
+}
+
+// trouble marks a fault that touched slot (-1: every slot) ending now.
+func (r *run) trouble(slot int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.troubled == nil {
+		r.troubled = map[int]time.Time{}
+	}
+	r.troubled[slot] = time.Now()
+}
+
+// quietSince reports whether no fault touched slot for d.
+func (r *run) quietSince(slot int, d time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cut := time.Now().Add(-d)
+	return r.troubled[slot].Before(cut) && r.troubled[-1].Before(cut)
 }
 
 func (r *run) countFault(kind string) {
@@ -384,6 +462,7 @@ func (r *run) kill(ctx context.Context, rng *rand.Rand, k *sessionKiller) error 
 		}
 	}
 	r.countFault(faultSessions)
+	r.trouble(-1)
 	r.mu.Lock()
 	r.rep.Faults.SessionsKilled += killed
 	r.mu.Unlock()

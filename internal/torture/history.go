@@ -58,6 +58,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	}
 	var kills []kill
 	var probes []event
+	var dups []event
 	var created []event
 	var cstarts int64
 	var deadlineOps []event
@@ -122,6 +123,8 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 			}
 		case "probe":
 			probes = append(probes, ev)
+		case "dupowner":
+			dups = append(dups, ev)
 		case "early":
 			early = append(early, ev.Msg)
 		case "bad":
@@ -282,6 +285,27 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 			len(probes), len(kills), unjudged, rep.MaxLockRecovery.Round(time.Millisecond), r.caps.DeadOwnerBound, cfg.RecoverySlack))
 	}
 
+	// A duplicate identity refused. A process paused, partitioned or killed
+	// during the attempt renews nothing, and may rightly be taken over.
+	if r.driver == "postgres" {
+		var accepted []string
+		refused, unjudged := 0, 0
+		for _, ev := range dups {
+			from, to := fromNanos(ev.S), fromNanos(ev.T)
+			switch {
+			case ev.Msg == "":
+				refused++
+			case ev.Msg != "accepted":
+				unjudged++ // failed otherwise (the database down)
+			case overlapsPause(pauses[ev.P], from, to) || r.srv.wasDown(from.Add(-3*time.Second), to):
+				unjudged++
+			default:
+				accepted = append(accepted, fmt.Sprintf("a Store opened with the lock_owner of live process %s at %s was accepted", ev.P, stamp(from)))
+			}
+		}
+		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts: %d refused with ErrDuplicate, %d not judged (the owner paused or the database down)", len(dups), refused, unjudged))
+	}
+
 	// Guarded counters.
 	final := map[int]int64{}
 	for i := 0; i < cfg.Counters; i++ {
@@ -347,6 +371,16 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 }
 
 type pause struct{ from, to time.Time }
+
+// overlapsPause reports whether a pause overlapped [from, to].
+func overlapsPause(ps []pause, from, to time.Time) bool {
+	for _, p := range ps {
+		if p.from.Before(to) && p.to.After(from) {
+			return true
+		}
+	}
+	return false
+}
 
 // pausedDuring reports the start of a pause that began within [from, to].
 func pausedDuring(ps []pause, from, to time.Time) (time.Time, bool) {

@@ -53,18 +53,26 @@ func (r *run) startProxies() error {
 	return nil
 }
 
-// slotDSN is the DSN slot's process opens: through its proxy, if any.
+// slotDSN is the DSN slot's process opens: through its proxy, if any,
+// and on PostgreSQL with the slot's own lock_owner identity, which each
+// new process of the slot takes over from the last.
 func (r *run) slotDSN(slot int) string {
-	if r.px == nil {
-		return r.workerBase
+	dsn := r.workerBase
+	if r.driver == "postgres" {
+		dsn = withParams(dsn, "lock_owner", slotOwner(slot))
 	}
-	u, err := url.Parse(r.workerBase)
+	if r.px == nil {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
 	if err != nil {
-		return r.workerBase
+		return dsn
 	}
 	u.Host = r.px.list[slot].Addr()
 	return u.String()
 }
+
+func slotOwner(slot int) string { return fmt.Sprintf("torture-p%d", slot) }
 
 func (r *run) closeProxies() {
 	if r.px == nil {
@@ -135,6 +143,7 @@ func (r *run) infraFault(ctx context.Context, rng *rand.Rand, kind string) error
 				t.Stop()
 			}
 			off()
+			r.trouble(slot)
 			px.mu.Lock()
 			delete(px.busy, slot)
 			px.mu.Unlock()
@@ -163,11 +172,13 @@ func (r *run) infraFault(ctx context.Context, rng *rand.Rand, kind string) error
 		}
 	case faultCut:
 		p.Cut()
+		r.trouble(slot)
 		r.countFault(kind)
 		r.cfg.Logf("torture: cut the connections of slot %d", slot)
 	case faultAmbiguous:
 		n := 1 + rng.IntN(2)
 		p.DropCommitReplies(n)
+		r.trouble(slot)
 		r.countFault(kind)
 		r.cfg.Logf("torture: drop the next %d commit replies of slot %d", n, slot)
 	default:

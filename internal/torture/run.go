@@ -134,8 +134,11 @@ type run struct {
 	procs   []*wproc                    // current process of each slot
 	bad     int                         // undecodable history lines (a SIGKILL mid-write)
 	stopped map[string]bool
-	px      *proxies // nil: no network faults
-	srv     *servers // private servers, nil when the DSN was given
+	hello   map[string]bool // processes whose Stores are open
+	// troubled is when a fault last touched a slot (-1: all of them).
+	troubled map[int]time.Time
+	px       *proxies // nil: no network faults
+	srv      *servers // private servers, nil when the DSN was given
 	// workerBase is the DSN the workers open before their proxies are put
 	// in: dsn, or the pooler's.
 	workerBase string
@@ -148,7 +151,7 @@ type run struct {
 // failed, ctx ended); invariant violations are in the Report (see
 // Report.OK), not in the error.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}}
+	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}, hello: map[string]bool{}}
 	if cfg.Private != "" {
 		logf := cfg.Logf
 		if logf == nil {
@@ -283,6 +286,8 @@ func (r *run) record(ev event) {
 		m[ev.H] = ev.N
 	case "end":
 		delete(r.open[pfx], ev.H)
+	case "hello":
+		r.hello[pfx] = true
 	}
 }
 

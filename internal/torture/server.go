@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/gomogile/gomogile/internal/dbinstance"
 )
 
@@ -19,7 +21,7 @@ const (
 	PrivatePostgres  = "postgres"           // a private PostgreSQL; dbcrash = SIGKILL and restart
 	PrivateMySQL     = "mysql"              // a private MariaDB; dbcrash = SIGKILL and restart
 	PrivatePgBouncer = "postgres-pgbouncer" // a private PostgreSQL behind a private PgBouncer in transaction mode
-	PrivateFailover  = "postgres-failover"  // a private PostgreSQL primary with a synchronous streaming standby
+	PrivateFailover  = "postgres-failover"  // a private PostgreSQL primary with a synchronous streaming standby, behind a service address
 )
 
 // servers is a run's private servers.
@@ -29,6 +31,7 @@ type servers struct {
 	standby *dbinstance.Postgres // failover mode: the standby, nil once promoted and not yet replaced
 	my      *dbinstance.MariaDB
 	bouncer *dbinstance.PgBouncer
+	vip     *vip                           // failover mode: the service address, forwarding to the primary
 	old     []interface{ Cleanup() error } // killed primaries, cleaned up at the end
 
 	mu   sync.Mutex
@@ -62,14 +65,7 @@ func (r *run) startServers(ctx context.Context) error {
 			r.workerBase = withParams(b.DSN("test"), "default_query_exec_mode", "simple_protocol", "lock_notify", "false")
 		}
 	case PrivateFailover:
-		// Synchronous replication: a commit is acknowledged only once the
-		// standby has it, so promoting the standby loses no acknowledged
-		// commit (asynchronous streaming could).
-		o := dbinstance.PGOptions{Logf: logf, Settings: map[string]string{
-			"synchronous_standby_names": "'*'",
-			"synchronous_commit":        "on",
-		}}
-		pg, err := dbinstance.StartPostgres(ctx, o)
+		pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: logf})
 		if err != nil {
 			return fmt.Errorf("torture: private postgres: %w", err)
 		}
@@ -79,7 +75,15 @@ func (r *run) startServers(ctx context.Context) error {
 			return fmt.Errorf("torture: private standby: %w", err)
 		}
 		s.standby = sb
-		r.cfg.DSN = dbinstance.FailoverDSN("test", pg, sb)
+		if err := synchronous(ctx, pg); err != nil {
+			return fmt.Errorf("torture: private postgres: %w", err)
+		}
+		v, err := startVIP(pg.Addr())
+		if err != nil {
+			return fmt.Errorf("torture: %w", err)
+		}
+		s.vip = v
+		r.cfg.DSN = fmt.Sprintf("postgres://root@%s/test?sslmode=disable", v.Addr())
 	case PrivateMySQL:
 		my, err := dbinstance.StartMariaDB(ctx, dbinstance.MyOptions{Logf: logf})
 		if err != nil {
@@ -91,6 +95,42 @@ func (r *run) startServers(ctx context.Context) error {
 		return fmt.Errorf("torture: unknown private server %q (want %s, %s, %s or %s)", mode, PrivatePostgres, PrivateMySQL, PrivatePgBouncer, PrivateFailover)
 	}
 	return nil
+}
+
+// synchronous makes pg acknowledge a commit only once a standby has it
+// (synchronous_standby_names='*', synchronous_commit=on), so promoting the
+// standby loses no acknowledged commit, as asynchronous streaming could.
+// It is set once the standby streams: before, every commit would wait.
+func synchronous(ctx context.Context, pg *dbinstance.Postgres) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, pg.DSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("synchronous replication: %w", err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	for _, q := range []string{
+		"ALTER SYSTEM SET synchronous_standby_names = '*'",
+		"ALTER SYSTEM SET synchronous_commit = 'on'",
+		"SELECT pg_reload_conf()",
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			return fmt.Errorf("synchronous replication: %s: %w", q, err)
+		}
+	}
+	// Wait until the standby is counted as synchronous.
+	for {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&n); err != nil {
+			return fmt.Errorf("synchronous replication: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return fmt.Errorf("synchronous replication: no synchronous standby: %w", ctx.Err())
+		}
+	}
 }
 
 func withParams(dsn string, kv ...string) string {
@@ -111,6 +151,9 @@ func (s *servers) cleanup() {
 		return
 	}
 	var errs []error
+	if s.vip != nil {
+		s.vip.close()
+	}
 	if s.bouncer != nil {
 		errs = append(errs, s.bouncer.Cleanup())
 	}
@@ -179,6 +222,7 @@ func (r *run) dbcrash(ctx context.Context) error {
 	s.mu.Lock()
 	s.down = append(s.down, window{from, time.Now()})
 	s.mu.Unlock()
+	r.trouble(-1)
 	if err != nil {
 		return err
 	}
@@ -187,10 +231,10 @@ func (r *run) dbcrash(ctx context.Context) error {
 	return nil
 }
 
-// failover SIGKILLs the primary and promotes the standby. The workers'
-// multi-host DSN names both, and finds the one that accepts writes. With
-// no standby left to promote (the DSN names the first two servers only),
-// a run fails over once.
+// failover SIGKILLs the primary, promotes the standby and points the
+// service address (vip) at it; the workers' Stores reconnect there. A run
+// fails over once: the new primary gets a synchronous standby so its
+// commits stay durable, but the run does not promote that one.
 func (r *run) failover(ctx context.Context) error {
 	s := r.srv
 	if s.standby == nil {
@@ -205,18 +249,22 @@ func (r *run) failover(ctx context.Context) error {
 	}
 	s.old = append(s.old, s.pg)
 	s.pg, s.standby = s.standby, nil
-	// The promoted server keeps synchronous_standby_names: commits wait
-	// for a standby. Make one of the new primary (it has a port of its
-	// own, which the DSN does not name: it keeps commits durable, and is
-	// not promoted in its turn).
+	s.vip.switchTo(s.pg.Addr())
+	// Give the new primary a standby of its own, synchronous in its turn
+	// (it has a port the DSN does not name: it keeps commits durable, and
+	// is not promoted in its turn).
 	sb, err := s.pg.StartStandby(context.WithoutCancel(ctx))
+	if err == nil {
+		s.old = append(s.old, sb)
+		err = synchronous(context.WithoutCancel(ctx), s.pg)
+	}
 	s.mu.Lock()
 	s.down = append(s.down, window{from, time.Now()})
 	s.mu.Unlock()
+	r.trouble(-1)
 	if err != nil {
 		return fmt.Errorf("new standby: %w", err)
 	}
-	s.old = append(s.old, sb)
 	r.countFault(faultFailover)
 	r.cfg.Logf("torture: failed over to %s in %v", s.pg.Addr(), time.Since(from).Round(time.Millisecond))
 	return nil
