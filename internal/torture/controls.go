@@ -19,6 +19,8 @@ type Control struct {
 	// Lost or an unchecked fence matters only once a lock is lost.
 	FaultEvery time.Duration
 	Faults     []string // the kinds made (all that apply when empty)
+	// Duration is how long a run needs to show it (0: a few seconds).
+	Duration time.Duration
 	// NotOn lists backends where the control cannot show, and why.
 	NotOn map[string]string
 }
@@ -31,7 +33,7 @@ func Controls() []Control {
 	return []Control{
 		{Name: "no-exclusion", Invariant: "locks: no two holders at once"},
 		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, NotOn: map[string]string{"sqlite": inProcess}},
-		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultSessions}, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultSessions}, Duration: 12 * time.Second, NotOn: map[string]string{"sqlite": inProcess}},
 		{Name: "double-lease", Invariant: "queue: no row leased twice at once"},
 		{Name: "reused-fid", Invariant: "files: fids unique and increasing"},
 		{Name: "lost-commit", Invariant: "files: every acknowledged commit present exactly once"},

@@ -20,6 +20,7 @@ import (
 //	grant   N, H (hold id), Tok, T (Lock returned)
 //	end     H, Msg (released, lost, lost-at-release, release-failed), T
 //	early   N, Msg: a lock timeout before the time asked
+//	guard   C, H: the lock was checked before a guarded write (Lost open)
 //	set     C, H, Tok, S (Get called), T (Set called): a guarded write starts
 //	setdone C, H, O (outcome), V (read), W (written), T (Set returned)
 //	lostpre C: the lock was lost between Get and Set; nothing written

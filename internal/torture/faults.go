@@ -2,7 +2,9 @@ package torture
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -133,13 +135,14 @@ func (in *injector) fault(ctx context.Context, kind string) error {
 }
 
 // victim picks a running, unpaused process, preferring one that holds
-// locks (with counters, a counter lock: a write under it is what a pause
-// can make stale).
+// locks (with counters: one in the middle of a guarded write, else one
+// holding a counter lock — a write under it is what a pause can make
+// stale).
 func (in *injector) victim(counters bool) *wproc {
 	r := in.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var all, holders []*wproc
+	var all, holders, writers []*wproc
 	for _, p := range r.procs {
 		if r.stopped[p.prefix] {
 			continue
@@ -150,12 +153,18 @@ func (in *injector) victim(counters bool) *wproc {
 		default:
 		}
 		all = append(all, p)
+		if counters && len(r.writing[p.prefix]) > 0 {
+			writers = append(writers, p)
+		}
 		for _, n := range r.open[p.prefix] {
 			if !counters || strings.HasPrefix(n, "torture:ctr:") {
 				holders = append(holders, p)
 				break
 			}
 		}
+	}
+	if len(writers) > 0 {
+		return writers[in.rng.IntN(len(writers))]
 	}
 	if len(holders) > 0 {
 		return holders[in.rng.IntN(len(holders))]
@@ -229,10 +238,15 @@ func (in *injector) sigstop(ctx context.Context) error {
 	if busy {
 		return nil
 	}
+	// Best in the middle of a guarded write: between its lock check and
+	// its write's return, where only the fence can save the counter.
 	var p *wproc
-	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
 		p = in.victim(true)
-		if p != nil && len(r.openNames(p)) > 0 {
+		r.mu.Lock()
+		writing := p != nil && len(r.writing[p.prefix]) > 0
+		r.mu.Unlock()
+		if writing {
 			break
 		}
 		if !sleepCtx(ctx, time.Millisecond) {
@@ -246,10 +260,21 @@ func (in *injector) sigstop(ctx context.Context) error {
 	if pause < time.Second {
 		pause = time.Second
 	}
+	names := r.openNames(p)
 	r.signal(p, syscall.SIGSTOP)
 	r.trouble(p.slot)
 	r.countFault(faultSigstop)
 	r.cfg.Logf("torture: SIGSTOP %s for %v", p.prefix, pause)
+	if r.caps.LockMechanism == "session" {
+		// A session lock outlives a frozen holder as long as its session:
+		// end the sessions holding its locks, as a wait_timeout or a
+		// dead network would, so the pause is one past the lock's life.
+		if n, err := r.killLockSessions(ctx, names); err != nil {
+			r.faultErr(fmt.Errorf("sigstop: kill lock sessions: %w", err))
+		} else {
+			r.cfg.Logf("torture: killed %d lock sessions of frozen %s", n, p.prefix)
+		}
+	}
 	in.wg.Add(1)
 	go func() {
 		defer in.wg.Done()
@@ -266,35 +291,58 @@ func (in *injector) sigstop(ctx context.Context) error {
 	return nil
 }
 
+// quietVictim picks a running process whose Stores are open, that is not
+// paused and whose slot no fault touched for d.
+func (in *injector) quietVictim(d time.Duration) *wproc {
+	r := in.r
+	r.mu.Lock()
+	var cands []*wproc
+	for _, p := range r.procs {
+		select {
+		case <-p.exited:
+			continue
+		default:
+		}
+		if r.stopped[p.prefix] || !r.hello[p.prefix] {
+			continue
+		}
+		cands = append(cands, p)
+	}
+	r.mu.Unlock()
+	var quiet []*wproc
+	for _, p := range cands {
+		busy := false
+		if r.px != nil {
+			r.px.mu.Lock()
+			busy = r.px.busy[p.slot]
+			r.px.mu.Unlock()
+		}
+		if !busy && r.quietSince(p.slot, d) {
+			quiet = append(quiet, p)
+		}
+	}
+	if len(quiet) == 0 {
+		return nil
+	}
+	return quiet[in.rng.IntN(len(quiet))]
+}
+
 // dupOwner opens a Store with the lock_owner identity of a live, running
 // process whose network is whole: the backend must refuse it
 // (store.ErrDuplicate). Accepting it would let two Stores evict each
 // other's locks.
 func (in *injector) dupOwner(ctx context.Context) error {
 	r := in.r
-	p := in.victim(false)
-	if p == nil {
-		return nil
-	}
 	// Only an owner that has renewed undisturbed for a while is surely
 	// live: a pause, a partition, a cut or a crash may have ended its
 	// incarnation, and then a newcomer rightly takes the identity over.
-	if !r.quietSince(p.slot, 3*time.Second) {
-		return nil
-	}
-	if r.px != nil {
-		r.px.mu.Lock()
-		busy := r.px.busy[p.slot]
-		r.px.mu.Unlock()
-		if busy {
+	// No other fault starts while this one waits for such an owner.
+	var p *wproc
+	for deadline := time.Now().Add(4 * time.Second); p == nil; {
+		p = in.quietVictim(1500 * time.Millisecond)
+		if p == nil && (time.Now().After(deadline) || !sleepCtx(ctx, 50*time.Millisecond)) {
 			return nil
 		}
-	}
-	r.mu.Lock()
-	hello := r.hello[p.prefix]
-	r.mu.Unlock()
-	if !hello {
-		return nil // still opening its Store: nothing live to duplicate yet
 	}
 	dsn := withParams(r.dsn, "lock_owner", slotOwner(p.slot))
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -314,6 +362,40 @@ func (in *injector) dupOwner(ctx context.Context) error {
 	r.history = append(r.history, ev)
 	r.cfg.Logf("torture: second Store with %s's identity %s: %v", p.prefix, slotOwner(p.slot), err)
 	return nil
+}
+
+// killLockSessions kills the MySQL sessions holding the named locks.
+// store/mysql documents a lock's server name: "gomogile:" and the SHA-256
+// of the database name, NUL, the lock name, in lower-case base32.
+func (r *run) killLockSessions(ctx context.Context, names []string) (int, error) {
+	ss, ok := r.admin.(*sqlstore.Store)
+	if !ok {
+		return 0, fmt.Errorf("%T is not an SQL store", r.admin)
+	}
+	db := ss.DB()
+	var database string
+	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&database); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		h := sha256.New()
+		h.Write([]byte(database))
+		h.Write([]byte{0})
+		h.Write([]byte(name))
+		server := "gomogile:" + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil))
+		var id sql.NullInt64
+		if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", server).Scan(&id); err != nil {
+			return n, err
+		}
+		if !id.Valid {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("KILL %d", id.Int64)); err == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // probe takes name from the coordinator's own Store, to measure how soon a

@@ -74,7 +74,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 				deadlineOps = append(deadlineOps, ev)
 			}
 		case "grant":
-			hd := &holding{proc: ev.P, name: ev.N, id: ev.H, token: ev.Tok, from: t, end: endOpen}
+			hd := &holding{proc: ev.P, name: ev.N, id: ev.H, token: ev.Tok, from: t, call: fromNanos(ev.S), end: endOpen}
 			k := holdKey{ev.P, ev.H}
 			holds[k] = hd
 			// A process stopped during its Lock call was granted the lock
@@ -216,9 +216,19 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	slack := bound + cfg.LostSlack
 	ls := LockStats{Holds: len(allHolds), Bound: slack, BoundDoc: doc, EndedBy: map[string]int64{}}
 	chk := make([]check.Hold, 0, len(allHolds))
+	byCall := make([]check.Hold, 0, len(allHolds))
 	for _, hd := range allHolds {
 		ls.EndedBy[hd.end]++
 		c := hd.check()
+		// For token order a grant is placed at its Lock call: it was made
+		// somewhere between the call and the stamp, which a loaded machine
+		// can put late; an earlier holding that ended before the call
+		// surely came first.
+		bc := c
+		if !hd.call.IsZero() {
+			bc.From = hd.call
+		}
+		byCall = append(byCall, bc)
 		// Only a Lost is stamped after the fact (by a goroutine woken by
 		// the channel); Release, SIGKILL and SIGSTOP are stamped at the
 		// instant, and get no slack.
@@ -234,7 +244,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	rep.check("locks: no timeout before the time asked", early, fmt.Sprintf("%d lock calls", ops.total("lock")))
 	rep.check("locks: no two holders at once (by time)", violations(check.Exclusion(chk, 0)), fmt.Sprintf("%d holdings, ended by %s (%d more granted during a pause, not placed in time); a Lost stamp may come %v after the next grant (%s)",
 		ls.Holds, fmtCounts(ls.EndedBy), unplaced, slack, doc))
-	rep.check("locks: later grants carry larger fencing tokens", violations(check.TokenOrder(chk)), fmt.Sprintf("%d holdings", ls.Holds))
+	rep.check("locks: later grants carry larger fencing tokens", violations(check.TokenOrder(byCall)), fmt.Sprintf("%d holdings", ls.Holds))
 
 	// Dead owners freed within the bound.
 	grants := map[string][]*holding{}
@@ -349,7 +359,13 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 			paused = true
 		}
 		if !paused {
-			judged = append(judged, check.Op{Proc: ev.P, Name: ev.Op, Start: start, End: ret, Deadline: fromNanos(ev.D)})
+			// A call made after its deadline (one of several under one
+			// operation's context) must return at once.
+			dl := fromNanos(ev.D)
+			if dl.Before(start) {
+				dl = start
+			}
+			judged = append(judged, check.Op{Proc: ev.P, Name: ev.Op, Start: start, End: ret, Deadline: dl})
 		}
 	}
 	rep.check("deadlines: no operation past its deadline", violations(check.Deadlines(judged, cfg.DeadlineSlack)), fmt.Sprintf("%d operations with a deadline of %v (%d in a paused process not judged), slack %v",

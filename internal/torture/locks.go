@@ -22,6 +22,7 @@ type holding struct {
 	id       int64
 	token    int64
 	from, to time.Time
+	call     time.Time // when the Lock call began (zero: unknown)
 	end      string
 }
 

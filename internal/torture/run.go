@@ -135,6 +135,9 @@ type run struct {
 	bad     int                         // undecodable history lines (a SIGKILL mid-write)
 	stopped map[string]bool
 	hello   map[string]bool // processes whose Stores are open
+	// writing: per process, the holdings between their lock check and the
+	// return of their guarded write — where a pause does the most harm.
+	writing map[string]map[int64]bool
 	// troubled is when a fault last touched a slot (-1: all of them).
 	troubled map[int]time.Time
 	px       *proxies // nil: no network faults
@@ -151,7 +154,7 @@ type run struct {
 // failed, ctx ended); invariant violations are in the Report (see
 // Report.OK), not in the error.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}, hello: map[string]bool{}}
+	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}, hello: map[string]bool{}, writing: map[string]map[int64]bool{}}
 	if cfg.Private != "" {
 		logf := cfg.Logf
 		if logf == nil {
@@ -288,6 +291,13 @@ func (r *run) record(ev event) {
 		delete(r.open[pfx], ev.H)
 	case "hello":
 		r.hello[pfx] = true
+	case "guard":
+		if r.writing[pfx] == nil {
+			r.writing[pfx] = map[int64]bool{}
+		}
+		r.writing[pfx][ev.H] = true
+	case "setdone", "lostpre":
+		delete(r.writing[pfx], ev.H)
 	}
 }
 

@@ -101,11 +101,15 @@ func TestNegativeControls(t *testing.T) {
 					t.Skip(why)
 				}
 				dsn := backends[b](t)
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				d := c.Duration
+				if d == 0 {
+					d = 6 * time.Second
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), d+60*time.Second)
 				defer cancel()
 				rep, err := torture.Run(ctx, torture.Config{
 					DSN:        dsn,
-					Duration:   6 * time.Second,
+					Duration:   d,
 					Workers:    3,
 					FaultEvery: c.FaultEvery,
 					Faults:     c.Faults,

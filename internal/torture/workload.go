@@ -192,6 +192,7 @@ func (w *worker) increment(ctx context.Context) error {
 		w.emit(event{K: "lostpre", C: i + 1})
 		return w.release(ctx, h)
 	}
+	w.emit(event{K: "guard", C: i + 1, H: h.id})
 	// Work a moment between the check and the write, as a tracker
 	// computing the new value would: the window in which a pause or a
 	// partition leaves a holder writing after its lock went elsewhere,
