@@ -23,7 +23,7 @@
 // without -v, saying which backend and server version really ran and how
 // many cases passed:
 //
-//	conformance: backend=sqlite server=3.46.0 passed=108 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s} test=TestConformance
+//	conformance: backend=sqlite server=3.46.0 passed=111 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s} test=TestConformance
 //
 // # Using the suite
 //
@@ -49,6 +49,13 @@
 //	func BenchmarkConformance(b *testing.B) {
 //		conformance.RunBenchmarks(b, newHarness(b))
 //	}
+//
+// A backend whose test can restart its database server (a private instance,
+// never a shared one) also implements [RestartHarness] and calls
+// [RunRestart], whose cases check that fencing tokens keep rising across the
+// restart and that a fence taken before it is refused after a new grant.
+// Fencing cases in [Run] play a stale holder's writes through any open
+// Store: a fence is only a name and a token carried by a context.
 //
 // The package imports store and testing only, never a backend; import it
 // from _test.go files so that binaries do not link package testing.

@@ -5,7 +5,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// DefaultOpTimeout is the deadline every Store call gets when the DSN has no
+// op_timeout and the caller's context none earlier.
+const DefaultOpTimeout = 10 * time.Second
 
 // DSN is a parsed data source name. Backends read the fields they know and
 // must reject Params they do not understand, so a typo is an error rather
@@ -18,6 +23,12 @@ type DSN struct {
 	Port     int    // 0 = the backend's default
 	Database string // database name; for SQLite the file path
 	Params   url.Values
+	// OpTimeout is the op_timeout parameter, common to every backend and
+	// taken out of Params: the default deadline of each Store call whose
+	// context has none earlier (a Lock call gets its wait timeout plus
+	// this). DefaultOpTimeout when the DSN does not set it; 0
+	// (op_timeout=0) means no default deadline.
+	OpTimeout time.Duration
 }
 
 // dbiDrivers maps Perl DBI driver names to ours.
@@ -47,15 +58,55 @@ var dbiKeys = map[string]string{
 //	DBI:SQLite:dbname=/path.db                  DBI:SQLite:/path.db
 //
 // and any other schename://… form for backends registered elsewhere.
+//
+// The parameter op_timeout (a Go duration, or whole seconds; default
+// [DefaultOpTimeout], 0 for none) is read here for every backend and moved
+// to DSN.OpTimeout.
 func ParseDSN(s string) (*DSN, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty DSN", ErrBadDSN)
 	}
+	var d *DSN
+	var err error
 	if len(s) >= 4 && strings.EqualFold(s[:4], "dbi:") {
-		return parseDBI(s)
+		d, err = parseDBI(s)
+	} else {
+		d, err = parseURL(s)
 	}
-	return parseURL(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.takeOpTimeout(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *DSN) takeOpTimeout() error {
+	d.OpTimeout = DefaultOpTimeout
+	vs, ok := d.Params["op_timeout"]
+	if !ok {
+		return nil
+	}
+	delete(d.Params, "op_timeout")
+	if len(vs) != 1 {
+		return fmt.Errorf("%w: parameter op_timeout given %d times", ErrBadDSN, len(vs))
+	}
+	v := strings.TrimSpace(vs[0])
+	dur, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return fmt.Errorf("%w: op_timeout=%q is neither a duration nor whole seconds", ErrBadDSN, vs[0])
+		}
+		dur = time.Duration(n) * time.Second
+	}
+	if dur < 0 {
+		return fmt.Errorf("%w: op_timeout=%q is negative", ErrBadDSN, vs[0])
+	}
+	d.OpTimeout = dur
+	return nil
 }
 
 func parseDBI(s string) (*DSN, error) {
@@ -176,12 +227,23 @@ func redactURL(s string) string {
 // Redacted prints the DSN as a URL with the password hidden, for logs and
 // error messages.
 func (d *DSN) Redacted() string {
-	u := url.URL{Scheme: d.Driver, RawQuery: d.Params.Encode()}
+	q := url.Values{}
+	for k, v := range d.Params {
+		q[k] = v
+	}
+	if d.OpTimeout != DefaultOpTimeout {
+		q.Set("op_timeout", d.OpTimeout.String())
+	}
+	u := url.URL{Scheme: d.Driver, RawQuery: q.Encode()}
 	if d.Driver == "sqlite" {
-		if strings.HasPrefix(d.Database, "/") {
-			return "sqlite://" + d.Database // round-trips through ParseDSN
+		tail := ""
+		if len(q) > 0 {
+			tail = "?" + q.Encode()
 		}
-		return "sqlite:" + d.Database
+		if strings.HasPrefix(d.Database, "/") {
+			return "sqlite://" + d.Database + tail // round-trips through ParseDSN
+		}
+		return "sqlite:" + d.Database + tail
 	}
 	if d.User != "" {
 		if d.Password != "" {

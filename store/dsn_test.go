@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -30,6 +31,7 @@ func TestParseDSN(t *testing.T) {
 		{"cockroach://h:26257/mog", store.DSN{Driver: "cockroach", Host: "h", Port: 26257, Database: "mog", Params: url.Values{}}},
 	}
 	for _, tt := range tests {
+		tt.want.OpTimeout = store.DefaultOpTimeout
 		got, err := store.ParseDSN(tt.in)
 		if err != nil {
 			t.Errorf("ParseDSN(%q): %v", tt.in, err)
@@ -81,5 +83,37 @@ func TestDSN_RedactedHidesPassword(t *testing.T) {
 	}
 	if r := d.Redacted(); strings.Contains(r, "topsecret") || !strings.Contains(r, "mog") {
 		t.Errorf("Redacted() = %q; want user shown and password hidden", r)
+	}
+}
+
+func TestParseDSN_OpTimeout(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"mysql://h/db":                         store.DefaultOpTimeout,
+		"mysql://h/db?op_timeout=3s":           3 * time.Second,
+		"postgres://h/db?op_timeout=250ms&x=1": 250 * time.Millisecond,
+		"DBI:mysql:database=db;op_timeout=7":   7 * time.Second,
+		"sqlite:///tmp/x.db?op_timeout=0":      0,
+		"sqlite:rel.db?op_timeout=1m":          time.Minute,
+	} {
+		d, err := store.ParseDSN(in)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", in, err)
+			continue
+		}
+		if d.OpTimeout != want {
+			t.Errorf("ParseDSN(%q).OpTimeout = %v; want %v", in, d.OpTimeout, want)
+		}
+		if _, left := d.Params["op_timeout"]; left {
+			t.Errorf("ParseDSN(%q) left op_timeout in Params for the backend to refuse", in)
+		}
+		again, err := store.ParseDSN(d.Redacted())
+		if err != nil || again.OpTimeout != want {
+			t.Errorf("ParseDSN(Redacted(%q) = %q) = %+v, %v; want op_timeout %v", in, d.Redacted(), again, err, want)
+		}
+	}
+	for _, in := range []string{"mysql://h/db?op_timeout=soon", "mysql://h/db?op_timeout=-1s", "mysql://h/db?op_timeout=1s&op_timeout=2s"} {
+		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+		}
 	}
 }

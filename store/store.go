@@ -18,9 +18,24 @@
 //     that opens independent instances against one database.
 //  4. Declare what legitimately differs in [Capabilities]; nothing else may.
 //
+// # Retries and unknown outcomes
+//
+// A Store runs a write's transaction again by itself only while it cannot
+// have applied: after a conflict (deadlock, serialization failure) or a
+// connection lost before COMMIT. A connection that stays lost fails the call
+// with [ErrUnavailable]: nothing applied. Once COMMIT was sent, a lost
+// acknowledgement is [ErrUnknownOutcome] and the Store never runs the write
+// again. Each write's doc says whether it is idempotent under retry, that is
+// whether a caller may simply call it again after ErrUnknownOutcome.
+//
 // Every method taking a context may block on the database; the context bounds
-// that wait. All methods are safe for concurrent use. After Close every method
-// fails with [ErrClosed].
+// that wait, and so does a default deadline: the DSN parameter op_timeout
+// (default [DefaultOpTimeout], 10s; op_timeout=0 for none) gives every call
+// whose context has no earlier deadline that long, a Lock call its wait
+// timeout plus that long, so a hung server or a partition never ties up a
+// caller indefinitely. A call cut short by it fails with
+// context.DeadlineExceeded. All methods are safe for concurrent use. After
+// Close every method fails with [ErrClosed].
 package store
 
 import (
@@ -97,41 +112,55 @@ type Store interface {
 // Namespace: domains, classes, hosts and devices.
 type Namespace interface {
 	// CreateDomain allocates a dmid race-free. ErrDuplicate if the name exists.
+	// Not idempotent: a retry of one that applied fails with ErrDuplicate.
 	CreateDomain(ctx context.Context, name string) (Domain, error)
 	// DeleteDomain removes a domain and its implicit default class.
 	// ErrNotFound, ErrHasFiles, or ErrHasClasses (a class other than 0 exists).
+	// A retry of one that applied fails with ErrNotFound.
 	DeleteDomain(ctx context.Context, dmid int) error
 	Domains(ctx context.Context) ([]Domain, error)
 
 	// CreateClass allocates a classid within its domain race-free; the name
 	// "default" maps to classid 0. ErrNotFound (domain), ErrDuplicate (name).
+	// Not idempotent: a retry of one that applied fails with ErrDuplicate.
 	CreateClass(ctx context.Context, c Class) (Class, error)
 	// UpdateClass sets name, mindevcount, replpolicy and hashtype of
 	// (DomainID, ID). ErrNotFound, ErrDuplicate (name taken).
+	// Idempotent under retry.
 	UpdateClass(ctx context.Context, c Class) error
 	// DeleteClass: ErrNotFound, ErrHasFiles.
+	// A retry of one that applied fails with ErrNotFound.
 	DeleteClass(ctx context.Context, dmid, classid int) error
 	Classes(ctx context.Context) ([]Class, error)
 
 	// CreateHost allocates a hostid race-free when h.ID is 0.
 	// ErrDuplicate (name, ip or id taken).
+	// Not idempotent: a retry of one that applied fails with ErrDuplicate.
 	CreateHost(ctx context.Context, h Host) (Host, error)
 	// UpdateHost replaces every field of host h.ID. ErrNotFound, ErrDuplicate.
+	// Idempotent under retry.
 	UpdateHost(ctx context.Context, h Host) error
 	// DeleteHost: ErrNotFound, ErrHasDevices.
+	// A retry of one that applied fails with ErrNotFound.
 	DeleteHost(ctx context.Context, hostid int) error
 	Hosts(ctx context.Context) ([]Host, error)
 
 	// CreateDevice adds a device with the caller's id (as mogadm does), or
 	// the next free one when d.ID is 0. ErrDuplicate, ErrNotFound (host).
+	// Not idempotent: with d.ID a retry of one that applied fails with
+	// ErrDuplicate; with d.ID 0 it adds a second device.
 	CreateDevice(ctx context.Context, d Device) (Device, error)
 	// SetDeviceState: ErrNotFound, ErrInvalid (unknown state).
+	// Idempotent under retry.
 	SetDeviceState(ctx context.Context, devid int, state DeviceState) error
 	// SetDeviceWeight: ErrNotFound, ErrInvalid (negative).
+	// Idempotent under retry.
 	SetDeviceWeight(ctx context.Context, devid int, weight int) error
 	// SetDeviceUsage records usage in MiB, stamped with the database clock.
+	// Idempotent under retry.
 	SetDeviceUsage(ctx context.Context, devid int, mbTotal, mbUsed int64) error
 	// DeleteDevice: ErrNotFound, ErrHasFiles (file_on rows remain).
+	// A retry of one that applied fails with ErrNotFound.
 	DeleteDevice(ctx context.Context, devid int) error
 	Devices(ctx context.Context) ([]Device, error)
 }
@@ -143,10 +172,12 @@ type Files interface {
 	// the first fid of an empty database is 1, as in MogileFS.
 	// t.Fid may name the fid (ErrDuplicate if taken); CreateTime is set from
 	// the database clock.
+	// Not idempotent: a retry reserves another fid (with t.Fid it fails with ErrDuplicate).
 	CreateTempFile(ctx context.Context, t TempFile) (int64, error)
 	// TempFile: ErrNotFound.
 	TempFile(ctx context.Context, fid int64) (TempFile, error)
 	// DeleteTempFile: ErrNotFound.
+	// A retry of one that applied fails with ErrNotFound.
 	DeleteTempFile(ctx context.Context, fid int64) error
 	// ExpiredTempFiles lists tempfiles created more than age ago (database
 	// clock), oldest first.
@@ -159,6 +190,7 @@ type Files interface {
 	// replication. Of two racing commits of one tempfile exactly one wins; the
 	// other gets ErrNotFound. A retry of a commit that did apply (same fid,
 	// domain and key already committed) returns the same result, not an error.
+	// Idempotent under retry, as said above.
 	CommitFile(ctx context.Context, c Commit) (CommitResult, error)
 
 	// File and FileByKey: ErrNotFound.
@@ -174,12 +206,15 @@ type Files interface {
 	// (%, _ and \ included).
 	ListKeys(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error)
 	// RenameFile: ErrNotFound (from), ErrDuplicate (to exists).
+	// Not idempotent: a retry of one that applied fails with ErrNotFound.
 	RenameFile(ctx context.Context, dmid int, from, to string) error
 	// SetFileClass: ErrNotFound.
+	// Idempotent under retry.
 	SetFileClass(ctx context.Context, fid int64, classid int) error
 	// DeleteFile removes the file row (and any tempfile row of that fid) and
 	// queues the fid for deletion, atomically. file_on and checksum rows stay
 	// for the delete worker. ErrNotFound.
+	// A retry of one that applied fails with ErrNotFound.
 	DeleteFile(ctx context.Context, fid int64) error
 }
 
@@ -188,8 +223,10 @@ type Placement interface {
 	// AddFileOn records a copy of fid on devid and reports whether the row
 	// is new. If the file row exists its devcount is updated in the same
 	// transaction, so devcount always ends equal to COUNT(file_on).
+	// Idempotent under retry (the retry reports false).
 	AddFileOn(ctx context.Context, fid int64, devid int) (bool, error)
 	// RemoveFileOn is AddFileOn's inverse; it reports whether a row went.
+	// Idempotent under retry (the retry reports false).
 	RemoveFileOn(ctx context.Context, fid int64, devid int) (bool, error)
 	// FileOn lists the devices holding fid, ascending.
 	FileOn(ctx context.Context, fid int64) ([]int, error)
@@ -197,6 +234,7 @@ type Placement interface {
 	FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error)
 	// SyncDevCount sets devcount to COUNT(file_on) and returns it (fsck's
 	// repair of rows edited by hand). ErrNotFound.
+	// Idempotent under retry.
 	SyncDevCount(ctx context.Context, fid int64) (int, error)
 }
 
@@ -229,15 +267,19 @@ type Queues interface {
 	// Enqueue adds fids to q. It is idempotent: an existing row keeps its
 	// failcount, devid and arg and moves its nexttry earlier if the new one
 	// is earlier. ErrInvalid for an unknown queue.
+	// Idempotent under retry.
 	Enqueue(ctx context.Context, q Queue, entries ...QueueEntry) error
 	// Lease takes up to max rows due now (database clock), oldest nexttry
 	// first, and pushes their nexttry to now+lease, so no other Store gets
 	// them until the lease runs out. Rows parked with Never are not due.
+	// Not idempotent: rows a lost call leased stay leased until their lease runs out.
 	Lease(ctx context.Context, q Queue, max int, lease time.Duration) ([]QueueItem, error)
 	// Reschedule sets nexttry to now+after (or parks the row with Never),
 	// adding one to failcount if failed. ErrNotFound.
+	// Idempotent under retry only with failed false (each applied call with failed adds one).
 	Reschedule(ctx context.Context, q Queue, fid int64, after time.Duration, failed bool) error
 	// Finish removes fid from q; removing an absent row is not an error.
+	// Idempotent under retry.
 	Finish(ctx context.Context, q Queue, fid int64) error
 	// QueueItem reads one row. ErrNotFound.
 	QueueItem(ctx context.Context, q Queue, fid int64) (QueueItem, error)
@@ -245,8 +287,10 @@ type Queues interface {
 	QueueLength(ctx context.Context, q Queue) (int64, error)
 	// Expedite makes every row of q due now except parked ones
 	// (replicate_now) and returns how many it moved.
+	// Idempotent under retry (the retry may count fewer rows).
 	Expedite(ctx context.Context, q Queue) (int64, error)
 	// ClearQueue removes every row of q (fsck_reset, rebalance_reset).
+	// Idempotent under retry.
 	ClearQueue(ctx context.Context, q Queue) error
 }
 
@@ -255,17 +299,22 @@ type Settings interface {
 	// ServerSetting: ErrNotFound.
 	ServerSetting(ctx context.Context, key string) (string, error)
 	ServerSettings(ctx context.Context) (map[string]string, error)
+	// Idempotent under retry.
 	SetServerSetting(ctx context.Context, key, value string) error
 	// DeleteServerSetting is idempotent.
 	DeleteServerSetting(ctx context.Context, key string) error
 	// IncrServerSetting adds delta to an integer setting (absent = 0)
 	// atomically and returns the new value.
+	// NOT idempotent: the Store never runs it again once its COMMIT was
+	// sent, and ErrUnknownOutcome means it may have applied; a caller that
+	// retries it then may add delta twice.
 	IncrServerSetting(ctx context.Context, key string, delta int64) (int64, error)
 }
 
 // Checksums: the checksum table.
 type Checksums interface {
 	// SetChecksum inserts or replaces the checksum of c.Fid.
+	// Idempotent under retry.
 	SetChecksum(ctx context.Context, c Checksum) error
 	// Checksum: ErrNotFound.
 	Checksum(ctx context.Context, fid int64) (Checksum, error)
@@ -276,11 +325,13 @@ type Checksums interface {
 // FsckLog: the fsck_log table.
 type FsckLog interface {
 	// AppendFsckLog records an event stamped with the database clock.
+	// Not idempotent: a retry of one that applied logs the event twice.
 	AppendFsckLog(ctx context.Context, e FsckEvent) error
 	// FsckEvents lists events with logid > after, ascending, at most limit.
 	FsckEvents(ctx context.Context, after int64, limit int) ([]FsckEvent, error)
 	// FsckEventCounts counts events per code.
 	FsckEventCounts(ctx context.Context) (map[string]int64, error)
+	// Idempotent under retry.
 	ClearFsckLog(ctx context.Context) error
 }
 

@@ -614,7 +614,7 @@ func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error)
 	}
 	tf, err := t.st.TempFile(ctx, fid)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, perr("no_temp_file")
+		return t.noTempFile(ctx, r, fid, dom.ID, key) // commit_retry.go
 	}
 	if err != nil {
 		return nil, err
@@ -699,9 +699,9 @@ func cmdCreateClose(t *Tracker, ctx context.Context, r *request) (*Reply, error)
 	if haveSum && classOK && class.HashType == sumType {
 		c.Checksum = &store.Checksum{Fid: fid, HashType: sumType, Sum: sum}
 	}
-	if _, err := t.st.CommitFile(ctx, c); err != nil {
+	if _, err := t.commitFile(ctx, c); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, perr("no_temp_file")
+			return t.noTempFile(ctx, r, fid, dom.ID, key)
 		}
 		return nil, err
 	}

@@ -24,6 +24,8 @@
 //	readTimeout=30s     I/O read timeout   (read_timeout, mysql_read_timeout)
 //	writeTimeout=30s    I/O write timeout  (write_timeout, mysql_write_timeout)
 //	socket=/path        Unix socket        (mysql_socket)
+//	op_timeout=10s      default deadline of every Store call (store.DefaultOpTimeout;
+//	                    0 = none; a Lock call gets its wait timeout on top)
 //
 // Durations are Go durations or whole seconds. The read timeout applies to
 // the Store's queries, never to lock sessions, which wait in GET_LOCK as

@@ -75,6 +75,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 			CrossProcess:   true,
 			DeadOwnerBound: deadOwnerBound,
 		},
+		OpTimeout: d.OpTimeout,
 	})
 	if err != nil {
 		locks.Close()

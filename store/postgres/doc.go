@@ -31,6 +31,8 @@
 //	                   share a hostname and pids repeat (containers with a
 //	                   fixed hostname).
 //	lock_notify=true   LISTEN for releases; false makes waiters poll only.
+//	op_timeout=10s     default deadline of every Store call (store.DefaultOpTimeout;
+//	                   0 = none; a Lock call gets its wait timeout on top).
 //
 // # Locks
 //

@@ -48,6 +48,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 		Dialect:      dialect{},
 		Locks:        locks,
 		Capabilities: capabilities(cfg.locks),
+		OpTimeout:    d.OpTimeout,
 	})
 	if err != nil {
 		db.Close()

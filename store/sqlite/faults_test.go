@@ -25,12 +25,14 @@ import (
 var (
 	errAckLost = errors.New("faults: connection lost after COMMIT")
 	errBusy    = errors.New("faults: conflict, transaction rolled back")
+	errDropped = errors.New("faults: connection lost before the statement ran")
 )
 
 type faults struct {
 	ackLost   atomic.Int32 // COMMITs that apply and then report errAckLost
 	busyAtEnd atomic.Int32 // COMMITs that roll back and report errBusy
 	busyExec  atomic.Int32 // statements in a transaction that fail with errBusy
+	dropped   atomic.Int32 // statements, in a transaction or not, that fail with errDropped
 	// beforeExec, if set, runs before each statement on its connection,
 	// to play a competing tracker's write at a chosen point.
 	beforeExec func(ctx context.Context, c fullConn, q string, args []sqldriver.NamedValue)
@@ -94,12 +96,18 @@ func (c *faultConn) ExecContext(ctx context.Context, q string, args []sqldriver.
 	if c.inTx && take(&c.f.busyExec) {
 		return nil, errBusy
 	}
+	if take(&c.f.dropped) {
+		return nil, errDropped
+	}
 	if c.f.beforeExec != nil {
 		c.f.beforeExec(ctx, c.c, q, args)
 	}
 	return c.c.ExecContext(ctx, q, args)
 }
 func (c *faultConn) QueryContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	if take(&c.f.dropped) {
+		return nil, errDropped
+	}
 	return c.c.QueryContext(ctx, q, args)
 }
 
@@ -132,7 +140,7 @@ type faultDialect struct{ dialect }
 
 func (d faultDialect) Classify(err error) sqlstore.ErrorKind {
 	switch {
-	case errors.Is(err, errAckLost):
+	case errors.Is(err, errAckLost), errors.Is(err, errDropped):
 		return sqlstore.ErrKindConnLost
 	case errors.Is(err, errBusy):
 		return sqlstore.ErrKindRetry
@@ -269,5 +277,58 @@ func TestStore_LeaseReturnsEachFidOnce(t *testing.T) {
 	}
 	if len(fids) != 1 || fids[0] != 1 {
 		t.Errorf("Lease returned fids %v; want [1] (fid 2 is the competitor's, fid 1 only once)", fids)
+	}
+}
+
+// A connection lost before COMMIT is retried on a new connection; when it
+// keeps failing, the caller gets store.ErrUnavailable (with the driver's
+// error) and nothing applied — never a bare driver error.
+func TestStore_ConnLostIsUnavailable(t *testing.T) {
+	s, f := openFaulty(t)
+	ctx := t.Context()
+	f.dropped.Store(2)
+	if n, err := s.IncrServerSetting(ctx, "n", 1); err != nil || n != 1 {
+		t.Fatalf("IncrServerSetting through 2 lost connections = %d, %v; want 1", n, err)
+	}
+	f.dropped.Store(1000)
+	err := s.SetServerSetting(ctx, "n", "7")
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, errDropped) {
+		t.Errorf("SetServerSetting with the database unreachable = %v; want ErrUnavailable wrapping the driver error", err)
+	}
+	_, err = s.ServerSetting(ctx, "n")
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, errDropped) {
+		t.Errorf("ServerSetting with the database unreachable = %v; want ErrUnavailable wrapping the driver error", err)
+	}
+	if _, err := s.Lock(ctx, "l", 0); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Lock whose token cannot be written = %v; want ErrUnavailable", err)
+	}
+	f.dropped.Store(0)
+	if v, err := s.ServerSetting(ctx, "n"); err != nil || v != "1" {
+		t.Errorf("setting after the refused write = %q, %v; want 1", v, err)
+	}
+	// The failed Lock left the name free.
+	l, err := s.Lock(ctx, "l", 0)
+	if err != nil {
+		t.Fatalf("Lock after the database came back: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An increment whose COMMIT applied but whose acknowledgement was lost is
+// reported as an unknown outcome and not run again by the Store: the
+// setting moved once. (IncrServerSetting is not idempotent; a caller that
+// retries it after ErrUnknownOutcome adds twice.)
+func TestStore_IncrAckLostAppliesOnce(t *testing.T) {
+	s, f := openFaulty(t)
+	ctx := t.Context()
+	f.ackLost.Store(1)
+	_, err := s.IncrServerSetting(ctx, "n", 5)
+	if !errors.Is(err, store.ErrUnknownOutcome) {
+		t.Fatalf("IncrServerSetting with a lost acknowledgement = %v; want ErrUnknownOutcome", err)
+	}
+	if v, err := s.ServerSetting(ctx, "n"); err != nil || v != "5" {
+		t.Errorf("setting after the ambiguous increment = %q, %v; want 5 (applied once)", v, err)
 	}
 }

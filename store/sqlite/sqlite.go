@@ -9,10 +9,12 @@
 //	sqlite:///var/lib/mogilefs/meta.db   sqlite:relative/meta.db
 //	sqlite3:///path   file:/path         DBI:SQLite:dbname=/path
 //
-// The database is the file path; it is created when missing. The only
-// parameter is busy_timeout (milliseconds, default 10000), how long a
+// The database is the file path; it is created when missing. The
+// parameters are busy_timeout (milliseconds, default 10000), how long a
 // statement waits for another connection's write before the transaction is
-// retried; any other parameter is an error. ":memory:" is refused: the
+// retried, and op_timeout, every backend's default deadline of a Store call
+// (default store.DefaultOpTimeout, 10s; 0 = none); any other parameter is an
+// error. ":memory:" is refused: the
 // Stores of a tracker must share one database, and an in-memory database
 // belongs to one connection.
 //
@@ -133,6 +135,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		Locks:        newLockBackend(f.f.locks),
 		Capabilities: capabilities,
 		OnClose:      f.release,
+		OpTimeout:    dsn.OpTimeout,
 	})
 	if err != nil {
 		db.Close()

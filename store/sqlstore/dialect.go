@@ -125,6 +125,10 @@ type Config struct {
 	// OnClose, if set, runs after the locks and before the DB are closed
 	// (e.g. the SQLite file guard).
 	OnClose func() error
+	// OpTimeout is the default deadline of every Store call whose context
+	// has none earlier; a Lock call gets its wait timeout plus OpTimeout.
+	// 0 = none. Backends pass store.DSN.OpTimeout.
+	OpTimeout time.Duration
 }
 
 // Insert is the INSERT statement that every Dialect's Upsert starts from:

@@ -19,8 +19,15 @@
 //     and run again from the start, a few times with a small jittered
 //     backoff; statements are never continued after a failure inside a
 //     transaction (PostgreSQL aborts the transaction on any error).
-//   - ErrKindConnLost at COMMIT is reported as store.ErrUnknownOutcome;
-//     before COMMIT the transaction is retried like ErrKindRetry.
+//   - ErrKindConnLost at COMMIT is reported as store.ErrUnknownOutcome and
+//     the transaction is never run again; before COMMIT the transaction is
+//     retried like ErrKindRetry, and when the retries run out (or outside a
+//     transaction) the caller gets store.ErrUnavailable wrapping the cause.
+//     A failure because Close ran meanwhile is store.ErrClosed. No error is
+//     classified by its text.
+//   - Every exported method bounds its context with Config.OpTimeout, and
+//     every write checks the fences of its context (store.WithFence) first
+//     in its transaction; see fence.go for the token table.
 //   - Time values reach the database as integers computed from
 //     Dialect.UnixNow, never from the Go clock.
 //   - Comparisons and ordering of keys go through Dialect.ByteOrder.

@@ -105,6 +105,8 @@ func splitDevIDs(s string) []int {
 
 // CreateTempFile reserves a fid.
 func (s *Store) CreateTempFile(ctx context.Context, t store.TempFile) (int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("create tempfile for key %q", t.Key)
 	if err := s.check(op); err != nil {
 		return 0, err
@@ -173,6 +175,8 @@ func scanTempFile(sc interface{ Scan(...any) error }) (store.TempFile, error) {
 
 // TempFile reads a tempfile row.
 func (s *Store) TempFile(ctx context.Context, fid int64) (store.TempFile, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("read tempfile %d", fid)
 	if err := s.check(op); err != nil {
 		return store.TempFile{}, err
@@ -188,6 +192,8 @@ func (s *Store) TempFile(ctx context.Context, fid int64) (store.TempFile, error)
 
 // DeleteTempFile removes a tempfile row.
 func (s *Store) DeleteTempFile(ctx context.Context, fid int64) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete tempfile %d", fid)
 	if err := s.check(op); err != nil {
 		return err
@@ -204,6 +210,8 @@ func (s *Store) DeleteTempFile(ctx context.Context, fid int64) error {
 
 // ExpiredTempFiles lists tempfiles older than age, oldest first.
 func (s *Store) ExpiredTempFiles(ctx context.Context, age time.Duration, limit int) ([]store.TempFile, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "list expired tempfiles"
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -281,6 +289,8 @@ const maxCommitRounds = 64
 
 // CommitFile turns a tempfile into a file; see store.Files.
 func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("commit fid %d as key %q", c.Fid, c.Key)
 	if err := s.check(op); err != nil {
 		return store.CommitResult{}, err
@@ -411,6 +421,8 @@ func (s *Store) syncDevCount(ctx context.Context, tx *sql.Tx, fid int64) error {
 
 // File reads a file row.
 func (s *Store) File(ctx context.Context, fid int64) (store.File, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("read file %d", fid)
 	if err := s.check(op); err != nil {
 		return store.File{}, err
@@ -426,6 +438,8 @@ func (s *Store) File(ctx context.Context, fid int64) (store.File, error) {
 
 // FileByKey reads the file owning (dmid, key).
 func (s *Store) FileByKey(ctx context.Context, dmid int, key string) (store.File, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("read key %q of domain %d", key, dmid)
 	if err := s.check(op); err != nil {
 		return store.File{}, err
@@ -444,6 +458,8 @@ func (s *Store) FileByKey(ctx context.Context, dmid int, key string) (store.File
 
 // Files lists files with from <= fid <= to.
 func (s *Store) Files(ctx context.Context, from, to int64, limit int) ([]store.File, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("list files %d-%d", from, to)
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -473,6 +489,8 @@ func (s *Store) Files(ctx context.Context, from, to int64, limit int) ([]store.F
 
 // MaxFid is the largest committed fid.
 func (s *Store) MaxFid(ctx context.Context) (int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "read max fid"
 	if err := s.check(op); err != nil {
 		return 0, err
@@ -508,6 +526,8 @@ func prefixEnd(prefix string) string {
 
 // ListKeys lists keys by prefix in byte order.
 func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("list keys of domain %d with prefix %q", dmid, prefix)
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -560,6 +580,8 @@ func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, li
 
 // RenameFile moves a file to another key of its domain.
 func (s *Store) RenameFile(ctx context.Context, dmid int, from, to string) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("rename key %q of domain %d to %q", from, dmid, to)
 	if err := s.check(op); err != nil {
 		return err
@@ -590,6 +612,8 @@ func (s *Store) RenameFile(ctx context.Context, dmid int, from, to string) error
 
 // SetFileClass changes a file's class.
 func (s *Store) SetFileClass(ctx context.Context, fid int64, classid int) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("set class of file %d", fid)
 	if err := s.check(op); err != nil {
 		return err
@@ -610,6 +634,8 @@ func (s *Store) SetFileClass(ctx context.Context, fid int64, classid int) error 
 // DeleteFile removes the file (and tempfile) row and queues the fid for
 // deletion in one transaction.
 func (s *Store) DeleteFile(ctx context.Context, fid int64) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete file %d", fid)
 	if err := s.check(op); err != nil {
 		return err

@@ -25,6 +25,8 @@ func (h *heldLock) Token() int64          { return h.token }
 func (h *heldLock) Unwrap() BackendLock   { return h.inner }
 func (h *heldLock) forget()               { h.s.forget(h) }
 func (h *heldLock) Release(ctx context.Context) error {
+	ctx, cancel := h.s.bound(ctx, 0)
+	defer cancel()
 	err := h.inner.Release(ctx)
 	if err == nil || errors.Is(err, store.ErrLockLost) {
 		// Lost or released, the name is no longer this Store's.
@@ -46,6 +48,8 @@ func (s *Store) forget(h *heldLock) {
 
 // Lock acquires a named lock through the backend.
 func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+	ctx, cancel := s.bound(ctx, timeout)
+	defer cancel()
 	op := fmt.Sprintf("lock %q", name)
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -79,6 +83,8 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 
 // Unlock releases a lock this Store holds.
 func (s *Store) Unlock(ctx context.Context, name string) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("unlock %q", name)
 	if err := s.check(op); err != nil {
 		return err

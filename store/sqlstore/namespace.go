@@ -118,6 +118,8 @@ func (s *Store) serialize(ctx context.Context, tx *sql.Tx, name string) error {
 
 // CreateDomain allocates the next dmid.
 func (s *Store) CreateDomain(ctx context.Context, name string) (store.Domain, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("create domain %q", name)
 	if err := s.check(op); err != nil {
 		return store.Domain{}, err
@@ -142,6 +144,8 @@ func (s *Store) CreateDomain(ctx context.Context, name string) (store.Domain, er
 // DeleteDomain removes a domain and its class rows once no file or named
 // class uses it.
 func (s *Store) DeleteDomain(ctx context.Context, dmid int) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete domain %d", dmid)
 	if err := s.check(op); err != nil {
 		return err
@@ -181,6 +185,8 @@ func hasErr(err, sentinel error) error {
 
 // Domains lists every domain by dmid.
 func (s *Store) Domains(ctx context.Context) ([]store.Domain, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "list domains"
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -228,6 +234,8 @@ func checkClass(c store.Class) error {
 
 // CreateClass allocates the next classid of a domain; "default" is 0.
 func (s *Store) CreateClass(ctx context.Context, c store.Class) (store.Class, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("create class %q in domain %d", c.Name, c.DomainID)
 	if err := s.check(op); err != nil {
 		return store.Class{}, err
@@ -268,6 +276,8 @@ VALUES (?, ?, ?, ?, ?, ?)`, c.DomainID, id, c.Name, c.MinDevCount, nullStr(c.Rep
 // UpdateClass rewrites a class row. The implicit default class of an
 // existing domain gets its row on first update, as in MogileFS.
 func (s *Store) UpdateClass(ctx context.Context, c store.Class) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("update class %d of domain %d", c.ID, c.DomainID)
 	if err := s.check(op); err != nil {
 		return err
@@ -307,6 +317,8 @@ WHERE dmid = ? AND classid = ?`, c.Name, c.MinDevCount, nullStr(c.ReplPolicy), n
 
 // DeleteClass removes a class no file uses.
 func (s *Store) DeleteClass(ctx context.Context, dmid, classid int) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete class %d of domain %d", classid, dmid)
 	if err := s.check(op); err != nil {
 		return err
@@ -326,6 +338,8 @@ func (s *Store) DeleteClass(ctx context.Context, dmid, classid int) error {
 
 // Classes lists every class row by (dmid, classid).
 func (s *Store) Classes(ctx context.Context) ([]store.Class, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "list classes"
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -408,6 +422,8 @@ func hostArgs(h store.Host) []any {
 
 // CreateHost adds a host with its own id or the next free one.
 func (s *Store) CreateHost(ctx context.Context, h store.Host) (store.Host, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("create host %q", h.Name)
 	if err := s.check(op); err != nil {
 		return store.Host{}, err
@@ -445,6 +461,8 @@ func (s *Store) CreateHost(ctx context.Context, h store.Host) (store.Host, error
 
 // UpdateHost replaces every field of a host.
 func (s *Store) UpdateHost(ctx context.Context, h store.Host) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("update host %d", h.ID)
 	if err := s.check(op); err != nil {
 		return err
@@ -472,6 +490,8 @@ hostip = ?, altip = ?, altmask = ? WHERE hostid = ?`, append(hostArgs(h)[1:], h.
 
 // DeleteHost removes a host without devices.
 func (s *Store) DeleteHost(ctx context.Context, hostid int) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete host %d", hostid)
 	if err := s.check(op); err != nil {
 		return err
@@ -491,6 +511,8 @@ func (s *Store) DeleteHost(ctx context.Context, hostid int) error {
 
 // Hosts lists every host by hostid.
 func (s *Store) Hosts(ctx context.Context) ([]store.Host, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "list hosts"
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -522,6 +544,8 @@ FROM host ORDER BY hostid`)
 
 // CreateDevice adds a device with the caller's id or the next free one.
 func (s *Store) CreateDevice(ctx context.Context, d store.Device) (store.Device, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("create device %d on host %d", d.ID, d.HostID)
 	if err := s.check(op); err != nil {
 		return store.Device{}, err
@@ -594,6 +618,8 @@ func (s *Store) updateDevice(ctx context.Context, op string, devid int, set stri
 
 // SetDeviceState changes a device's status.
 func (s *Store) SetDeviceState(ctx context.Context, devid int, state store.DeviceState) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("set state of device %d", devid)
 	if err := s.check(op); err != nil {
 		return err
@@ -606,6 +632,8 @@ func (s *Store) SetDeviceState(ctx context.Context, devid int, state store.Devic
 
 // SetDeviceWeight changes a device's weight.
 func (s *Store) SetDeviceWeight(ctx context.Context, devid int, weight int) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("set weight of device %d", devid)
 	if err := s.check(op); err != nil {
 		return err
@@ -618,6 +646,8 @@ func (s *Store) SetDeviceWeight(ctx context.Context, devid int, weight int) erro
 
 // SetDeviceUsage records usage, stamped by the database clock.
 func (s *Store) SetDeviceUsage(ctx context.Context, devid int, mbTotal, mbUsed int64) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("set usage of device %d", devid)
 	if err := s.check(op); err != nil {
 		return err
@@ -630,6 +660,8 @@ func (s *Store) SetDeviceUsage(ctx context.Context, devid int, mbTotal, mbUsed i
 
 // DeleteDevice removes a device no file_on row names.
 func (s *Store) DeleteDevice(ctx context.Context, devid int) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete device %d", devid)
 	if err := s.check(op); err != nil {
 		return err
@@ -649,6 +681,8 @@ func (s *Store) DeleteDevice(ctx context.Context, devid int) error {
 
 // Devices lists every device by devid.
 func (s *Store) Devices(ctx context.Context) ([]store.Device, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "list devices"
 	if err := s.check(op); err != nil {
 		return nil, err

@@ -24,11 +24,15 @@ func (s *Store) lockFid(ctx context.Context, tx *sql.Tx, fid int64) (bool, error
 
 // AddFileOn records a copy of fid on devid.
 func (s *Store) AddFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	return s.changeFileOn(ctx, fmt.Sprintf("add fid %d on device %d", fid, devid), fid, devid, true)
 }
 
 // RemoveFileOn forgets the copy of fid on devid.
 func (s *Store) RemoveFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	return s.changeFileOn(ctx, fmt.Sprintf("remove fid %d from device %d", fid, devid), fid, devid, false)
 }
 
@@ -75,6 +79,8 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 
 // FileOn lists the devices holding fid.
 func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("list devices of fid %d", fid)
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -101,6 +107,8 @@ func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
 
 // FidsOnDevice lists fids on devid above after.
 func (s *Store) FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("list fids on device %d", devid)
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -130,6 +138,8 @@ func (s *Store) FidsOnDevice(ctx context.Context, devid int, after int64, limit 
 
 // SyncDevCount repairs devcount from file_on.
 func (s *Store) SyncDevCount(ctx context.Context, fid int64) (int, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("sync devcount of fid %d", fid)
 	if err := s.check(op); err != nil {
 		return 0, err

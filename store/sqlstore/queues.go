@@ -123,6 +123,8 @@ func checkEntry(q store.Queue, e store.QueueEntry) error {
 
 // Enqueue adds or merges rows of q.
 func (s *Store) Enqueue(ctx context.Context, q store.Queue, entries ...store.QueueEntry) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("enqueue %d fids for %s", len(entries), q)
 	if err := s.check(op); err != nil {
 		return err
@@ -172,6 +174,8 @@ func cmpInt64(a, b int64) int {
 // Stores reading the same row, only the first UPDATE matches (the second,
 // once the first commits, sees a different nexttry), so only one keeps it.
 func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease time.Duration) ([]store.QueueItem, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("lease %s queue", q)
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -262,6 +266,8 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 
 // Reschedule moves a row's nexttry, counting a failure if asked.
 func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("reschedule fid %d in %s queue", fid, q)
 	if err := s.check(op); err != nil {
 		return err
@@ -294,6 +300,8 @@ func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after 
 
 // Finish removes fid from q.
 func (s *Store) Finish(ctx context.Context, q store.Queue, fid int64) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("finish fid %d in %s queue", fid, q)
 	if err := s.check(op); err != nil {
 		return err
@@ -311,6 +319,8 @@ func (s *Store) Finish(ctx context.Context, q store.Queue, fid int64) error {
 
 // QueueItem reads one row of q.
 func (s *Store) QueueItem(ctx context.Context, q store.Queue, fid int64) (store.QueueItem, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("read fid %d of %s queue", fid, q)
 	if err := s.check(op); err != nil {
 		return store.QueueItem{}, err
@@ -330,6 +340,8 @@ func (s *Store) QueueItem(ctx context.Context, q store.Queue, fid int64) (store.
 
 // QueueLength counts the rows of q.
 func (s *Store) QueueLength(ctx context.Context, q store.Queue) (int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("count %s queue", q)
 	if err := s.check(op); err != nil {
 		return 0, err
@@ -347,6 +359,8 @@ func (s *Store) QueueLength(ctx context.Context, q store.Queue) (int64, error) {
 
 // Expedite makes every waiting, unparked row of q due now.
 func (s *Store) Expedite(ctx context.Context, q store.Queue) (int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("expedite %s queue", q)
 	if err := s.check(op); err != nil {
 		return 0, err
@@ -369,6 +383,8 @@ func (s *Store) Expedite(ctx context.Context, q store.Queue) (int64, error) {
 
 // ClearQueue removes every row of q.
 func (s *Store) ClearQueue(ctx context.Context, q store.Queue) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("clear %s queue", q)
 	if err := s.check(op); err != nil {
 		return err

@@ -14,6 +14,8 @@ func checkSettingKey(key string) error { return checkText("setting name", key, m
 
 // ServerSetting reads one setting.
 func (s *Store) ServerSetting(ctx context.Context, key string) (string, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("read setting %q", key)
 	if err := s.check(op); err != nil {
 		return "", err
@@ -30,6 +32,8 @@ func (s *Store) ServerSetting(ctx context.Context, key string) (string, error) {
 
 // ServerSettings reads every setting.
 func (s *Store) ServerSettings(ctx context.Context) (map[string]string, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "read settings"
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -66,6 +70,8 @@ func (s *Store) upsertSetting(ctx context.Context, tx *sql.Tx, key, value string
 
 // SetServerSetting inserts or replaces a setting.
 func (s *Store) SetServerSetting(ctx context.Context, key, value string) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("set setting %q", key)
 	if err := s.check(op); err != nil {
 		return err
@@ -83,6 +89,8 @@ func (s *Store) SetServerSetting(ctx context.Context, key, value string) error {
 
 // DeleteServerSetting removes a setting if present.
 func (s *Store) DeleteServerSetting(ctx context.Context, key string) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete setting %q", key)
 	if err := s.check(op); err != nil {
 		return err
@@ -99,6 +107,8 @@ func (s *Store) DeleteServerSetting(ctx context.Context, key string) error {
 
 // IncrServerSetting adds delta to an integer setting under its row lock.
 func (s *Store) IncrServerSetting(ctx context.Context, key string, delta int64) (int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("increment setting %q", key)
 	if err := s.check(op); err != nil {
 		return 0, err
@@ -164,6 +174,8 @@ func (s *Store) setChecksum(ctx context.Context, tx *sql.Tx, c store.Checksum) e
 
 // SetChecksum inserts or replaces a checksum.
 func (s *Store) SetChecksum(ctx context.Context, c store.Checksum) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("set checksum of fid %d", c.Fid)
 	if err := s.check(op); err != nil {
 		return err
@@ -181,6 +193,8 @@ func (s *Store) SetChecksum(ctx context.Context, c store.Checksum) error {
 
 // Checksum reads a checksum.
 func (s *Store) Checksum(ctx context.Context, fid int64) (store.Checksum, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("read checksum of fid %d", fid)
 	if err := s.check(op); err != nil {
 		return store.Checksum{}, err
@@ -203,6 +217,8 @@ func (s *Store) Checksum(ctx context.Context, fid int64) (store.Checksum, error)
 
 // DeleteChecksum removes a checksum if present.
 func (s *Store) DeleteChecksum(ctx context.Context, fid int64) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("delete checksum of fid %d", fid)
 	if err := s.check(op); err != nil {
 		return err
@@ -216,6 +232,8 @@ func (s *Store) DeleteChecksum(ctx context.Context, fid int64) error {
 
 // AppendFsckLog records an fsck event at the database time.
 func (s *Store) AppendFsckLog(ctx context.Context, e store.FsckEvent) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	op := fmt.Sprintf("log fsck event %q", e.Code)
 	if err := s.check(op); err != nil {
 		return err
@@ -237,6 +255,8 @@ func (s *Store) AppendFsckLog(ctx context.Context, e store.FsckEvent) error {
 
 // FsckEvents lists events after a logid.
 func (s *Store) FsckEvents(ctx context.Context, after int64, limit int) ([]store.FsckEvent, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "list fsck events"
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -269,6 +289,8 @@ func (s *Store) FsckEvents(ctx context.Context, after int64, limit int) ([]store
 
 // FsckEventCounts counts events per code.
 func (s *Store) FsckEventCounts(ctx context.Context) (map[string]int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "count fsck events"
 	if err := s.check(op); err != nil {
 		return nil, err
@@ -299,6 +321,8 @@ func (s *Store) FsckEventCounts(ctx context.Context) (map[string]int64, error) {
 
 // ClearFsckLog removes every event.
 func (s *Store) ClearFsckLog(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	const op = "clear fsck log"
 	if err := s.check(op); err != nil {
 		return err

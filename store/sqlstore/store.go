@@ -49,6 +49,8 @@ type Store struct {
 	locks LockBackend
 	caps  store.Capabilities
 	close func() error
+	// opTimeout is the default deadline of every call (Config.OpTimeout).
+	opTimeout time.Duration
 
 	closed atomic.Bool
 
@@ -75,6 +77,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		caps:  cfg.Capabilities,
 		close: cfg.OnClose,
 		held:  map[string]*heldLock{},
+
+		opTimeout: cfg.OpTimeout,
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
@@ -202,6 +206,8 @@ func (s *Store) Close() error {
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	if err := s.check("ping"); err != nil {
 		return err
 	}
@@ -210,6 +216,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Info names the backend and its server version.
 func (s *Store) Info(ctx context.Context) (store.Info, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	if err := s.check("info"); err != nil {
 		return store.Info{}, err
 	}
@@ -225,6 +233,8 @@ func (s *Store) Capabilities() store.Capabilities { return s.caps }
 
 // Now is the database clock, in whole seconds.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
 	if err := s.check("read clock"); err != nil {
 		return time.Time{}, err
 	}
@@ -283,6 +293,21 @@ func (s *Store) exists(ctx context.Context, q querier, query string, args ...any
 	return err == nil, err
 }
 
+// bound gives a call's ctx the Store's default deadline, opTimeout (plus
+// extra: a Lock's wait) from now, unless ctx already ends earlier. Every
+// exported method starts with it, so a hung server or a partition costs a
+// caller at most that long, whatever context it passed.
+func (s *Store) bound(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
+	if s.opTimeout <= 0 {
+		return ctx, func() {}
+	}
+	d := s.opTimeout + extra
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
 // check refuses calls after Close.
 func (s *Store) check(op string) error {
 	if s.closed.Load() {
@@ -309,8 +334,11 @@ func isSentinel(err error) bool {
 	return false
 }
 
-// wrap prefixes err once with the operation, adding store.ErrDuplicate or
-// store.ErrNotFound beside a driver error that means it.
+// wrap prefixes err once with the operation and attaches the sentinel a
+// driver error means: store.ErrNotFound, store.ErrDuplicate,
+// store.ErrUnavailable for a lost connection (at COMMIT, try has already
+// made it store.ErrUnknownOutcome), store.ErrClosed for anything failing
+// because Close ran meanwhile.
 func (s *Store) wrap(op string, err error) error {
 	if err == nil {
 		return nil
@@ -320,16 +348,19 @@ func (s *Store) wrap(op string, err error) error {
 		return fmt.Errorf("store: %s: %w", op, err)
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrNotFound, err)
-	case errors.Is(err, sql.ErrConnDone), errors.Is(err, sql.ErrTxDone):
-		if s.closed.Load() {
-			return fmt.Errorf("store: %s: %w: %w", op, store.ErrClosed, err)
-		}
-	}
-	if s.d.Classify(err) == ErrKindDuplicate {
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
-	}
-	if s.closed.Load() && strings.Contains(err.Error(), "database is closed") {
+	case s.closed.Load():
+		// Close raced with the call: whatever the driver says (its
+		// pool's "database is closed" has no sentinel to match), the
+		// cause is the Close.
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrClosed, err)
+	case errors.Is(err, sql.ErrConnDone):
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	switch s.d.Classify(err) {
+	case ErrKindDuplicate:
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
+	case ErrKindConnLost:
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }
