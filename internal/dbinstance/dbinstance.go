@@ -12,7 +12,13 @@
 // When the process runs as root, PostgreSQL and PgBouncer (which refuse
 // root) run as the "postgres" OS user and MariaDB with --user=root.
 // Available says whether a kind can be started here; its error says what
-// to install (scripts/test-servers.sh does it).
+// to install (scripts/test-servers.sh does it). PostgreSQL is the newest
+// /usr/lib/postgresql/<version>/bin, or $GOMOGILE_PG_BINDIR.
+//
+// Each process initialises one template data directory per kind and
+// copies it for every instance (initdb costs seconds on a loaded
+// machine); RemoveTemplates removes them, and directories left by a
+// process that died are removed by the next one.
 //
 // It is test and tool infrastructure: it depends on no store backend.
 package dbinstance
@@ -40,6 +46,9 @@ const installHint = "run scripts/test-servers.sh"
 // "pgbouncer") can be started on this machine: nil, or an error wrapping
 // ErrUnavailable that says what is missing.
 func Available(kind string) error {
+	if errPlatform != nil {
+		return errPlatform
+	}
 	switch kind {
 	case "postgres":
 		_, err := pgBinDir()
@@ -94,7 +103,7 @@ func pgBinDir() (string, error) {
 		if ok(d) {
 			return d, nil
 		}
-		return "", fmt.Errorf("%w: $GOMOGILE_PG_BINDIR=%s lacks one of %v", ErrUnavailable, d, need)
+		return "", fmt.Errorf("%w: $GOMOGILE_PG_BINDIR=%s lacks one of %v: unset it and %s", ErrUnavailable, d, need, installHint)
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
@@ -165,11 +174,16 @@ func tempDir(parent, pattern string, a *account) (string, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
+	sweep(parent)
 	dir, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
 		return "", fmt.Errorf("dbinstance: %w", err)
 	}
-	if err := a.chownAll(dir); err != nil {
+	err = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	if err == nil {
+		err = a.chownAll(dir)
+	}
+	if err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("dbinstance: %w", err)
 	}

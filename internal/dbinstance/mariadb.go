@@ -75,12 +75,19 @@ func StartMariaDB(ctx context.Context, o MyOptions) (*MariaDB, error) {
 		m.asUsr = "root"
 	}
 	t0 := time.Now()
-	args := []string{"--no-defaults", "--datadir=" + m.data, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve"}
-	if m.asUsr != "" {
-		args = append(args, "--user="+m.asUsr)
+	tmpl, err := templateData("mariadb "+install+" "+o.Dir, o.Dir, nil, func(_ context.Context, dir string) (string, error) {
+		data := filepath.Join(dir, "data")
+		args := []string{"--no-defaults", "--datadir=" + data, "--auth-root-authentication-method=normal",
+			"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=" + myDefaults["innodb-log-file-size"]}
+		if m.asUsr != "" {
+			args = append(args, "--user="+m.asUsr)
+		}
+		return data, run(nil, filepath.Join(dir, "install.log"), install, args...)
+	})
+	if err == nil {
+		err = copyTree(tmpl, m.data, nil)
 	}
-	if err := run(nil, m.logPath(), install, args...); err != nil {
+	if err != nil {
 		m.Cleanup()
 		return nil, err
 	}
@@ -241,6 +248,17 @@ func (m *MariaDB) Stop() error {
 		return nil
 	}
 	return m.proc.stop(sigTerm, 60*time.Second)
+}
+
+// Pid is the server process's id (the postmaster's for PostgreSQL), 0
+// before the first Start.
+func (m *MariaDB) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil {
+		return 0
+	}
+	return m.proc.pid()
 }
 
 // Running reports whether mariadbd is alive.

@@ -69,32 +69,60 @@ func StartPostgres(ctx context.Context, o PGOptions) (*Postgres, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	// --no-sync: the bootstrap files need not reach the disk now (only a
-	// machine crash would lose them); the server itself runs with fsync.
-	if err := run(p.acct, p.logPath(), filepath.Join(p.bin, "initdb"),
-		"-D", p.data, "-U", "root", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"); err != nil {
-		p.Cleanup()
-		return nil, err
-	}
-	if err := p.writeConf(); err != nil {
-		p.Cleanup()
-		return nil, err
-	}
-	if err := p.Start(ctx); err != nil {
-		p.Cleanup()
-		return nil, err
-	}
-	c, err := p.connect(ctx, "postgres")
+	tmpl, err := templateData("postgres "+p.bin+" "+o.Dir, o.Dir, p.acct, func(ctx context.Context, dir string) (string, error) {
+		return pgTemplate(ctx, p.bin, p.acct, dir)
+	})
 	if err == nil {
-		_, err = c.Exec(ctx, "CREATE DATABASE test")
-		c.Close(ctx)
+		err = copyTree(tmpl, p.data, p.acct)
+	}
+	if err == nil {
+		err = p.writeConf()
+	}
+	if err == nil {
+		err = p.Start(ctx)
 	}
 	if err != nil {
 		p.Cleanup()
-		return nil, fmt.Errorf("dbinstance: postgres: create database test: %w", err)
+		return nil, err
 	}
 	p.logf("postgres primary on %s (%s) ready in %v", p.Addr(), p.dir, time.Since(t0).Round(time.Millisecond))
 	return p, nil
+}
+
+// pgTemplate initialises a cluster in dir (trust auth, superuser root,
+// database test) and shuts it down cleanly, to be copied by StartPostgres.
+// Copies share its system identifier, which nothing here depends on.
+func pgTemplate(ctx context.Context, bin string, acct *account, dir string) (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	t := &Postgres{bin: bin, acct: acct, dir: dir, data: filepath.Join(dir, "data"), port: port}
+	// --no-sync: the bootstrap files need not reach the disk now (only a
+	// machine crash would lose them); the server itself runs with fsync.
+	if err := run(acct, t.logPath(), filepath.Join(bin, "initdb"),
+		"-D", t.data, "-U", "root", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"); err != nil {
+		return "", err
+	}
+	if err := t.writeConf(); err != nil {
+		return "", err
+	}
+	if err := t.Start(ctx); err != nil {
+		return "", err
+	}
+	c, err := t.connect(ctx, "postgres")
+	if err == nil {
+		_, err = c.Exec(ctx, "CREATE DATABASE test")
+		c.Close(context.Background())
+	}
+	if err != nil {
+		t.Kill()
+		return "", fmt.Errorf("dbinstance: postgres: create database test: %w", err)
+	}
+	if err := t.Stop(); err != nil {
+		return "", err
+	}
+	return t.data, nil
 }
 
 func newPostgres(o PGOptions) (*Postgres, error) {
@@ -255,6 +283,17 @@ func (p *Postgres) Stop() error {
 	return p.proc.stop(sigFast, 60*time.Second)
 }
 
+// Pid is the server process's id (the postmaster's for PostgreSQL), 0
+// before the first Start.
+func (p *Postgres) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return 0
+	}
+	return p.proc.pid()
+}
+
 // Running reports whether the server process is alive.
 func (p *Postgres) Running() bool {
 	p.mu.Lock()
@@ -368,4 +407,44 @@ func (p *Postgres) Promote(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// SetSynchronousStandby makes p acknowledge a commit only once a standby
+// has flushed it (synchronous_standby_names = '*', synchronous_commit on),
+// so promoting that standby loses no acknowledged commit, which
+// asynchronous streaming may. With on it returns once a standby is
+// synchronous; with on false commits no longer wait for one. The setting
+// lives in postgresql.auto.conf, which StartStandby copies: a standby made
+// after it, once promoted, waits for a synchronous standby of its own
+// (give it one, or turn this off on it).
+func (p *Postgres) SetSynchronousStandby(ctx context.Context, on bool) error {
+	c, err := p.connect(ctx, "postgres")
+	if err != nil {
+		return fmt.Errorf("dbinstance: synchronous standby on %s: %w", p.Addr(), err)
+	}
+	defer c.Close(context.Background())
+	names := "''"
+	if on {
+		names = "'*'"
+	}
+	for _, q := range []string{"ALTER SYSTEM SET synchronous_standby_names = " + names, "SELECT pg_reload_conf()"} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			return fmt.Errorf("dbinstance: synchronous standby on %s: %s: %w", p.Addr(), q, err)
+		}
+	}
+	for on {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&n); err != nil {
+			return fmt.Errorf("dbinstance: synchronous standby on %s: %w", p.Addr(), err)
+		}
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dbinstance: no synchronous standby on %s: %w", p.Addr(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }

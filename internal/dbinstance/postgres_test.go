@@ -146,6 +146,13 @@ func TestPostgresStandbyPromote(t *testing.T) {
 	if sb.Addr() == pg.Addr() {
 		t.Fatal("standby on the primary's port")
 	}
+	if err := pg.SetSynchronousStandby(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	var sync string
+	if err := c.QueryRow(ctx, "SELECT sync_state FROM pg_stat_replication").Scan(&sync); err != nil || sync != "sync" {
+		t.Fatalf("standby sync_state %q (%v), want sync", sync, err)
+	}
 	if _, err := c.Exec(ctx, "INSERT INTO t VALUES (2)"); err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +184,21 @@ func TestPostgresStandbyPromote(t *testing.T) {
 	}
 	if n := pgCount(t, ctx, fc); n != 3 {
 		t.Errorf("rows on the promoted standby: %d, want 3", n)
+	}
+}
+
+// Instances copied from one template are separate clusters.
+func TestPostgresInstancesIndependent(t *testing.T) {
+	a, b := startPG(t), startPG(t)
+	ctx := ctxT(t, 30*time.Second)
+	if a.Addr() == b.Addr() || a.Dir() == b.Dir() {
+		t.Fatalf("two instances share %s / %s", a.Addr(), a.Dir())
+	}
+	ca, cb := pgConn(t, ctx, a.DSN("test")), pgConn(t, ctx, b.DSN("test"))
+	if _, err := ca.Exec(ctx, "CREATE TABLE t (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.Exec(ctx, "SELECT 1 FROM t"); err == nil {
+		t.Fatal("a table made on one instance exists on the other")
 	}
 }

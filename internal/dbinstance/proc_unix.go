@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -29,6 +31,9 @@ type proc struct {
 	log    string
 	exited chan struct{} // closed when the process has been reaped
 	err    error         // its exit status, after exited
+
+	killMu sync.Mutex
+	gone   bool // kill found the process and its children gone
 }
 
 func startProc(a *account, logPath, name string, args ...string) (*proc, error) {
@@ -40,16 +45,31 @@ func startProc(a *account, logPath, name string, args ...string) (*proc, error) 
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	setAccount(cmd, a, true)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("dbinstance: start %s: %w", filepath.Base(name), err)
-	}
+	dieWithParent(cmd.SysProcAttr)
 	p := &proc{cmd: cmd, log: logPath, exited: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		// The parent-death signal fires when the thread that started the
+		// child ends, and Go ends threads at will: hold this one until
+		// the child is reaped.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("dbinstance: start %s: %w", filepath.Base(name), err)
+	}
 	return p, nil
 }
+
+// pid is the server process's id.
+func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) running() bool {
 	select {
@@ -66,37 +86,48 @@ func (p *proc) running() bool {
 // (PostgreSQL's backends are each a session of their own, so the group
 // alone does not reach them.) The leader is stopped first so it cannot
 // fork while its children are collected.
+//
+// Pids are reused (pid_max is often 32768), so nothing is signalled by
+// number once the leader may have been reaped: the leader is signalled
+// through os.Process, its group only while it is stopped and unreaped,
+// and each child only if its start time still matches. A server that
+// already exited on its own is not signalled at all (PostgreSQL's
+// orphaned backends end by themselves when the postmaster dies).
 func (p *proc) kill() error {
+	p.killMu.Lock()
+	defer p.killMu.Unlock()
+	if p.gone {
+		return nil
+	}
 	pid := p.cmd.Process.Pid
-	if p.running() {
-		syscall.Kill(pid, syscall.SIGSTOP)
+	var kids []procID
+	if p.cmd.Process.Signal(syscall.SIGSTOP) == nil {
+		kids = descendants(pid)
+		syscall.Kill(-pid, syscall.SIGKILL) // the leader is unreaped: its group id is ours
+		for _, k := range kids {
+			k.kill()
+		}
+		p.cmd.Process.Kill()
 	}
-	kids := descendants(pid)
-	for _, k := range kids {
-		syscall.Kill(k, syscall.SIGKILL)
-	}
-	syscall.Kill(-pid, syscall.SIGKILL)
-	syscall.Kill(pid, syscall.SIGKILL)
 	<-p.exited
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		left := 0
 		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-			left++
+			left++ // a probe only: signal 0 harms no one
 		}
 		for _, k := range kids {
-			if alive(k) {
+			if k.alive() {
 				left++
-				syscall.Kill(k, syscall.SIGKILL)
 			}
 		}
 		if left == 0 {
+			p.gone = true
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("dbinstance: %d processes of %s (pid %d) still alive 30s after SIGKILL", left, filepath.Base(p.cmd.Path), pid)
 		}
-		syscall.Kill(-pid, syscall.SIGKILL)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -121,3 +152,6 @@ const (
 	sigFast = syscall.SIGINT  // PostgreSQL: fast shutdown; PgBouncer: safe shutdown
 	sigTerm = syscall.SIGTERM // MariaDB: normal shutdown
 )
+
+// errPlatform is why this system cannot run private servers (none here).
+var errPlatform error

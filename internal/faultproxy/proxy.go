@@ -137,12 +137,30 @@ func Start(target string, o Options) (*Proxy, error) {
 // Addr is the address clients connect to, "127.0.0.1:port".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Target is the address the proxy forwards to.
-func (p *Proxy) Target() string { return p.target }
+// Target is the address new connections are forwarded to.
+func (p *Proxy) Target() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.target
+}
+
+// SetTarget points new connections at addr (host:port), as a service
+// address is moved to a promoted standby; connections already made keep
+// their server (Cut ends them).
+func (p *Proxy) SetTarget(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("faultproxy: target %q: %w", addr, err)
+	}
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
+	p.logf("target now %s", addr)
+	return nil
+}
 
 func (p *Proxy) logf(format string, args ...any) {
 	if p.o.Logf != nil {
-		p.o.Logf("faultproxy %s→%s: "+format, append([]any{p.Addr(), p.target}, args...)...)
+		p.o.Logf("faultproxy %s→%s: "+format, append([]any{p.Addr(), p.Target()}, args...)...)
 	}
 }
 
@@ -174,8 +192,8 @@ func (p *Proxy) Cut() {
 // gave up in the meantime has closed its side, and that close is passed on.
 func (p *Proxy) Blackhole(on bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if on == p.blackhole {
+		p.mu.Unlock()
 		return
 	}
 	p.blackhole = on
@@ -184,6 +202,7 @@ func (p *Proxy) Blackhole(on bool) {
 	} else {
 		close(p.healed)
 	}
+	p.mu.Unlock()
 	p.logf("blackhole %v", on)
 }
 
@@ -367,7 +386,7 @@ func (c *conn) serve() {
 		}
 	}()
 	var d net.Dialer
-	sc, err := d.DialContext(ctx, "tcp", c.p.target)
+	sc, err := d.DialContext(ctx, "tcp", c.p.Target())
 	cancel()
 	if err != nil {
 		c.p.nDialE.Add(1)
@@ -427,13 +446,16 @@ func (d *direction) read() {
 	defer d.c.p.wg.Done()
 	q := d.queue()
 	defer close(q)
+	buf := make([]byte, 32<<10)
 	for {
-		buf := make([]byte, 32<<10)
 		n, err := d.from.Read(buf)
 		if n > 0 {
-			ch := chunk{b: buf[:n], at: time.Now()}
+			// The chunk outlives buf's next Read: it gets its own bytes.
+			ch := chunk{at: time.Now()}
 			if d.inspect != nil {
 				ch.b, ch.cut = d.inspect(buf[:n])
+			} else {
+				ch.b = append([]byte(nil), buf[:n]...)
 			}
 			select {
 			case q <- ch:

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -18,9 +20,16 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
 
+	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/internal/faultproxy"
 	"github.com/gomogile/gomogile/internal/testdb"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dbinstance.RemoveTemplates()
+	os.Exit(code)
+}
 
 // echoServer accepts connections and echoes lines back until closed.
 func echoServer(t *testing.T) net.Listener {
@@ -85,7 +94,7 @@ func TestTCPDelay(t *testing.T) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	base := roundTrip(t, c, r, "hello")
-	const d = 150 * time.Millisecond
+	const d = 300 * time.Millisecond
 	p.SetDelay(d)
 	slow := roundTrip(t, c, r, "slow")
 	// One chunk each way: the round trip grows by 2d at least.
@@ -93,6 +102,8 @@ func TestTCPDelay(t *testing.T) {
 		t.Errorf("round trip with delay %v took %v (without: %v), want ≥ %v", d, slow, base, 2*d)
 	}
 	p.SetDelay(0)
+	// Without the delay a loopback round trip takes well under a
+	// millisecond; 2d leaves a loaded machine room.
 	if fast := roundTrip(t, c, r, "fast"); fast >= 2*d {
 		t.Errorf("round trip after SetDelay(0) took %v", fast)
 	}
@@ -122,6 +133,54 @@ func TestTCPCut(t *testing.T) {
 	roundTrip(t, c2, bufio.NewReader(c2), "after")
 	if s := p.Stats(); s.Cuts != 1 || s.Accepted != 2 {
 		t.Errorf("stats %+v, want Cuts=1 Accepted=2", s)
+	}
+}
+
+// SetTarget moves new connections to another server, as a service address
+// moved to a promoted standby; a connection already made keeps its own.
+func TestTCPSetTarget(t *testing.T) {
+	a := echoServer(t)
+	b, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	go func() {
+		for {
+			c, err := b.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "this is b\n")
+			c.Close()
+		}
+	}()
+	p := start(t, a.Addr().String(), faultproxy.Options{})
+	old, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	ro := bufio.NewReader(old)
+	roundTrip(t, old, ro, "to a")
+	if err := p.SetTarget(b.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if p.Target() != b.Addr().String() {
+		t.Fatalf("Target %s after SetTarget(%s)", p.Target(), b.Addr())
+	}
+	roundTrip(t, old, ro, "still a")
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "this is b\n" {
+		t.Fatalf("new connection after SetTarget: %q %v", line, err)
+	}
+	if err := p.SetTarget("no-port"); err == nil {
+		t.Error("SetTarget accepted an address without a port")
 	}
 }
 
@@ -529,4 +588,171 @@ func TestMySQLBlackhole(t *testing.T) {
 	if _, err := db2.ExecContext(ctx, "DO 1"); err != nil {
 		t.Fatalf("after heal: %v", err)
 	}
+}
+
+// A server without TLS answers an SSLRequest with 'N' and the client goes
+// on with its startup on the same connection (libpq does; pgx opens a new
+// one): the proxy passes both on and still sees the commit that follows.
+func TestPostgresSSLRequestRefusedByServer(t *testing.T) {
+	if err := dbinstance.Available("postgres"); err != nil {
+		testdb.Unavailable(t, "postgres", err.Error())
+	}
+	ctx := ctxT(t, 60*time.Second)
+	pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Cleanup() })
+	direct := openDB(t, "pgx", pg.DSN("test"))
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id serial PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, pg.Addr(), faultproxy.Options{Protocol: faultproxy.Postgres})
+
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(c)
+	c.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}) // SSLRequest
+	if b, err := r.ReadByte(); err != nil || b != 'N' {
+		t.Fatalf("answer to SSLRequest: %q %v, want 'N'", b, err)
+	}
+	startup := append([]byte{0, 0, 0, 0, 0, 3, 0, 0}, "user\x00root\x00database\x00test\x00\x00"...)
+	binary.BigEndian.PutUint32(startup, uint32(len(startup)))
+	c.Write(startup)
+	query := func(sql string) error { // sends a simple Query, reads to its ReadyForQuery
+		msg := append([]byte{'Q', 0, 0, 0, 0}, sql+"\x00"...)
+		binary.BigEndian.PutUint32(msg[1:], uint32(len(msg)-1))
+		c.Write(msg)
+		return readToZ(r)
+	}
+	if err := readToZ(r); err != nil {
+		t.Fatalf("startup: %v", err)
+	}
+	if err := query("BEGIN; INSERT INTO t DEFAULT VALUES"); err != nil {
+		t.Fatal(err)
+	}
+	p.DropCommitReplies(1)
+	if err := query("commit;"); err == nil {
+		t.Fatal("the reply of COMMIT arrived")
+	}
+	if n := count(t, direct, "t"); n != 1 {
+		t.Fatalf("rows after the ambiguous commit: %d, want 1", n)
+	}
+	if s := p.Stats(); s.DroppedCommitReplies != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// readToZ reads backend messages up to a ReadyForQuery; an ErrorResponse
+// or the end of the stream is an error.
+func readToZ(r *bufio.Reader) error {
+	for {
+		var hdr [5]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(hdr[1:])-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return err
+		}
+		switch hdr[0] {
+		case 'Z':
+			return nil
+		case 'E':
+			return fmt.Errorf("server error: %q", body)
+		}
+	}
+}
+
+// DropCommitReplies(n) drops exactly the next n commits, whichever
+// connections they come on; 0 cancels what is pending.
+func TestMySQLDropSeveralCommitReplies(t *testing.T) {
+	cfg, addr := mysqlServer(t)
+	direct := openDB(t, "mysql", cfg.FormatDSN())
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.MySQL})
+	pcfg := cfg.Clone()
+	pcfg.Addr = p.Addr()
+	proxied := openDB(t, "mysql", pcfg.FormatDSN())
+	insert := func() error {
+		tx, err := proxied.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO t () VALUES ()"); err != nil {
+			t.Fatal(err)
+		}
+		return tx.Commit()
+	}
+	p.DropCommitReplies(2)
+	var failed []int
+	for i := 0; i < 4; i++ {
+		if err := insert(); err != nil {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) != 2 || failed[0] != 0 || failed[1] != 1 {
+		t.Fatalf("commits that failed: %v, want the first two", failed)
+	}
+	p.DropCommitReplies(5)
+	p.DropCommitReplies(0)
+	if err := insert(); err != nil {
+		t.Fatalf("commit after DropCommitReplies(0): %v", err)
+	}
+	if n := count(t, direct, "t"); n != 5 {
+		t.Fatalf("rows: %d, want 5 (every commit applied)", n)
+	}
+	if s := p.Stats(); s.DroppedCommitReplies != 2 || s.CommitsSeen != 5 || s.PendingDrops != 0 {
+		t.Fatalf("stats %+v, want 2 dropped of 5 seen, none pending", s)
+	}
+}
+
+// In front of a PgBouncer in transaction mode (whose own startup and
+// ReadyForQuery the proxy sees), and behind it (where the cut connection
+// is the pooler's to the server), a dropped reply is still an applied
+// commit the client cannot know about.
+func TestPostgresDropCommitReplyPgBouncer(t *testing.T) {
+	for _, kind := range []string{"postgres", "pgbouncer"} {
+		if err := dbinstance.Available(kind); err != nil {
+			testdb.Unavailable(t, kind, err.Error())
+		}
+	}
+	ctx := ctxT(t, 90*time.Second)
+	pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Cleanup() })
+	direct := openDB(t, "pgx", pg.DSN("test"))
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id serial PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("client-proxy-bouncer", func(t *testing.T) {
+		b, err := dbinstance.StartPgBouncer(ctx, pg.Addr(), dbinstance.BouncerOptions{Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Cleanup() })
+		p := start(t, b.Addr(), faultproxy.Options{Protocol: faultproxy.Postgres})
+		proxied := openDB(t, "pgx", pgDSN(t, b.DSN("test"), p.Addr(), "disable")+"&default_query_exec_mode=simple_protocol")
+		dropOne(t, p, direct, proxied, "INSERT INTO t DEFAULT VALUES")
+	})
+	t.Run("bouncer-proxy-server", func(t *testing.T) {
+		p := start(t, pg.Addr(), faultproxy.Options{Protocol: faultproxy.Postgres})
+		b, err := dbinstance.StartPgBouncer(ctx, p.Addr(), dbinstance.BouncerOptions{Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Cleanup() })
+		pooled := openDB(t, "pgx", b.DSN("test")+"&default_query_exec_mode=simple_protocol")
+		dropOne(t, p, direct, pooled, "INSERT INTO t DEFAULT VALUES")
+	})
 }
