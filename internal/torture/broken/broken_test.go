@@ -125,7 +125,7 @@ func TestNoExclusion(t *testing.T) {
 	if got {
 		t.Fatal("the real store granted a held lock")
 	}
-	if v := check.Exclusion(hs, 0); len(v) != 0 {
+	if v := append(check.Exclusion(hs, 0), check.TokenOrder(hs)...); len(v) != 0 {
 		t.Fatalf("real store: %v", v)
 	}
 
@@ -139,10 +139,11 @@ func TestNoExclusion(t *testing.T) {
 		t.Fatalf("no-exclusion: Exclusion found %v, want one overlap", v)
 	}
 	t.Log(v[0])
-	if hs[0].Token != 0 { // tokens exist: the fake one repeats the last real one
-		if v := check.TokenOrder(hs); len(v) == 0 {
-			t.Error("no-exclusion: TokenOrder found nothing")
-		}
+	// The fake lock repeats the last real token.
+	if v := check.TokenOrder(hs); len(v) != 1 {
+		t.Errorf("no-exclusion: TokenOrder found %v, want one", v)
+	} else {
+		t.Log(v[0])
 	}
 }
 
@@ -182,16 +183,18 @@ func crashHistory(t *testing.T, s, other store.Store) []check.Hold {
 
 func TestLateLost(t *testing.T) {
 	a, b := open2(t)
-	if v := check.Exclusion(crashHistory(t, a, b), 0); len(v) != 0 {
-		t.Fatalf("real store: %v", v)
+	if hs := crashHistory(t, a, b); len(append(check.Exclusion(hs, 0), check.TokenOrder(hs)...)) != 0 {
+		t.Fatalf("real store: %v %v", check.Exclusion(hs, 0), check.TokenOrder(hs))
 	}
 	c, d := open2(t)
-	const delay = 300 * time.Millisecond
+	const delay = time.Second
 	hs := crashHistory(t, wrap(t, "late-lost", c, broken.Config{Delay: delay}), d)
-	if late := hs[0].To.Sub(hs[1].From); late < delay-50*time.Millisecond {
-		t.Errorf("late-lost: Lost came %s after the next grant, want about %s", late, delay)
+	// The real Lost fired after the grant (From) and Lost came delay
+	// after it; the next grant was made while it was held back.
+	if late := hs[0].To.Sub(hs[0].From); late < delay {
+		t.Errorf("late-lost: Lost came %s after the grant, want at least %s", late, delay)
 	}
-	v := check.Exclusion(hs, 100*time.Millisecond)
+	v := check.Exclusion(hs, 0)
 	if len(v) != 1 {
 		t.Fatalf("late-lost: Exclusion found %v, want one overlap", v)
 	}
@@ -260,13 +263,16 @@ func counterHistory(t *testing.T, s, other store.Store) ([]check.CounterOp, map[
 	return []check.CounterOp{opA, opB}, map[string]int64{"ctr": read(other)}, stale
 }
 
+// fromFive: counterHistory starts the counter at 5.
+var fromFive = check.CounterOptions{Initial: map[string]int64{"ctr": 5}}
+
 func TestUnfenced(t *testing.T) {
 	a, b := open2(t)
 	ops, final, stale := counterHistory(t, a, b)
-	if stale == nil {
-		t.Skip("store/sqlite does not check fences yet: a stale fenced write landed on the real store")
+	if !errors.Is(stale, store.ErrFenced) {
+		t.Fatalf("real store: the stale fenced write returned %v, want ErrFenced", stale)
 	}
-	if v := check.Counters(ops, final); len(v) != 0 {
+	if v := check.CountersWith(ops, final, fromFive); len(v) != 0 {
 		t.Fatalf("real store: %v", v)
 	}
 	c, d := open2(t)
@@ -274,7 +280,7 @@ func TestUnfenced(t *testing.T) {
 	if stale != nil {
 		t.Fatalf("unfenced: the stale write was refused: %v", stale)
 	}
-	v := check.Counters(ops, final)
+	v := check.CountersWith(ops, final, fromFive)
 	if len(v) != 1 || v[0].Invariant != check.InvCounter {
 		t.Fatalf("unfenced: Counters found %v, want one counter violation", v)
 	}

@@ -100,6 +100,25 @@ func TestTokenOrder(t *testing.T) {
 		h = append(h, Hold{Proc: "w4", Name: "a", Token: 5, From: at(100), To: at(110)})
 		wantViolations(t, TokenOrder(h), InvTokenOrder, 1, "token 5 granted twice")
 	})
+	t.Run("handoff within slack", func(t *testing.T) {
+		// w1 saw Lost 2ms after w2 was granted: Exclusion's slack forgives
+		// that, but w2 called Lock long after w1 had it, so its token must
+		// be larger.
+		h := []Hold{
+			{Proc: "w1", Name: "a", Token: 7, Called: at(0), From: at(1), To: at(12), End: Lost},
+			{Proc: "w2", Name: "a", Token: 8, Called: at(5), From: at(10), To: at(20)},
+		}
+		wantViolations(t, append(Exclusion(h, 5*time.Millisecond), TokenOrder(h)...), InvTokenOrder, 0)
+		h[1].Token = 6
+		wantViolations(t, Exclusion(h, 5*time.Millisecond), InvExclusion, 0)
+		wantViolations(t, TokenOrder(h), InvTokenOrder, 1, "w2 token 6", "Lock called 10:00:00.005000, after w1 token 7")
+		h[1].Called = time.Time{} // without Called the two are not ordered
+		wantViolations(t, TokenOrder(h), InvTokenOrder, 0)
+		// Lock calls that overlapped are not ordered either.
+		h[1].Called = at(0)
+		h[0].Called, h[0].From = at(0), at(6)
+		wantViolations(t, TokenOrder(h), InvTokenOrder, 0)
+	})
 	t.Run("overlapping grants are exclusion's", func(t *testing.T) {
 		// Two grants a moment apart, seen in the other order: not a token
 		// violation (From is when Lock returned), but an overlap.
@@ -185,6 +204,14 @@ func TestCountersUnknown(t *testing.T) {
 	t.Run("counted twice", func(t *testing.T) {
 		ops := append(append([]CounterOp(nil), base...), amb)
 		wantViolations(t, Counters(ops, map[string]int64{"c": 5}), InvCounter, 1, "1 increments more than were attempted")
+	})
+	t.Run("impossible read", func(t *testing.T) {
+		// Its write is in doubt, but its read was seen: 1, when the counter
+		// had been at 3 since before the op began.
+		bad := amb
+		bad.Read, bad.Wrote = 1, 2
+		ops := append(append([]CounterOp(nil), base...), bad)
+		wantViolations(t, Counters(ops, map[string]int64{"c": 3}), InvCounter, 1)
 	})
 	t.Run("landed stale", func(t *testing.T) {
 		// The ambiguous write of 4 over 3 landed after w2 and w3 had taken

@@ -40,7 +40,9 @@ func (o Outcome) String() string {
 // CounterOp is one lock-guarded read-modify-write of a counter: under the
 // lock the worker read Read and then wrote Wrote (Read+1 for an increment)
 // with a write fenced by the lock's token. It is recorded once the read
-// returned; Read must be the value read.
+// returned, whatever became of the write; Read must be the value read,
+// for it is judged too: a read no order of the writes explains is a
+// violation whatever the outcome of the op's own write.
 type CounterOp struct {
 	Proc, Key string
 	// Invoke is taken before the read; Return when the write returned. An
@@ -72,8 +74,8 @@ func Counters(ops []CounterOp, final map[string]int64) []Violation {
 // the values read at the end (final). Each op is a compare-and-set from
 // Read to Wrote, atomic between Invoke and Return because the lock
 // excluded every other writer and the fence refused a write after a newer
-// grant. An OK op happened; a Failed op only read; an Unknown op may have
-// happened or not, at any time after Invoke. The history must be
+// grant. An OK op happened; a Failed op only read; an Unknown op read, and
+// its write may have happened or not, at any time after Invoke. The history must be
 // linearizable and end at final: every OK increment counted, an unknown
 // one at most once, and no increment erased (a stale write that lands
 // after a newer holder's write cannot be placed: it is a violation, not a
@@ -137,11 +139,11 @@ var counterModel = porcupine.NondeterministicModel{
 				return []interface{}{s}
 			}
 			return nil
-		default: // Unknown: applied or not
+		default: // Unknown: its read was seen; its write applied or not
 			if s == in.op.Read {
 				return []interface{}{s, in.op.Wrote}
 			}
-			return []interface{}{s}
+			return nil
 		}
 	},
 	Hash: func(state interface{}) uint64 { return uint64(state.(int64)) },
@@ -170,7 +172,7 @@ func checkKey(key string, ops []CounterOp, initial int64, final map[string]int64
 	procs := map[string]int{}
 	hist := make([]porcupine.Operation, 0, len(ops)+1)
 	for _, op := range ops {
-		if op.Outcome != Unknown && (op.Return.IsZero() || op.Return.Before(op.Invoke)) {
+		if op.Invoke.IsZero() || op.Outcome != Unknown && (op.Return.IsZero() || op.Return.Before(op.Invoke)) {
 			bad = append(bad, violation(InvCounterMalformed, "counter %q: %s op %d→%d invoked %s returned %s",
 				key, op.Proc, op.Read, op.Wrote, ts(op.Invoke), ts(op.Return)))
 			continue
@@ -206,10 +208,9 @@ func checkKey(key string, ops []CounterOp, initial int64, final map[string]int64
 		}
 		ret := op.Return.UnixNano()
 		if op.Outcome == Unknown {
-			ret = bound(op.Read)
-			if ret < op.Invoke.UnixNano() { // it read a value already left behind: never applies
-				ret = op.Invoke.UnixNano()
-			}
+			// A bound before Invoke (it read a value a completed op had
+			// already seen left behind) leaves the op no place: illegal.
+			ret = max(bound(op.Read), op.Invoke.UnixNano())
 		}
 		hist = append(hist, porcupine.Operation{ClientId: id, Input: counterInput{op: op}, Call: op.Invoke.UnixNano(), Return: ret})
 	}

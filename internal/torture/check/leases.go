@@ -15,8 +15,9 @@ type Lease struct {
 	// mapped onto the workers' (From: the database's now when it leased the
 	// row; Until: From plus the lease asked for).
 	From, Until time.Time
-	// Finished is when the worker's Finish of the row returned, zero if it
-	// never finished it; the lease ends there if that is before Until.
+	// Finished is when the worker let the row go (called Finish or
+	// Reschedule), zero if it never did; the lease ends there if that is
+	// before Until.
 	Finished time.Time
 }
 

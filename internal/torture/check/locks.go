@@ -42,15 +42,27 @@ func (k EndKind) String() string {
 }
 
 // Hold is one holding of a named lock.
+//
+// From is when Lock returned; To is when the holding ended as seen by the
+// holder (see End), zero if it never ended. Both lie inside the time the
+// holder believed it held the lock (the grant came before From; Release
+// was called, or Lost observed, at To), so an overlap of two recorded
+// holdings is an overlap of real ones: the checkers find no false
+// violations from the recording itself. A holding recorded from a stop
+// instead of its grant (a grant stamped after SIGCONT, kept as an empty
+// holding at the stop) breaks that: it is harmless to Exclusion, being
+// empty, but TokenOrder would order its token by the stop, while the grant
+// may have come after it. Leave such holdings out of TokenOrder.
 type Hold struct {
 	Proc  string // the worker process, as the run names it
 	Name  string // the lock name
 	Token int64  // Lock.Token() of the grant
 	From  time.Time
-	// From is when Lock returned; To is when the holding ended as seen by
-	// the holder (see End). A zero To means it never ended.
-	To  time.Time
-	End EndKind
+	To    time.Time
+	End   EndKind
+	// Called is when Lock was called, zero if not recorded. TokenOrder
+	// uses it to order grants that Exclusion's slack leaves overlapping.
+	Called time.Time
 }
 
 // forever stands for a zero To: a holding that never ended overlaps
@@ -135,12 +147,17 @@ func Exclusion(holds []Hold, slack time.Duration) []Violation {
 	return out
 }
 
-// TokenOrder checks the fencing tokens: a grant made after an earlier
-// holding of the same name had ended (its To at or before the grant's From)
-// must carry a larger token, and no two grants of one name may carry the
-// same token. Grants whose holdings overlap are not ordered here: From is
-// when Lock returned to the holder, so two grants close together may be
-// seen in either order; their overlap is Exclusion's to report.
+// TokenOrder checks the fencing tokens: of two grants of one name that
+// certainly came in a known order, the later must carry the larger token,
+// and no two grants of one name may carry the same token. A grant X
+// certainly came before Y when X's holding had ended before Y's began
+// (X.To at or before Y.From), or when Lock had returned X before Y's Lock
+// was called (X.From before Y.Called, where Called is recorded). The
+// second orders the handoffs Exclusion's slack forgives — a Lost seen a
+// moment after the next grant — which are where fencing matters most.
+// Grants whose Lock calls overlapped are not ordered: From is when Lock
+// returned to the holder, so two grants close together may be seen in
+// either order.
 func TokenOrder(holds []Hold) []Violation {
 	var out []Violation
 	m := byName(holds)
@@ -155,24 +172,57 @@ func TokenOrder(holds []Hold) []Violation {
 			}
 			seen[h.Token] = i
 		}
-		byFrom := append([]Hold(nil), hs...)
-		sort.SliceStable(byFrom, func(i, j int) bool { return byFrom[i].From.Before(byFrom[j].From) })
-		byEnd := append([]Hold(nil), hs...)
-		sort.SliceStable(byEnd, func(i, j int) bool { return byEnd[i].end().Before(byEnd[j].end()) })
-		k := 0
-		best := -1 // index in byEnd of the ended holding with the largest token
-		for _, h := range byFrom {
-			for k < len(byEnd) && !byEnd[k].end().After(h.From) {
-				if best < 0 || byEnd[k].Token > byEnd[best].Token {
-					best = k
-				}
-				k++
-			}
-			if best >= 0 && h.Token < byEnd[best].Token {
+		// For each grant, the largest token among the grants certainly
+		// before it, by either rule: two sweeps.
+		ended := maxBefore(hs, func(h Hold) time.Time { return h.end() }, func(h Hold) (time.Time, bool) { return h.From, true }, false)
+		returned := maxBefore(hs, func(h Hold) time.Time { return h.From }, func(h Hold) (time.Time, bool) { return h.Called, !h.Called.IsZero() }, true)
+		for i, h := range hs {
+			if e := ended[i]; e >= 0 && h.Token < hs[e].Token {
 				out = append(out, violation(InvTokenOrder,
-					"lock %q: %s granted after %s ended, with a smaller token", name, describe(h), describe(byEnd[best])))
+					"lock %q: %s granted after %s ended, with a smaller token", name, describe(h), describe(hs[e])))
+			} else if r := returned[i]; r >= 0 && h.Token < hs[r].Token {
+				out = append(out, violation(InvTokenOrder,
+					"lock %q: %s, Lock called %s, after %s was granted, with a smaller token", name, describe(h), ts(h.Called), describe(hs[r])))
 			}
 		}
+	}
+	return out
+}
+
+// maxBefore returns, for each holding i of hs, the index of the holding
+// with the largest token among those whose key is before (strict) or at or
+// before (!strict) the holding's probe time, or -1 if none is; a holding
+// without a probe time gets -1.
+func maxBefore(hs []Hold, key func(Hold) time.Time, probe func(Hold) (time.Time, bool), strict bool) []int {
+	byKey := make([]int, len(hs))
+	var probes []int
+	for i := range hs {
+		byKey[i] = i
+		if _, ok := probe(hs[i]); ok {
+			probes = append(probes, i)
+		}
+	}
+	sort.SliceStable(byKey, func(a, b int) bool { return key(hs[byKey[a]]).Before(key(hs[byKey[b]])) })
+	pt := func(i int) time.Time { t, _ := probe(hs[i]); return t }
+	sort.SliceStable(probes, func(a, b int) bool { return pt(probes[a]).Before(pt(probes[b])) })
+	out := make([]int, len(hs))
+	for i := range out {
+		out[i] = -1
+	}
+	k, best := 0, -1
+	for _, i := range probes {
+		t := pt(i)
+		for k < len(byKey) {
+			kt := key(hs[byKey[k]])
+			if kt.After(t) || strict && kt.Equal(t) {
+				break
+			}
+			if best < 0 || hs[byKey[k]].Token > hs[best].Token {
+				best = byKey[k]
+			}
+			k++
+		}
+		out[i] = best
 	}
 	return out
 }
