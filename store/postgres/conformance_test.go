@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
+	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/internal/rawbench"
 )
 
@@ -31,5 +32,30 @@ func BenchmarkConformance(b *testing.B) {
 		if err := h.Reset(b.Context()); err != nil {
 			b.Fatal(err)
 		}
+	})
+}
+
+// TestConformancePgBouncer runs the suite through a real PgBouncer in
+// transaction-pooling mode, in front of a private server, with the pooler
+// settings of the package doc (# Poolers).
+func TestConformancePgBouncer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("third full run of the suite")
+	}
+	for _, kind := range []string{"postgres", "pgbouncer"} {
+		if err := dbinstance.Available(kind); err != nil {
+			t.Skipf("no private %s: %v", kind, err)
+		}
+	}
+	pg := privatePostgres(t)
+	bouncer, err := dbinstance.StartPgBouncer(t.Context(), pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bouncer.Cleanup() })
+	conformance.Run(t, &harness{
+		dsn:    withParams(bouncer.DSN("test"), "lock_lease=1s", "lock_notify=false", "default_query_exec_mode=simple_protocol"),
+		admin:  pg.DSN("test"),
+		pooled: true,
 	})
 }

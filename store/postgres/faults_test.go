@@ -251,3 +251,26 @@ func TestLocks_PartitionLosesBeforeRegrant(t *testing.T) {
 	slices.Sort(losses)
 	t.Logf("lease %v: Lost after partition start %v; Lost to other's grant %v", lease, losses, gaps)
 }
+
+// TestLocks_UnreachableIsUnavailable: with the server unreachable (the
+// proxy in front of it gone: connections refused), Lock fails with
+// store.ErrUnavailable, not with a bare driver error or a lock timeout that
+// would blame a holder.
+func TestLocks_UnreachableIsUnavailable(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	proxy, err := faultproxy.Start(hostPort(t, dsn), faultproxy.Options{Protocol: faultproxy.Postgres})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, behind(t, dsn, proxy.Addr()))
+	lock(t, s, "reachable", 0).Release(t.Context())
+	proxy.Close()
+	for _, timeout := range []time.Duration{0, 300 * time.Millisecond, lease} {
+		_, err := s.Lock(t.Context(), "unreachable", timeout)
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("Lock(%v) with the server unreachable: got %v; want %v", timeout, err, store.ErrUnavailable)
+		} else {
+			t.Logf("Lock(%v): %v", timeout, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -390,7 +391,7 @@ func (b *lockBackend) renewLoop(conn *pgx.Conn) {
 				// The renewer's session died (a reaper pass or the
 				// listener found it so): as in renew, that forfeits.
 				if inc != nil {
-					b.lose(inc)
+					b.loseSession(inc, nil)
 				}
 				conn.Close(context.Background())
 				conn = nil
@@ -430,8 +431,12 @@ func (b *lockBackend) renewLoop(conn *pgx.Conn) {
 
 		now := time.Now()
 		if kicked || !now.Before(nextRenew) {
+			sent := now
 			if b.renew(conn, inc) {
-				nextRenew = time.Now().Add(every)
+				// Counted from the sending, not the reply: slow round
+				// trips must not eat the attempts left before the
+				// deadline (lease - lease/5 after this sending).
+				nextRenew = sent.Add(every)
 			} else {
 				// A failure that was not a loss: try again soon, but the
 				// deadline check in renew still applies.
@@ -455,6 +460,16 @@ func (b *lockBackend) reconnect(conn **pgx.Conn) error {
 	if *conn == nil {
 		c, err := pgx.ConnectConfig(ctx, b.connCfg)
 		if err != nil {
+			if b.ctx.Err() == nil && ctx.Err() != nil {
+				// No answer within a lease: a partition or a hung server.
+				err = fmt.Errorf("%w: no answer within %v: %w", store.ErrUnavailable, b.cfg.lease, err)
+			} else {
+				err = lockErr(ctx, err)
+			}
+			err = fmt.Errorf("postgres: lock session: %w", err)
+			b.mu.Lock()
+			b.regErr = err
+			b.mu.Unlock()
 			return err
 		}
 		*conn = c
@@ -502,7 +517,7 @@ func (b *lockBackend) renew(conn *pgx.Conn, inc *incarnation) bool {
 		// The renewer's session died (terminated, server restart). Our
 		// rows may outlive it until they expire; re-registration evicts
 		// them at once instead.
-		b.lose(inc)
+		b.loseSession(inc, err)
 		return false
 	case !time.Now().Before(deadline):
 		b.lose(inc) // expire has done so, or is about to
@@ -516,6 +531,21 @@ func (b *lockBackend) renew(conn *pgx.Conn, inc *incarnation) bool {
 func (b *lockBackend) lose(inc *incarnation) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.loseLocked(inc)
+}
+
+// loseSession is lose for an incarnation whose renewer's session ended
+// (with err, if known): until the next registration, that is also why
+// Acquire cannot lend a lock.
+func (b *lockBackend) loseSession(inc *incarnation, err error) {
+	if err == nil {
+		err = pgconn.ErrConnClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !inc.gone {
+		b.regErr = fmt.Errorf("postgres: lock session ended: %w: %w", store.ErrUnavailable, err)
+	}
 	b.loseLocked(inc)
 }
 
@@ -650,26 +680,27 @@ func (b *lockBackend) wakeAll() {
 }
 
 // current returns the live incarnation; or nil and, between a loss and the
-// next registration, a channel closed at that registration.
-func (b *lockBackend) current() (*incarnation, <-chan struct{}, error) {
+// next registration, a channel closed at that registration and why the last
+// registration failed (nil if none has yet).
+func (b *lockBackend) current() (*incarnation, <-chan struct{}, error, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.closed || b.crashed:
-		return nil, nil, store.ErrClosed
+		return nil, nil, nil, store.ErrClosed
 	case b.cur == nil && errors.Is(b.regErr, store.ErrDuplicate):
 		// Another live Store took the identity over: this one cannot
 		// register again until that one is gone.
-		return nil, nil, b.regErr
+		return nil, nil, nil, b.regErr
 	case b.cur == nil:
-		return nil, b.ready, nil
+		return nil, b.ready, b.regErr, nil
 	case !time.Now().Before(b.cur.deadline):
 		// Renewal is late: the lease is no longer safe to lend out. The
 		// renewer is about to renew or give the incarnation up.
 		b.poke()
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	return b.cur, nil, nil
+	return b.cur, nil, nil, nil
 }
 
 type tryResult int
@@ -701,7 +732,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		}
 	}()
 	for {
-		inc, ready, err := b.current()
+		inc, ready, why, err := b.current()
 		if err != nil {
 			return nil, err
 		}
@@ -723,6 +754,10 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
+			if inc == nil && errors.Is(why, store.ErrUnavailable) {
+				// Not a lock someone holds: no owner could be registered.
+				return nil, fmt.Errorf("no lock owner registered within %v: %w", timeout, why)
+			}
 			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
 		}
 		wait := min(backoff, deadline.Sub(now))
