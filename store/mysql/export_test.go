@@ -169,3 +169,13 @@ func LockSessionLocalAddr(s store.Store, l store.Lock) (net.Addr, error) {
 	}
 	return nil, fmt.Errorf("lock %q is not held by this store", l.Name())
 }
+
+// KillSession runs s's guarded KILL of session id for the lock name.
+func KillSession(s store.Store, name string, id uint64) error {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return err
+	}
+	b.killSession(serverLockName(b.database, name), id)
+	return nil
+}

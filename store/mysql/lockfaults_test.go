@@ -3,13 +3,27 @@ package mysql_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/faultproxy"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 )
+
+// startFaultProxy starts internal/faultproxy in front of h's server, for
+// the faults that apply to every connection of a Store (Cut, Blackhole).
+func startFaultProxy(t testing.TB, h *harness) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(targetOf(t, h.dsn), faultproxy.Options{Protocol: faultproxy.MySQL, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("faultproxy: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
 
 // testPingTimeout replaces the watchers' 5s ping timeout in these tests, so
 // a stalled session is given up quickly; it is still far above a healthy
@@ -176,6 +190,45 @@ func TestLock_ConnectionFailuresAreSentinels(t *testing.T) {
 		mustRelease(t, held)
 	})
 
+	t.Run("GET_LOCK waiting, connection cut", func(t *testing.T) {
+		p := startFaultProxy(t, h)
+		a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		b := h.open(t)
+		held := mustLock(t, b, "waiting", 0)
+		errc := make(chan error, 1)
+		go func() {
+			l, err := a.Lock(context.Background(), "waiting", 20*time.Second)
+			if err == nil {
+				l.Release(context.Background())
+			}
+			errc <- err
+		}()
+		key := mysql.ServerLockName(h.database, "waiting")
+		if !waitFor(5*time.Second, func() bool {
+			var n int
+			h.admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE ?",
+				"SELECT GET_LOCK('"+key+"'%").Scan(&n)
+			return n > 0
+		}) {
+			t.Fatal("no session waiting in GET_LOCK")
+		}
+		p.Cut()
+		select {
+		case err := <-errc:
+			checkSentinel(t, err, store.ErrUnavailable, "waiting")
+			t.Logf("Lock: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Lock still waiting 10s after its connection was cut")
+		}
+		mustRelease(t, held)
+		// The abandoned wait must not be granted the lock afterwards.
+		mustRelease(t, mustLock(t, b, "waiting", time.Second))
+	})
+
 	t.Run("RELEASE_LOCK cut", func(t *testing.T) {
 		p := newFaultProxy(t, targetOf(t, h.dsn))
 		a := h.openVia(t, p)
@@ -260,7 +313,9 @@ func TestLock_KillLostVersusGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 		granted := make(chan time.Time, 1)
+		released := make(chan struct{})
 		go func() {
+			defer close(released)
 			lb, err := b.Lock(context.Background(), "race", 10*time.Second)
 			granted <- time.Now()
 			if err != nil {
@@ -293,6 +348,7 @@ func TestLock_KillLostVersusGrant(t *testing.T) {
 			worstGap = max(worstGap, g.Sub(lost))
 		}
 		l.Release(context.Background())
+		<-released // the next round's Lock(0) needs the name free
 		if bound := mysql.WatchEvery + 100*time.Millisecond; lost.Sub(start) > bound {
 			t.Errorf("round %d: Lost fired %v after KILL; want within %v", i, lost.Sub(start), bound)
 		}
@@ -311,8 +367,8 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 		t.Skip("waits for the lock sessions' wait_timeout")
 	}
 	h := newHarness(t)
-	p := newFaultProxy(t, targetOf(t, h.dsn))
-	a, err := store.Open(context.Background(), p.dsn(t, h.dsn))
+	p := startFaultProxy(t, h)
+	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +377,7 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 	l := mustLock(t, a, "island", 0)
 	time.Sleep(mysql.WatchEvery + 50*time.Millisecond)
 	start := time.Now()
-	p.isolate()
+	p.Blackhole(true)
 	granted := make(chan time.Duration, 1)
 	go func() {
 		lb, err := b.Lock(context.Background(), "island", 20*time.Second)
@@ -341,4 +397,81 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 	if g <= lost {
 		t.Errorf("another Store was granted the lock %v into the partition, before the holder's Lost (%v)", g, lost)
 	}
+}
+
+// The backend's KILL (after a loss, an abandoned wait, a failed release)
+// ends only a session that holds or waits for the lock concerned: after a
+// server restart connection ids start again from 1, and a KILL by id alone
+// could end a stranger's session.
+func TestLock_KillSparesStrangers(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+
+	stranger, err := h.admin.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	var sid uint64
+	if err := stranger.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&sid); err != nil {
+		t.Fatal(err)
+	}
+	if err := mysql.KillSession(a, "guarded", sid); err != nil {
+		t.Fatal(err)
+	}
+	if err := stranger.PingContext(context.Background()); err != nil {
+		t.Fatalf("a session holding nothing was killed: %v", err)
+	}
+
+	// A session waiting for the lock is ended.
+	held := mustLock(t, b, "guarded", 0)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Lock(context.Background(), "guarded", 20*time.Second)
+		errc <- err
+	}()
+	key := mysql.ServerLockName(h.database, "guarded")
+	var wid uint64
+	if !waitFor(5*time.Second, func() bool {
+		return h.admin.QueryRow("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ?",
+			"SELECT GET_LOCK('"+key+"'%").Scan(&wid) == nil
+	}) {
+		t.Fatal("no session waiting in GET_LOCK")
+	}
+	if err := mysql.KillSession(a, "guarded", wid); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		checkSentinel(t, err, store.ErrUnavailable, "guarded")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting session was not killed")
+	}
+
+	// The session holding it is ended.
+	id, err := mysql.LockSessionID(b, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mysql.KillSession(b, "guarded", id); err != nil {
+		t.Fatal(err)
+	}
+	if !waitClosed(held.Lost(), mysql.DeadOwnerBound) {
+		t.Fatal("the holding session was not killed")
+	}
+}
+
+// Open against a server that is not there says so with ErrUnavailable.
+func TestOpen_ServerDownIsUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = store.Open(context.Background(), "mysql://root@"+addr+"/test")
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Open with nothing listening: got %v; want %v", err, store.ErrUnavailable)
+	}
+	t.Logf("Open: %v", err)
 }

@@ -190,7 +190,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		if err != nil && reused && ctx.Err() == nil && sessionGone(err) {
 			// An idle session the server closed (wait_timeout, restart)
 			// holds nothing: try once more on a fresh one.
-			b.discard(s, false)
+			b.discard(s, "")
 			if s, err = b.newSession(ctx); err != nil {
 				return nil, b.acquireErr(ctx, err)
 			}
@@ -201,7 +201,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			// The driver closes the socket when ctx ends mid-query, but the
 			// server may keep the session waiting, or grant it the lock at
 			// that instant; KILL ends it so no lock outlives this call.
-			b.discard(s, true)
+			b.discard(s, key)
 			return nil, b.acquireErr(ctx, err)
 		}
 		if got {
@@ -333,22 +333,18 @@ func (b *lockBackend) release(s *session) {
 }
 
 // discard closes a session that may hold a lock or is broken, without
-// returning it anywhere. With kill it also KILLs the session from the
-// Store's pool, for when the client side of the connection is already gone
-// (a cancelled query) but the server's side may live on, waiting in
-// GET_LOCK or just granted it. The KILL is synchronous, bounded by
-// killTimeout: a healthy server answers in a round trip, and a lock must
-// not outlive the call that gave up on it.
-func (b *lockBackend) discard(s *session, kill bool) {
+// returning it anywhere. Given the server name of the lock the session was
+// taking or holding, it also KILLs the session from the Store's pool, for
+// when the client side of the connection is already gone (a cancelled or
+// cut query) but the server's side may live on, waiting in GET_LOCK or just
+// granted it. The KILL is synchronous, bounded by killTimeout: a healthy
+// server answers in a round trip, and a lock must not outlive the call
+// that gave up on it.
+func (b *lockBackend) discard(s *session, killKey string) {
 	s.close(true)
-	if !kill || s.id == 0 || b.admin == nil {
-		return
+	if killKey != "" {
+		b.killSession(killKey, s.id)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
-	defer cancel()
-	// 1094 (unknown thread: already gone) is the usual answer, and nothing
-	// more can be done about any other.
-	_, _ = b.admin.ExecContext(ctx, "KILL "+strconv.FormatUint(s.id, 10))
 }
 
 // hold registers a granted lock and starts its watcher; if Close won the
@@ -366,7 +362,7 @@ func (b *lockBackend) hold(name, key string, s *session) (*lock, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		b.discard(s, true)
+		b.discard(s, key)
 		return nil, store.ErrClosed
 	}
 	b.held[l] = struct{}{}
@@ -435,10 +431,10 @@ func (b *lockBackend) crash() {
 		if l.s.sock != nil {
 			_ = l.s.sock.Close()
 		}
-		b.discard(l.s, false)
+		b.discard(l.s, "")
 	}
 	for _, s := range free {
-		b.discard(s, false)
+		b.discard(s, "")
 	}
 	b.calls.Wait()
 	b.wg.Wait()
@@ -559,29 +555,32 @@ func (l *lock) watch() {
 func (l *lock) lose() {
 	l.s.close(true)
 	l.markLost()
-	if l.b.admin == nil || l.s.id == 0 {
-		return
-	}
 	// Off the watcher, so Release after Lost never waits for it; Close
 	// waits for it (b.wg) before the pools close.
 	l.b.wg.Add(1)
 	go func() {
 		defer l.b.wg.Done()
-		l.b.killHolder(l.key, l.s.id)
+		l.b.killSession(l.key, l.s.id)
 	}()
 }
 
-// killHolder KILLs session id if it still holds key. The check keeps a KILL
-// that arrives after a server restart (connection ids start again from 1)
-// from ending a stranger's session: an unrelated session with the same id
-// would also have to hold this very lock. Both statements are bounded by
-// killTimeout; failing, they leave the lock to the server's wait_timeout.
-func (b *lockBackend) killHolder(key string, id uint64) {
+// killSession KILLs session id if it still holds key or is waiting for it
+// in GET_LOCK. The check keeps a KILL that arrives after a server restart
+// (connection ids start again from 1) from ending a stranger's session: an
+// unrelated session with the same id would also have to hold, or be
+// waiting for, this very lock. Both statements are bounded by killTimeout;
+// failing, they leave the lock to the server's wait_timeout.
+func (b *lockBackend) killSession(key string, id uint64) {
+	if b.admin == nil || id == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 	defer cancel()
-	var owner sql.NullInt64
-	if err := b.admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", key).Scan(&owner); err != nil ||
-		!owner.Valid || uint64(owner.Int64) != id {
+	var n int
+	err := b.admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+		WHERE ID = ? AND (IS_USED_LOCK(?) = ID OR INFO LIKE ?)`,
+		id, key, "SELECT GET_LOCK('"+key+"'%").Scan(&n)
+	if err != nil || n == 0 {
 		return
 	}
 	// 1094 (unknown thread: it ended meanwhile) is the usual failure, and
@@ -613,7 +612,7 @@ func (l *lock) Release(ctx context.Context) error {
 	select {
 	case <-l.lost:
 		l.state = lockLost
-		l.b.discard(l.s, false)
+		l.b.discard(l.s, "")
 		return store.ErrLockLost
 	default:
 	}
@@ -626,20 +625,20 @@ func (l *lock) Release(ctx context.Context) error {
 		// The session is gone, and with it the lock, possibly before this
 		// call: whoever relied on holding it must hear so.
 		l.state = lockLost
-		l.b.discard(l.s, false)
+		l.b.discard(l.s, "")
 		l.markLost()
 		return fmt.Errorf("%w: mysql: RELEASE_LOCK: %w", store.ErrLockLost, err)
 	case err != nil:
 		// A server error: whether the lock was still this session's is
 		// unknown, and the KILL makes sure it is nobody's.
 		l.state = lockLost
-		l.b.discard(l.s, true)
+		l.b.discard(l.s, l.key)
 		l.markLost()
 		return fmt.Errorf("%w: mysql: RELEASE_LOCK: %w", store.ErrLockLost, err)
 	case !r.Valid || r.Int64 != 1:
 		// NULL: no such lock; 0: another session holds it.
 		l.state = lockLost
-		l.b.discard(l.s, false)
+		l.b.discard(l.s, "")
 		l.markLost()
 		return store.ErrLockLost
 	}

@@ -49,6 +49,11 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		if sessionGone(err) {
+			// Down, unreachable or dropping connections: worth retrying,
+			// unlike a refused login or a missing database.
+			return nil, fmt.Errorf("%w: mysql: connect: %w", store.ErrUnavailable, err)
+		}
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
 	database, err := canonicalDatabase(ctx, db)

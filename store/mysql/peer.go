@@ -10,11 +10,13 @@ import (
 
 // The lock pool dials through a dialer that remembers each connection's
 // socket under the connection id the server announces in its greeting, so
-// a lock's watcher can wait on the socket itself: the server shuts a
-// killed session's socket down before it frees that session's locks, so
-// seeing the socket close fires Lost before another session can be granted
-// the lock (on the same host; the watcher's pings cover what the socket
-// does not show).
+// a lock's watcher can wait on the socket itself and fire Lost within
+// milliseconds of the server ending the session, instead of at its next
+// ping. The server shuts a killed session's socket down before it frees
+// that session's locks, but a waiting session's grant can still reach its
+// client first (measured: up to 0.6ms earlier), so this makes Lost prompt,
+// not earlier than the next grant; the watcher's pings cover what the
+// socket does not show.
 
 // dialer dials lock sessions and indexes them by connection id.
 type dialer struct {

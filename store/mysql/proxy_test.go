@@ -12,11 +12,12 @@ import (
 	"time"
 )
 
-// faultProxy is a TCP proxy between Stores and the real server, for the
-// faults a server cannot be asked to make: a connection whose replies are
-// lost, one partitioned with no FIN or RST, one cut right after a given
-// statement was delivered. Each client connection is a link, found by the
-// client's port (a lock session's local port).
+// faultProxy is a TCP proxy between Stores and the real server for the
+// faults that internal/faultproxy makes only for all connections at once:
+// here each client connection is a link, found by the client's port (a
+// lock session's local port), and faulted alone, so the Store's other
+// pool stays healthy: a link whose replies are lost, one partitioned with
+// no FIN or RST, one cut right after a given statement was delivered.
 type faultProxy struct {
 	t      testing.TB
 	ln     net.Listener
@@ -25,7 +26,6 @@ type faultProxy struct {
 	mu       sync.Mutex
 	links    map[int]*link
 	cutAfter []byte // cut the next link that sends these bytes, after delivering them
-	isolated bool   // every link, present and future, partitioned
 	cuts     chan int
 }
 
@@ -63,12 +63,17 @@ func newFaultProxy(t testing.TB, target string) *faultProxy {
 
 // dsn is base with its host and port replaced by the proxy's.
 func (p *faultProxy) dsn(t testing.TB, base string) string {
+	return withHost(t, base, p.ln.Addr().String())
+}
+
+// withHost is the URL DSN base with its host:port replaced by addr.
+func withHost(t testing.TB, base, addr string) string {
 	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("proxy: DSN %q: %v", base, err)
+		t.Fatalf("DSN %q: %v", base, err)
 	}
-	u.Host = p.ln.Addr().String()
+	u.Host = addr
 	return u.String()
 }
 
@@ -86,7 +91,6 @@ func (p *faultProxy) accept(done chan struct{}) {
 		}
 		l := &link{client: c, server: s, clientGone: make(chan struct{})}
 		p.mu.Lock()
-		l.partition = p.isolated
 		p.links[c.RemoteAddr().(*net.TCPAddr).Port] = l
 		p.mu.Unlock()
 		go p.pump(l, true)
@@ -115,18 +119,6 @@ func (p *faultProxy) cutAfterBytes(b string) {
 	p.mu.Lock()
 	p.cutAfter = []byte(b)
 	p.mu.Unlock()
-}
-
-// isolate partitions every link, and every link accepted from now on (the
-// client's connect succeeds, and then nothing passes): the client's host
-// is cut off from the server with no FIN or RST, for all its connections.
-func (p *faultProxy) isolate() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.isolated = true
-	for _, l := range p.links {
-		l.set(func(l *link) { l.partition = true })
-	}
 }
 
 func (l *link) set(f func(l *link)) {

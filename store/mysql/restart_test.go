@@ -17,9 +17,10 @@ type restartHarness struct {
 }
 
 func (h restartHarness) RestartServer(ctx context.Context) error {
-	h.db.Kill()
-	h.db.Start()
-	return nil
+	if err := h.db.m.Kill(); err != nil {
+		return err
+	}
+	return h.db.m.Start(ctx)
 }
 
 func TestConformanceRestart(t *testing.T) {
