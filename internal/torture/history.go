@@ -436,7 +436,7 @@ func fidFloors(created []event) []string {
 func lostBound(driver string) (time.Duration, string) {
 	switch driver {
 	case "mysql", "mariadb":
-		return 200 * time.Millisecond, "store/mysql: the watcher's IS_USED_LOCK poll every 200ms bounds Lost, plus a round trip"
+		return 200 * time.Millisecond, "store/mysql: Lost is not promised before the next grant, but within a ping period plus a round trip (200ms) of the session's end"
 	}
 	return 0, "design §4 promise 8: Lost fires before another holder can get the lock"
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/gomogile/gomogile/internal/dbinstance"
 )
 
@@ -75,7 +73,11 @@ func (r *run) startServers(ctx context.Context) error {
 			return fmt.Errorf("torture: private standby: %w", err)
 		}
 		s.standby = sb
-		if err := synchronous(ctx, pg); err != nil {
+		// Synchronous replication: a commit is acknowledged only once the
+		// standby has it, so promoting the standby loses no acknowledged
+		// commit (asynchronous streaming could). Set once the standby
+		// streams: before, every commit would wait.
+		if err := pg.SetSynchronousStandby(ctx, true); err != nil {
 			return fmt.Errorf("torture: private postgres: %w", err)
 		}
 		v, err := startVIP(pg.Addr())
@@ -95,42 +97,6 @@ func (r *run) startServers(ctx context.Context) error {
 		return fmt.Errorf("torture: unknown private server %q (want %s, %s, %s or %s)", mode, PrivatePostgres, PrivateMySQL, PrivatePgBouncer, PrivateFailover)
 	}
 	return nil
-}
-
-// synchronous makes pg acknowledge a commit only once a standby has it
-// (synchronous_standby_names='*', synchronous_commit=on), so promoting the
-// standby loses no acknowledged commit, as asynchronous streaming could.
-// It is set once the standby streams: before, every commit would wait.
-func synchronous(ctx context.Context, pg *dbinstance.Postgres) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, pg.DSN("postgres"))
-	if err != nil {
-		return fmt.Errorf("synchronous replication: %w", err)
-	}
-	defer c.Close(context.WithoutCancel(ctx))
-	for _, q := range []string{
-		"ALTER SYSTEM SET synchronous_standby_names = '*'",
-		"ALTER SYSTEM SET synchronous_commit = 'on'",
-		"SELECT pg_reload_conf()",
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			return fmt.Errorf("synchronous replication: %s: %w", q, err)
-		}
-	}
-	// Wait until the standby is counted as synchronous.
-	for {
-		var n int
-		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&n); err != nil {
-			return fmt.Errorf("synchronous replication: %w", err)
-		}
-		if n > 0 {
-			return nil
-		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
-			return fmt.Errorf("synchronous replication: no synchronous standby: %w", ctx.Err())
-		}
-	}
 }
 
 func withParams(dsn string, kv ...string) string {
@@ -256,7 +222,7 @@ func (r *run) failover(ctx context.Context) error {
 	sb, err := s.pg.StartStandby(context.WithoutCancel(ctx))
 	if err == nil {
 		s.old = append(s.old, sb)
-		err = synchronous(context.WithoutCancel(ctx), s.pg)
+		err = s.pg.SetSynchronousStandby(context.WithoutCancel(ctx), true)
 	}
 	s.mu.Lock()
 	s.down = append(s.down, window{from, time.Now()})
