@@ -459,8 +459,9 @@ func (r *run) stopAll() {
 			r.signal(p, syscall.SIGKILL)
 		}
 		if p.err != nil {
-			var ee *exec.ExitError
-			if !errors.As(p.err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() == false {
+			// A process stopAll had to kill is reported by the kill; one
+			// that failed by itself is a broken run.
+			if !signaled(p.err) {
 				r.rep.WorkerErrors = append(r.rep.WorkerErrors, fmt.Sprintf("%s: %v\n%s", p.prefix, p.err, p.stderr))
 			}
 		}
@@ -477,27 +478,25 @@ func (r *run) finish(ctx context.Context) error {
 		r.admin = admin
 	}
 	h := newHistory(r)
-	drained, remaining, err := r.drain(ctx, h)
+	remaining, err := r.drain(ctx, h)
 	if err != nil {
 		return err
 	}
-	_ = drained
 	return h.judge(ctx, r.admin, remaining)
 }
 
 // drain leases and finishes the replicate queue until it is empty, waiting
 // for rows whose leases a kill left behind to come due. Its leases join the
 // history.
-func (r *run) drain(ctx context.Context, h *history) (int, int64, error) {
+func (r *run) drain(ctx context.Context, h *history) (int64, error) {
 	st := r.admin
 	deadline := time.Now().Add(r.cfg.QueueLease + 3*time.Second)
 	backoff := 10 * time.Millisecond
-	n := 0
 	for {
 		call := time.Now()
 		items, err := st.Lease(ctx, store.QueueReplicate, 100, r.cfg.QueueLease)
 		if err != nil {
-			return n, 0, fmt.Errorf("torture: drain: %w", err)
+			return 0, fmt.Errorf("torture: drain: %w", err)
 		}
 		if len(items) > 0 {
 			backoff = 10 * time.Millisecond
@@ -512,23 +511,22 @@ func (r *run) drain(ctx context.Context, h *history) (int, int64, error) {
 				err := st.Finish(ctx, store.QueueReplicate, it.Fid)
 				h.add(event{K: "finished", P: "drain", Fid: it.Fid, E: kindOf(err), T: nanos(time.Now())})
 				if err != nil {
-					return n, 0, fmt.Errorf("torture: drain: %w", err)
+					return 0, fmt.Errorf("torture: drain: %w", err)
 				}
-				n++
 			}
 			continue
 		}
 		left, err := st.QueueLength(ctx, store.QueueReplicate)
 		if err != nil {
-			return n, 0, fmt.Errorf("torture: drain: %w", err)
+			return 0, fmt.Errorf("torture: drain: %w", err)
 		}
 		if left == 0 || time.Now().After(deadline) {
-			return n, left, nil
+			return left, nil
 		}
 		// Rows are leased out until a whole second of database clock
 		// passes; poll until they come due.
 		if !sleepCtx(ctx, backoff) {
-			return n, left, ctx.Err()
+			return left, ctx.Err()
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
@@ -561,4 +559,15 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.Join(append(append([]string(nil), t.lines...), t.part), "\n")
+}
+
+// signaled reports whether a process that exited with err was ended by a
+// signal.
+func signaled(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }
