@@ -209,7 +209,14 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	files.ambiguousCreates += cstarts - ops.total("create_temp")
 	files.dups = append(files.dups, fidFloors(created)...)
 	rep.Ops, rep.Samples = ops.ops, ops.samples
-	rep.InFlight = cstarts - ops.total("create_temp")
+	// Operations a SIGKILL cut off (or that never returned): their outcome
+	// is unknown, and the checks above took them so.
+	rep.InFlight = cstarts - ops.total("create_temp") + int64(len(commitPending)+len(abandonPending)+len(requeues))
+	for _, w := range allWrites {
+		if w.ret.IsZero() {
+			rep.InFlight++
+		}
+	}
 
 	// Locks: exclusion by time and by token order, judged by package check.
 	bound, doc := lostBound(r.driver)

@@ -124,7 +124,11 @@ func (q *queueLog) leased(by string, call, now time.Time, fids []int64, until []
 			if !a.validAt(now, q.skew) {
 				continue
 			}
-			requeued := q.inflight[fid] > 0 || q.lastRequeue[fid].After(a.call)
+			// Either claim may have been the first: leases are replayed in
+			// the order of their return stamps, not of their claims. A
+			// requeue that returned after either call began may have landed
+			// between the two claims, voiding the first.
+			requeued := q.inflight[fid] > 0 || q.lastRequeue[fid].After(a.call) || q.lastRequeue[fid].After(call)
 			switch {
 			case seen[fid] && requeued:
 				q.twice = append(q.twice, fmt.Sprintf("fid %d returned twice by one Lease call of %s at %s; a requeue of it overlapped the call",

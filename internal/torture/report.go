@@ -204,7 +204,7 @@ func (r *Report) String() string {
 	}
 	b.WriteString("\n")
 	f := r.Faults
-	fmt.Fprintf(&b, "faults: %s (%d sessions killed); %d operations cut off by SIGKILL\n", fmtCounts(intCounts(f.Count)), f.SessionsKilled, r.InFlight)
+	fmt.Fprintf(&b, "faults: %s (%d sessions killed); %d writes cut off by SIGKILL (unknown outcome)\n", fmtCounts(intCounts(f.Count)), f.SessionsKilled, r.InFlight)
 	for _, e := range f.Errors {
 		fmt.Fprintf(&b, "  fault error: %s\n", e)
 	}
