@@ -60,8 +60,10 @@
 //   - no two holders of a lock name at once, by time (a holding runs from
 //     Lock's return to its Release call, its Lost, its process's SIGKILL or
 //     SIGSTOP; a Lost stamp may come LostSlack — plus MySQL's documented
-//     watcher bound — after the next grant, since a goroutine stamps it),
-//     and by fencing-token order (a grant after another ended has a larger
+//     watcher bound — after the next grant, since a goroutine stamps it;
+//     a session lock — MySQL's — ends when its server crashes, whatever
+//     its partitioned holder believes, as store.Lock documents), and by
+//     fencing-token order (a grant after another ended has a larger
 //     token);
 //   - fenced writes never stale: no acknowledged write called after a grant
 //     of its lock with a larger token;

@@ -218,6 +218,18 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 		}
 	}
 
+	// A session lock dies with its server: a holding that spans a crash of
+	// a session-lock server ends at the crash, whatever its holder (cut off
+	// by a partition, say) believes. A lease survives in the data; the
+	// restart epoch is what keeps the next grant out, and is judged.
+	if r.caps.LockMechanism == "session" && r.srv != nil {
+		for _, hd := range allHolds {
+			if at, ok := r.srv.crashDuring(hd.from, hd.to); ok {
+				hd.to, hd.end = at, endCrashed
+			}
+		}
+	}
+
 	// Locks: exclusion by time and by token order, judged by package check.
 	bound, doc := lostBound(r.driver)
 	slack := bound + cfg.LostSlack

@@ -12,6 +12,7 @@ const (
 	endLost     = "lost"     // Lost closed first (stamped by a watcher goroutine)
 	endKilled   = "killed"   // the process was SIGKILLed: it does nothing more
 	endPaused   = "paused"   // the process was SIGSTOPped: whatever it does after SIGCONT must be fenced
+	endCrashed  = "crashed"  // a session lock's server crashed: the lock died with it
 	endOpen     = "open"     // never ended in the history
 )
 
@@ -34,7 +35,7 @@ func (h *holding) check() check.Hold {
 		c.End = check.Released
 	case endLost:
 		c.End = check.Lost
-	case endKilled:
+	case endKilled, endCrashed:
 		c.End = check.Killed
 	case endPaused:
 		c.End = check.Paused

@@ -152,6 +152,19 @@ func (s *servers) kinds() []string {
 	return []string{faultDBCrash}
 }
 
+// crashDuring reports the start of a crash within [from, to] (to zero: no
+// end).
+func (s *servers) crashDuring(from, to time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.down {
+		if !w.from.Before(from) && (to.IsZero() || w.from.Before(to)) {
+			return w.from, true
+		}
+	}
+	return time.Time{}, false
+}
+
 func (s *servers) wasDown(from, to time.Time) bool {
 	if s == nil {
 		return false
