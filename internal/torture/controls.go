@@ -32,7 +32,7 @@ const inProcess = "SQLite's locks are in-process: while the one process that own
 func Controls() []Control {
 	return []Control{
 		{Name: "no-exclusion", Invariant: "locks: no two holders at once"},
-		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, Duration: 15 * time.Second, NotOn: map[string]string{"sqlite": inProcess}},
 		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultSessions}, Duration: 12 * time.Second, NotOn: map[string]string{"sqlite": inProcess}},
 		{Name: "double-lease", Invariant: "queue: no row leased twice at once"},
 		{Name: "reused-fid", Invariant: "files: fids unique and increasing"},

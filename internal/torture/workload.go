@@ -197,7 +197,13 @@ func (w *worker) increment(ctx context.Context) error {
 	// computing the new value would: the window in which a pause or a
 	// partition leaves a holder writing after its lock went elsewhere,
 	// which only the fence can refuse.
-	sleepCtx(ctx, time.Duration(w.rng.IntN(3))*time.Millisecond)
+	// Now and then a slow one: a holder in the middle of it when its lock
+	// is lost is one another may be granted the lock beside.
+	think := time.Duration(w.rng.IntN(3)) * time.Millisecond
+	if w.rng.IntN(10) == 0 {
+		think = time.Duration(10+w.rng.IntN(40)) * time.Millisecond
+	}
+	sleepCtx(ctx, think)
 	setStart := time.Now()
 	w.emit(event{K: "set", C: i + 1, H: h.id, N: h.name, Tok: h.token, S: nanos(getStart), T: nanos(setStart), V: n, W: n + 1})
 	err = w.st.SetServerSetting(fenced(ctx, h.lock), counterKey(i), strconv.FormatInt(n+1, 10))
@@ -298,8 +304,14 @@ func (w *worker) placeLocked(ctx context.Context) error {
 	h, err := w.lock(ctx, fmt.Sprintf("mgfs:fid:%d", fid))
 	if err == nil {
 		// Work under the lock a moment, as a copy would: holders live
-		// long enough for kills and pauses to catch some.
-		sleepCtx(ctx, time.Duration(w.rng.IntN(4))*time.Millisecond)
+		// long enough for kills and pauses to catch some, and a few as
+		// long as a real copy, long enough for a lost lock to be granted
+		// to another while this holder still believes it holds it.
+		work := time.Duration(w.rng.IntN(4)) * time.Millisecond
+		if w.rng.IntN(10) == 0 {
+			work = time.Duration(20+w.rng.IntN(80)) * time.Millisecond
+		}
+		sleepCtx(ctx, work)
 		err = w.place(ctx, fid)
 		err = errors.Join(err, w.release(ctx, h))
 	}
