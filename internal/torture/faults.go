@@ -462,9 +462,14 @@ func (r *run) faultErr(err error) {
 	r.cfg.Logf("torture: fault: %v", err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The first few, and always the latest: the one that broke a run is
+	// often the last.
 	if len(r.rep.Faults.Errors) < 5 {
 		r.rep.Faults.Errors = append(r.rep.Faults.Errors, err.Error())
+	} else {
+		r.rep.Faults.Errors[4] = "latest: " + err.Error()
 	}
+	r.rep.Faults.ErrorCount++
 }
 
 // sessionKiller holds the coordinator's own connection, from which it kills

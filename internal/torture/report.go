@@ -60,7 +60,8 @@ type Faults struct {
 	// Applicable lists the kinds this run could make.
 	Applicable     []string
 	SessionsKilled int      // sessions killed (MySQL KILL, pg_terminate_backend)
-	Errors         []string // fault injections that failed (first few)
+	Errors         []string // fault injections that failed (the first four and the latest)
+	ErrorCount     int      // fault injections that failed
 }
 
 // Total is the number of faults made.

@@ -470,6 +470,9 @@ func (r *run) stopAll() {
 
 // finish drains the replicate queue and checks every invariant.
 func (r *run) finish(ctx context.Context) error {
+	if err := r.srv.ensureUp(ctx); err != nil {
+		return fmt.Errorf("torture: private server down for the checks: %w", err)
+	}
 	if r.admin == nil {
 		admin, err := openRetry(ctx, r.dsn)
 		if err != nil {

@@ -179,6 +179,41 @@ func (s *servers) wasDown(from, to time.Time) bool {
 	return false
 }
 
+// restart starts the crashed server again, retrying: on a loaded machine
+// a start may time out, and a run must not go on (or end) without its
+// database. It goes on when the faults end: the checks need the server.
+func (s *servers) restart(ctx context.Context) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		switch {
+		case s.my != nil:
+			err = s.my.Start(sctx)
+		case s.pg != nil:
+			err = s.pg.Start(sctx)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("restart after crash: %w", err)
+}
+
+// ensureUp starts the server if a failed restart left it down.
+func (s *servers) ensureUp(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	switch {
+	case s.my != nil && !s.my.Running():
+		return s.restart(ctx)
+	case s.pg != nil && !s.pg.Running():
+		return s.restart(ctx)
+	}
+	return nil
+}
+
 // crash SIGKILLs the database server and starts it again (crash
 // recovery), after a moment down.
 func (r *run) dbcrash(ctx context.Context) error {
@@ -190,12 +225,12 @@ func (r *run) dbcrash(ctx context.Context) error {
 	case s.my != nil:
 		if err = s.my.Kill(); err == nil {
 			sleepCtx(ctx, down)
-			err = s.my.Start(context.WithoutCancel(ctx))
+			err = s.restart(ctx)
 		}
 	case s.pg != nil:
 		if err = s.pg.Kill(); err == nil {
 			sleepCtx(ctx, down)
-			err = s.pg.Start(context.WithoutCancel(ctx))
+			err = s.restart(ctx)
 		}
 	}
 	s.mu.Lock()
