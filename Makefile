@@ -1,7 +1,7 @@
 # gomogile — see README.md.
 GO ?= go
 
-.PHONY: all build test bench run stop vet fuzz clean
+.PHONY: all build test bench run stop vet fuzz clean torture
 
 all: build
 
@@ -22,6 +22,14 @@ bench:
 	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
 	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
 	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./store/...
+
+# The torture program's long edition: BACKEND=sqlite|mysql|postgres|all
+# (postgres = a private server crashed at will, then behind PgBouncer, then
+# with a standby to fail over to), each run DURATION long.
+DURATION ?= 120s
+BACKEND ?= all
+torture:
+	bash scripts/torture.sh $(BACKEND) $(DURATION)
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseRequest$$' -fuzztime=60s ./tracker

@@ -1,11 +1,15 @@
 // Command gomogile-torture runs the torture program of design §5 against a
-// database: several simulated trackers under load while their database
-// sessions are killed and lock holders crash, then checks the invariants
-// (see package internal/torture). It prints the report and exits 1 when an
-// invariant is violated, 2 on bad usage, 3 when the run could not be
-// carried out.
+// database: tracker processes (this program re-executed as workers) under
+// load while they are SIGKILLed and SIGSTOPped, their sessions killed, and
+// — with the fault infrastructure — the database crashed, partitioned,
+// delayed and failed over; then it checks the invariants (see package
+// internal/torture). It prints the report, ending with one summary line,
+// and exits 1 when an invariant is violated, 2 on bad usage, 3 when the run
+// could not be carried out.
 //
 //	gomogile-torture --dsn 'mysql://root@127.0.0.1:3306/torture' --duration 10m
+//	gomogile-torture --private postgres --duration 120s   # a private server, crashed at will
+//	gomogile-torture --private postgres-failover --duration 120s
 //
 // Run it on an empty database of its own: it creates domains, a host,
 // devices and files, and kills every other session of that database.
@@ -30,6 +34,8 @@ import (
 )
 
 func main() {
+	// Re-executed as a tracker process by the coordinator: run as one.
+	torture.MaybeWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -47,11 +53,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var seed uint64
 	var verbose bool
 	fs.StringVar(&cfg.DSN, "dsn", "", "database DSN (an empty database of its own; sqlite://, mysql://, postgres://, DBI:…)")
+	fs.StringVar(&cfg.Private, "private", "", "start a private server instead of --dsn: postgres, mysql, postgres-pgbouncer or postgres-failover")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long load and faults run")
-	fs.IntVar(&cfg.Trackers, "trackers", 3, "simulated trackers (independently opened Stores)")
-	fs.IntVar(&cfg.Workers, "workers", 4, "workers per tracker")
-	fs.DurationVar(&cfg.KillEvery, "kill-every", 2*time.Second, "kill database sessions this often (SQLite: close a random tracker); 0 = never")
-	fs.DurationVar(&cfg.CrashEvery, "crash-every", 3*time.Second, "close a tracker holding locks this often; 0 = never")
+	fs.IntVar(&cfg.Procs, "procs", 3, "tracker processes (SQLite: 1, which owns the database)")
+	fs.IntVar(&cfg.Stores, "stores", 0, "Stores per process (default 1; SQLite 3)")
+	fs.IntVar(&cfg.Workers, "workers", 4, "workers per Store")
+	fs.DurationVar(&cfg.FaultEvery, "fault-every", 700*time.Millisecond, "make a fault this often, the applicable kinds in turn; 0 = never")
+	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 3*time.Second, "each operation's deadline")
+	fs.StringVar(&cfg.Broken, "broken", "", "negative control: break the Stores this way (see --list-controls)")
+	listControls := fs.Bool("list-controls", false, "list the negative controls and the invariant each must trip")
 	fs.Uint64Var(&seed, "seed", 0, "seed for every random choice (0 = from the clock; printed)")
 	fs.DurationVar(&cfg.ClockSkew, "clock-skew", 0, "allowed difference between this host's clock and the database's")
 	fs.BoolVar(&verbose, "v", false, "log faults and phases as they happen")
@@ -61,8 +71,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if cfg.DSN == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "gomogile-torture: --dsn is required and no arguments are taken")
+	if *listControls {
+		for _, c := range torture.Controls() {
+			fmt.Fprintf(stdout, "%-24s %s\n", c.Name, c.Invariant)
+		}
+		return 0
+	}
+	if (cfg.DSN == "") == (cfg.Private == "") || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "gomogile-torture: one of --dsn and --private is required, and no arguments are taken")
 		fs.Usage()
 		return 2
 	}

@@ -1,175 +1,102 @@
 package torture
 
 import (
-	"context"
 	"fmt"
+	"sort"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/internal/torture/check"
 )
 
 // Outcome of a write as its caller learned it.
 const (
 	applied    = iota // returned nil
-	maybe             // ErrUnknownOutcome: may or may not have applied
+	maybe             // ErrUnknownOutcome, or in flight when its process was killed
 	notApplied        // any other error: the contract says nothing was written
 )
 
-// incr is one attempt to increment a counter under its lock.
-type incr struct {
-	ctr       int
-	h         *hold
-	getStart  time.Time
-	setStart  time.Time
-	setEnd    time.Time
-	outcome   int
-	releaseOK bool
+// guardedWrite is one fenced Set of a counter under its lock.
+type guardedWrite struct {
+	ctr         int
+	proc        string
+	hold        *holding
+	get, invoke time.Time // Get called; Set called
+	ret         time.Time // Set returned (zero: in flight at a SIGKILL)
+	outcome     int
+	read, wrote int64
 }
 
-type counterLog struct {
-	mu       sync.Mutex
-	incrs    []*incr
-	corrupt  []string // values that were not integers, or vanished
-	lostPre  int64    // lock lost between Get and Set: no write attempted
-	attempts int64
-}
-
-func (c *counterLog) add(i *incr) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.incrs = append(c.incrs, i)
-}
-
-func (c *counterLog) bad(format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.corrupt = append(c.corrupt, fmt.Sprintf(format, args...))
-}
-
-func counterKey(i int) string  { return "torture_ctr_" + strconv.Itoa(i) }
-func counterLock(i int) string { return "torture:ctr:" + strconv.Itoa(i) }
-
-// CounterStats summarises invariant B over every counter.
+// CounterStats summarises the guarded counters.
 type CounterStats struct {
-	Final          int64 // sum of the counters read at the end
-	Acked          int64 // written and released cleanly: the lower bound
-	LostAfterWrite int64 // written, then the lock was lost (or the tracker closed) before Release
-	Unknown        int64 // Set returned ErrUnknownOutcome
-	LostBefore     int64 // lock lost between Get and Set, so no write was attempted
-	LateWrites     int64 // writes that returned after their holding had ended
-	Interleaved    int64 // pairs of writes to one counter that the lock failed to serialise
+	Final      int64 // sum of the counters read at the end
+	Acked      int64 // writes acknowledged
+	Unknown    int64 // writes of unknown outcome (ErrUnknownOutcome, or cut off by a SIGKILL)
+	Refused    int64 // writes that failed (fenced, lost connection…)
+	LostBefore int64 // lock lost between Get and Set, so no write was attempted
+	Stale      int64 // acknowledged writes called after a newer grant of their lock
 }
 
-// judge checks invariant B: for each counter, acked <= final <= acked +
-// lostAfterWrite + unknown. A write that outlived its lock (late: it
-// returned after its holding ended by Lost or a crash) or ran beside
-// another holder in an overlap A tolerated may overwrite increments that
-// landed between its Get and its Set: each such pair can erase one, so a
-// shortfall no larger than the number of those pairs is explained and
-// reported as a finding. Any other shortfall or excess is a violation: the
-// lock failed to serialise writers it claimed to exclude.
-func (c *counterLog) judge(ctx context.Context, st store.Store, counters int, tolerated map[*hold]bool, r *Report) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// counterHistory turns the guarded writes into package check's counter
+// history, counts them, and finds the stale ones: acknowledged fenced writes
+// called after a grant of their lock with a larger token, which the fence
+// should have refused whatever the values say.
+func counterHistory(writes []*guardedWrite, grants map[string][]*holding) (CounterStats, []check.CounterOp, []string) {
 	var s CounterStats
-	s.LostBefore = c.lostPre
-	var bad []string
-	bad = append(bad, c.corrupt...)
-	explainedTotal := int64(0)
-	for i := 0; i < counters; i++ {
-		v, err := st.ServerSetting(ctx, counterKey(i))
-		if err != nil {
-			return fmt.Errorf("read counter %d: %w", i, err)
-		}
-		final, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("counter %d holds %q, not an integer", i, v))
-			continue
-		}
-		var acked, lostAfter, unknown int64
-		var writes []*incr
-		for _, in := range c.incrs {
-			if in.ctr != i {
-				continue
+	var stale []string
+	ops := make([]check.CounterOp, 0, len(writes))
+	maxTok := map[string][]*holding{}
+	for _, w := range writes {
+		op := check.CounterOp{Proc: w.proc, Key: counterKey(w.ctr), Invoke: w.get, Return: w.ret, Read: w.read, Wrote: w.wrote}
+		switch w.outcome {
+		case applied:
+			s.Acked++
+			op.Outcome = check.OK
+			name := counterLock(w.ctr)
+			if maxTok[name] == nil {
+				maxTok[name] = prefixMaxToken(grants[name])
 			}
-			switch in.outcome {
-			case applied:
-				if in.releaseOK {
-					acked++
-				} else {
-					lostAfter++
-				}
-				writes = append(writes, in)
-			case maybe:
-				unknown++
-				writes = append(writes, in)
+			if g := newerGrant(grants[name], maxTok[name], w); g != nil {
+				s.Stale++
+				stale = append(stale, fmt.Sprintf("counter %d: %s's write of %d (token %d) called at %s, after %s was granted the lock with token %d at %s; it was acknowledged",
+					w.ctr, w.proc, w.wrote, w.hold.token, stamp(w.invoke), g.proc, g.token, stamp(g.from)))
 			}
+		case maybe:
+			s.Unknown++
+			op.Outcome = check.Unknown
+		default:
+			s.Refused++
+			op.Outcome = check.Failed
 		}
-		// Pairs (w, x) where x's write may have landed between w's Get and
-		// w's Set: w then wrote a value that did not count x.
-		// Only pairs with an excused write count, and those are few, so
-		// this stays linear in the number of writes on long runs.
-		excused := map[*incr]bool{}
-		var ex []*incr
-		var pairs, late int64
-		for _, w := range writes {
-			// Holdings ended by Release end after the write returned; an
-			// earlier end is Lost or a crash.
-			if w.h.end.Before(w.setEnd) {
-				late++
-				excused[w] = true
-			}
-			if tolerated[w.h] {
-				excused[w] = true
-			}
-			if excused[w] {
-				ex = append(ex, w)
-			}
-		}
-		interleaved := func(w, x *incr) bool {
-			return x != w && x.setStart.Before(w.setEnd) && x.setEnd.After(w.getStart)
-		}
-		for _, w := range writes {
-			others := ex
-			if excused[w] {
-				others = writes
-			}
-			for _, x := range others {
-				if interleaved(w, x) {
-					pairs++
-				}
-			}
-		}
-		s.Final += final
-		s.Acked += acked
-		s.LostAfterWrite += lostAfter
-		s.Unknown += unknown
-		s.LateWrites += late
-		s.Interleaved += pairs
-		hi := acked + lostAfter + unknown
-		switch {
-		case final > hi:
-			bad = append(bad, fmt.Sprintf("counter %d = %d > %d acked + %d lost after write + %d unknown: increments appeared from nowhere", i, final, acked, lostAfter, unknown))
-		case final < acked && acked-final > pairs:
-			bad = append(bad, fmt.Sprintf("counter %d = %d < %d acked increments: lost updates; only %d interleavings with a late or tolerated write could explain %d of them", i, final, acked, pairs, acked-final))
-		case final < acked:
-			explainedTotal += acked - final
-		}
+		ops = append(ops, op)
 	}
-	r.Counters = s
-	detail := fmt.Sprintf("final %d; acked %d, lost after write %d, unknown outcome %d, lock lost before write %d",
-		s.Final, s.Acked, s.LostAfterWrite, s.Unknown, s.LostBefore)
-	if len(bad) > 0 {
-		r.check("B: lock-guarded counters", false, detail+"\n"+limitLines(bad, 10))
-	} else {
-		r.check("B: lock-guarded counters", true, detail)
+	return s, ops, stale
+}
+
+// newerGrant finds a grant of the write's lock with a larger token than the
+// write's own, made before the write was called. hs is sorted by grant
+// time; maxTok[i] is the holding of largest token among hs[:i+1].
+func newerGrant(hs []*holding, maxTok []*holding, w *guardedWrite) *holding {
+	n := sort.Search(len(hs), func(i int) bool { return !hs[i].from.Before(w.invoke) })
+	if n == 0 {
+		return nil
 	}
-	if s.LateWrites > 0 || s.Interleaved > 0 {
-		r.finding("writes outliving their lock", fmt.Sprintf(
-			"%d counter writes returned after their lock was lost or their tracker closed (a lock has no fencing token: a write in flight lands anyway); %d interleavings involving them or a tolerated overlap; %d increments erased",
-			s.LateWrites, s.Interleaved, explainedTotal))
+	if g := maxTok[n-1]; g.token > w.hold.token {
+		return g
 	}
 	return nil
 }
+
+// prefixMaxToken is newerGrant's maxTok for hs.
+func prefixMaxToken(hs []*holding) []*holding {
+	out := make([]*holding, len(hs))
+	for i, h := range hs {
+		out[i] = h
+		if i > 0 && out[i-1].token >= h.token {
+			out[i] = out[i-1]
+		}
+	}
+	return out
+}
+
+func parseCounter(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }

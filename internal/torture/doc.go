@@ -1,50 +1,107 @@
 // Package torture is the torture program of design §5: "a program that,
-// run long enough, reproduces the error". It runs several simulated
-// trackers — Stores opened independently on one DSN, as separate tracker
-// processes would open them — under a mixed load of named locks, files,
-// placement and queue work, while it kills the database sessions behind them
-// and crashes lock holders, and then checks the invariants the contract
-// promises:
+// run long enough, reproduces the error". Its second edition makes every
+// fault for real: tracker processes that are killed and frozen, a database
+// server that crashes, a network that partitions, delays and loses COMMIT
+// replies. It then checks the invariants the contract promises over the
+// merged history of every process.
 //
-//   - A, mutual exclusion: no two holders of one lock name at once, where a
-//     holding ends at its Release call or when its Lost channel closes
-//     (design §4 promise 8: Lost fires before another holder can get the
-//     lock). A backend whose package doc states a looser bound for Lost
-//     (MySQL's watcher) has the measured gap reported as a finding and judged
-//     against that bound instead.
-//   - B, lock-guarded counters: read-modify-write counters under a lock end
-//     equal to the increments acknowledged under an intact lock, plus at most
-//     those whose lock was lost after the write (and writes whose outcome is
-//     unknown). Increments erased by a write that outlived its lock are
-//     counted and explained, never silently accepted.
-//   - Files: no fid handed out twice, nor at or below one reserved before the
-//     call; every acknowledged commit is a file or
-//     queued for deletion; every fid is in exactly one of tempfile, file,
-//     delete queue (or none, when its tempfile was dropped); no two files
-//     share (dmid, key); devcount equals the number of file_on rows.
-//   - C, queues: no replicate-queue row held by two workers while both
-//     leases are valid, and every enqueued fid is eventually leased and the
-//     queue drains once faults stop.
+// # Processes
+//
+// Run is the coordinator. It creates the rows the load needs with a Store
+// of its own, then starts Procs tracker processes by re-executing its own
+// binary (os.Executable) with WorkerEnv set to the worker's configuration;
+// a program that calls Run must call MaybeWorker first thing in main (a
+// test binary: in TestMain). Each process opens its own Stores (Stores,
+// each a simulated tracker) and runs Workers goroutines per Store, at
+// random: lock-guarded read-modify-write counters whose writes are fenced
+// (store.WithFence), uploads (CreateTempFile, CommitFile, a retry after an
+// unknown outcome), placement under and without the devcount lock, renames,
+// deletes, and replicate-queue work (Lease, Finish, Reschedule, Enqueue).
+// Every call and what it learned is one JSON line on a pipe (fd 3), written
+// the moment it happens with wall-clock nanoseconds (one host, one clock),
+// so a SIGKILL loses only what was in flight, and that counts as an unknown
+// outcome. SQLite's database is owned by one process (its Stores refuse a
+// second), so an SQLite run has one process with three Stores, and the
+// coordinator's Store is closed during the load.
 //
 // # Faults
 //
-// Every KillEvery (--kill-every) the injector kills database sessions of
-// the test database from a connection of its own: MySQL KILL of the sessions
-// listed in information_schema.PROCESSLIST, PostgreSQL pg_terminate_backend
-// of the client backends in pg_stat_activity — all of them or a random half.
-// SQLite has no sessions; a kill closes a random tracker instead. Every
-// CrashEvery (--crash-every) it closes a tracker that holds locks
-// (Store.Close, without telling its workers, which then see ErrClosed) and
-// opens a new one in its place. A dying process's sockets closing without a word is out of reach of
-// the contract; killed sessions stand in for it. Restarting the server is
-// left to whoever runs the program.
+// Every FaultEvery the injector makes one fault, taking the kinds that
+// apply in a shuffled turn, so each kind happens in any run a few turns
+// long:
 //
-// Faults are expected to make operations fail (ErrUnknownOutcome, ErrClosed,
-// ErrLockLost, connection errors); the Report counts them by kind. They must
-// never break an invariant. A seed drives every random choice, so a run can
-// be repeated, though the interleaving of goroutines and the database cannot.
+//   - kill9: SIGKILL of a tracker process, preferably one holding a lock;
+//     a new process takes its slot. On SQLite this is also the database's
+//     crash (dbcrash): the process owns it. The coordinator then takes the
+//     dead holder's locks itself to measure how soon they are free.
+//   - sigstop: SIGSTOP of a process holding a counter lock, for
+//     DeadOwnerBound + 500ms (at least 1s: past a PostgreSQL lease), then
+//     SIGCONT. Its locks go to others meanwhile; its writes after waking must
+//     be refused by their fence.
+//   - sessions: the server kills the test database's sessions (MySQL KILL,
+//     PostgreSQL pg_terminate_backend), all or a random half.
+//   - partition, delay, cut, ambiguous: made by an in-process fault proxy
+//     (internal/faultproxy) between each process's Store and the server —
+//     one proxy per process slot, the coordinator connecting directly. A
+//     partition blackholes every connection of one proxy (no FIN, no RST)
+//     for 0.3–1s, a third of them past max(DeadOwnerBound, 1s); a delay adds
+//     10–160ms to every packet for 0.5–2s; a cut closes every connection; an
+//     ambiguous commit lets the next COMMITs through and drops their replies,
+//     cutting the connection. SQLite has no network: these print "-".
 //
-// cmd/gomogile-torture runs it from the command line, as long as asked, on an
-// empty database of its own; torture_test.go runs a bounded smoke on every
-// backend (and checks that a broken Store is caught).
+// A seed drives every random choice; the interleaving of processes and
+// the database cannot be repeated.
+//
+// # Invariants
+//
+// Checked on every run, each over the whole history, with the checkers of
+// package check where one fits (porcupine decides the counters):
+//
+//   - no two holders of a lock name at once, by time (a holding runs from
+//     Lock's return to its Release call, its Lost, its process's SIGKILL or
+//     SIGSTOP; a Lost stamp may come LostSlack — plus MySQL's documented
+//     watcher bound — after the next grant, since a goroutine stamps it;
+//     a session lock — MySQL's — ends when its server crashes, whatever
+//     its partitioned holder believes, as store.Lock documents), and by
+//     fencing-token order (a grant after another ended has a larger
+//     token);
+//   - fenced writes never stale: no acknowledged write called after a grant
+//     of its lock with a larger token;
+//   - guarded counters exact: the counter histories linearizable and ending
+//     at the value read, every acknowledged increment counted and an
+//     unknown one at most once — an erased increment is a violation;
+//   - a killed holder's lock granted again within Capabilities'
+//     DeadOwnerBound + RecoverySlack (the worst is max_lock_recovery_ms);
+//   - no operation returns more than DeadlineSlack past its deadline
+//     (OpTimeout), unless its process was paused meanwhile;
+//   - no lock timeout before the time asked;
+//   - devcount = COUNT(file_on) (through the contract and in raw SQL); no two
+//     files share (dmid, key);
+//   - fids unique and increasing: each above every fid returned before its
+//     call began, by any process;
+//   - every acknowledged commit present exactly once: a file or queued for
+//     deletion, in exactly one of tempfile, file and delete queue; a failed
+//     one absent; an unknown one applied at most once;
+//   - every queue row eventually handled (leased or finished after its
+//     enqueue, and the queue empty after the drain) and never leased to two
+//     workers while both leases are valid.
+//
+// A run whose invariants hold ends with one line,
+//
+//	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=0 kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> max_lock_recovery_ms=<n>
+//
+// where a kind that does not apply prints "-".
+//
+// # Negative controls
+//
+// Controls lists one control per invariant: a wrapper of package broken
+// (a lock that does not exclude, a late Lost, a fenced write not checked, a
+// double lease, a reused fid, a lost commit) that every worker process
+// applies to its Stores (Config.Broken); the run must report the
+// invariant's violation. torture_test.go runs each briefly on every backend
+// where it can show.
+//
+// cmd/gomogile-torture runs the program from the command line, as long as
+// asked; `make torture DURATION=120s BACKEND=postgres` runs it on each
+// backend.
 package torture

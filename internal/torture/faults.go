@@ -2,139 +2,477 @@ package torture
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// inject runs the fault schedule until ctx ends: every KillEvery it kills
-// database sessions, every CrashEvery it closes a tracker that holds locks
-// and opens a new one in its place.
-func (r *run) inject(ctx context.Context) {
-	cfg := r.cfg
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
-	var killC, crashC <-chan time.Time
-	if cfg.KillEvery > 0 {
-		t := time.NewTicker(cfg.KillEvery)
-		defer t.Stop()
-		killC = t.C
+// Fault kinds, as the summary line names them.
+const (
+	faultKill9     = "kill9"     // SIGKILL of a tracker process (preferably a lock holder), then a new one
+	faultSigstop   = "sigstop"   // SIGSTOP of a lock holder past its lease, then SIGCONT
+	faultSessions  = "sessions"  // server-side kill of database sessions (KILL, pg_terminate_backend)
+	faultDBCrash   = "dbcrash"   // SIGKILL of the database server, then a restart
+	faultPartition = "partition" // the proxy blackholes every connection (no FIN, no RST) for a while
+	faultDelay     = "delay"     // the proxy delays every packet for a while
+	faultCut       = "cut"       // the proxy closes every connection
+	faultAmbiguous = "ambiguous" // the proxy drops the replies of the next COMMITs (and cuts their connections)
+	faultFailover  = "failover"  // SIGKILL of the primary, promotion of the standby
+	faultDupOwner  = "dupowner"  // a Store opened with a live process's lock_owner identity (PostgreSQL)
+)
+
+// injector makes one fault every FaultEvery, taking the kinds that apply
+// to the backend in a shuffled turn so that every kind happens in a run
+// long enough for a few turns.
+type injector struct {
+	r      *run
+	rng    *rand.Rand
+	kinds  []string
+	killer *sessionKiller
+	wg     sync.WaitGroup
+}
+
+func newInjector(r *run) *injector {
+	in := &injector{r: r, rng: rand.New(rand.NewPCG(r.cfg.Seed, 0))}
+	in.kinds = []string{faultKill9, faultSigstop}
+	if r.caps.CrossProcess {
+		in.kinds = append(in.kinds, faultSessions)
 	}
-	if cfg.CrashEvery > 0 {
-		t := time.NewTicker(cfg.CrashEvery)
-		defer t.Stop()
-		crashC = t.C
+	if r.driver == "postgres" {
+		in.kinds = append(in.kinds, faultDupOwner)
 	}
-	var killer *sessionKiller
-	defer func() {
-		if killer != nil {
-			killer.close()
+	in.kinds = append(in.kinds, r.infraKinds()...)
+	r.rep.Faults.Applicable = append([]string(nil), in.kinds...)
+	if len(r.cfg.Faults) > 0 {
+		var only []string
+		for _, k := range in.kinds {
+			for _, want := range r.cfg.Faults {
+				if k == want {
+					only = append(only, k)
+				}
+			}
 		}
-	}()
+		in.kinds = only
+	}
+	if !r.caps.CrossProcess {
+		// One process owns an SQLite database: its SIGKILL is the
+		// database's crash.
+		r.rep.Faults.Applicable = append(r.rep.Faults.Applicable, faultDBCrash)
+	}
+	return in
+}
+
+func (in *injector) close() {
+	in.wg.Wait()
+	if in.killer != nil {
+		in.killer.close()
+		in.killer = nil
+	}
+}
+
+func (in *injector) run(ctx context.Context) {
+	if in.r.cfg.FaultEvery <= 0 || len(in.kinds) == 0 {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(in.r.cfg.FaultEvery)
+	defer t.Stop()
+	var turn []string
 	for {
-		var err error
 		select {
 		case <-ctx.Done():
 			return
-		case <-killC:
-			if killer == nil {
-				killer, err = r.newKiller(ctx)
-			}
-			if err == nil {
-				err = r.kill(ctx, rng, killer)
-			}
-			if err != nil && killer != nil {
-				// Our own connection may be what broke: take a new one next time.
-				killer.close()
-				killer = nil
-			}
-		case <-crashC:
-			err = r.crash(ctx, rng, true)
+		case <-t.C:
 		}
-		if err != nil && ctx.Err() == nil {
-			r.faultErr(err)
+		if len(turn) == 0 {
+			turn = append(turn, in.kinds...)
+			in.rng.Shuffle(len(turn), func(i, j int) { turn[i], turn[j] = turn[j], turn[i] })
+		}
+		kind := turn[0]
+		turn = turn[1:]
+		if err := in.fault(ctx, kind); err != nil && ctx.Err() == nil {
+			in.r.faultErr(fmt.Errorf("%s: %w", kind, err))
 		}
 	}
 }
 
-func (r *run) faultErr(err error) {
-	r.cfg.Logf("torture: fault: %v", err)
-	r.faultsMu.Lock()
-	defer r.faultsMu.Unlock()
-	if len(r.rep.Faults.Errors) < 5 {
-		r.rep.Faults.Errors = append(r.rep.Faults.Errors, err.Error())
+func (in *injector) fault(ctx context.Context, kind string) error {
+	r := in.r
+	switch kind {
+	case faultKill9:
+		return in.kill9(ctx)
+	case faultSigstop:
+		return in.sigstop(ctx)
+	case faultDupOwner:
+		return in.dupOwner(ctx)
+	case faultSessions:
+		if in.killer == nil {
+			k, err := r.newKiller(ctx)
+			if err != nil {
+				return err
+			}
+			in.killer = k
+		}
+		if err := r.kill(ctx, in.rng, in.killer); err != nil {
+			// Our own connection may be what broke: take a new one next time.
+			in.killer.close()
+			in.killer = nil
+			return err
+		}
+		return nil
 	}
+	return r.infraFault(ctx, in.rng, kind)
 }
 
-// crash closes a tracker's Store under its workers, without warning them,
-// and opens a new one in its slot. With holders it prefers a tracker that
-// holds locks (the lock holder dies); otherwise any tracker.
-func (r *run) crash(ctx context.Context, rng *rand.Rand, holders bool) error {
-	victim := r.slots[rng.IntN(len(r.slots))].current()
+// victim picks a running, unpaused process, preferring one that holds
+// locks (with counters: one in the middle of a guarded write, else one
+// holding a counter lock — a write under it is what a pause can make
+// stale).
+func (in *injector) victim(counters bool) *wproc {
+	r := in.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all, holders, writers []*wproc
+	for _, p := range r.procs {
+		if r.stopped[p.prefix] {
+			continue
+		}
+		select {
+		case <-p.exited:
+			continue
+		default:
+		}
+		all = append(all, p)
+		if counters && len(r.writing[p.prefix]) > 0 {
+			writers = append(writers, p)
+		}
+		for _, n := range r.open[p.prefix] {
+			if !counters || strings.HasPrefix(n, "torture:ctr:") {
+				holders = append(holders, p)
+				break
+			}
+		}
+	}
+	if len(writers) > 0 {
+		return writers[in.rng.IntN(len(writers))]
+	}
+	if len(holders) > 0 {
+		return holders[in.rng.IntN(len(holders))]
+	}
+	if len(all) > 0 {
+		return all[in.rng.IntN(len(all))]
+	}
+	return nil
+}
+
+// openNames lists the locks a process holds by its history.
+func (r *run) openNames(p *wproc) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for _, n := range r.open[p.prefix] {
+		names = append(names, n)
+	}
+	return names
+}
+
+// kill9 SIGKILLs a tracker process, measures how soon the locks it held are
+// free again, and starts a new process in its slot.
+func (in *injector) kill9(ctx context.Context) error {
+	r := in.r
+	var p *wproc
 	// Locks are held for milliseconds: look for a holder for a while.
-	for deadline := time.Now().Add(500 * time.Millisecond); holders && time.Now().Before(deadline); {
-		held := r.locks.holding()
-		var cands []*tracker
-		for _, s := range r.slots {
-			if tr := s.current(); held[tr] > 0 {
-				cands = append(cands, tr)
-			}
-		}
-		if len(cands) > 0 {
-			victim = cands[rng.IntN(len(cands))]
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
+		p = in.victim(false)
+		if p != nil && len(r.openNames(p)) > 0 {
 			break
 		}
 		if !sleepCtx(ctx, time.Millisecond) {
 			break
 		}
 	}
-	n := r.locks.crash(victim)
-	cerr := victim.st.Close()
-	r.faultsMu.Lock()
-	if holders {
-		r.rep.Faults.Crashes++
-		r.rep.Faults.HoldsCrashed += n
-	} else {
-		r.rep.Faults.Closes++
+	if p == nil {
+		return nil
 	}
-	r.faultsMu.Unlock()
-	r.cfg.Logf("torture: closed %s holding %d locks (close: %v)", victim, n, cerr)
-	// A replacement may fail to open while sessions are being killed;
-	// retry until it opens or the faults stop.
-	backoff := 20 * time.Millisecond
-	for {
-		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		st, err := r.open(octx)
-		cancel()
-		if err == nil {
-			tr := victim.slot.replace(st)
-			r.faultsMu.Lock()
-			r.rep.Faults.Reopens++
-			r.faultsMu.Unlock()
-			r.cfg.Logf("torture: %s replaces %s", tr, victim)
-			return nil
-		}
-		if ctx.Err() != nil {
-			// Faults are over; the slot still needs a Store for the drain.
-			st, err2 := r.open(context.WithoutCancel(ctx))
-			if err2 != nil {
-				return errors.Join(err, err2)
+	// The names are read just before the kill; one granted in between is
+	// missed, never one that is not held.
+	names := r.openNames(p)
+	killed := time.Now()
+	r.signal(p, syscall.SIGKILL)
+	r.trouble(p.slot)
+	r.countFault(faultKill9)
+	if !r.caps.CrossProcess {
+		r.countFault(faultDBCrash)
+	}
+	r.cfg.Logf("torture: SIGKILL %s holding %v", p.prefix, names)
+	if r.caps.CrossProcess && r.admin != nil {
+		for i, name := range names {
+			if i == 2 {
+				break
 			}
-			victim.slot.replace(st)
-			return nil
+			r.probe(ctx, name, killed)
 		}
-		r.faultErr(err)
-		if !sleepCtx(ctx, backoff) {
-			continue
-		}
-		backoff = min(2*backoff, time.Second)
 	}
+	_, err := r.start(p.slot, p.gen+1)
+	return err
 }
 
-// sessionKiller holds the checker's own connection, from which it kills
+// sigstop pauses a lock holder past its lease, then resumes it: its locks
+// may be granted to others meanwhile, and its writes after waking must be
+// refused by their fence.
+func (in *injector) sigstop(ctx context.Context) error {
+	r := in.r
+	r.mu.Lock()
+	busy := len(r.stopped) > 0
+	r.mu.Unlock()
+	if busy {
+		return nil
+	}
+	// Best in the middle of a guarded write: between its lock check and
+	// its write's return, where only the fence can save the counter.
+	var p *wproc
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		p = in.victim(true)
+		r.mu.Lock()
+		writing := p != nil && len(r.writing[p.prefix]) > 0
+		r.mu.Unlock()
+		if writing {
+			break
+		}
+		if !sleepCtx(ctx, time.Millisecond) {
+			break
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	pause := r.caps.DeadOwnerBound + 500*time.Millisecond
+	if pause < time.Second {
+		pause = time.Second
+	}
+	names := r.openNames(p)
+	r.signal(p, syscall.SIGSTOP)
+	r.trouble(p.slot)
+	r.countFault(faultSigstop)
+	r.cfg.Logf("torture: SIGSTOP %s for %v", p.prefix, pause)
+	if r.caps.LockMechanism == "session" {
+		// A session lock outlives a frozen holder as long as its session:
+		// end the sessions holding its locks, as a wait_timeout or a
+		// dead network would, so the pause is one past the lock's life.
+		if n, err := r.killLockSessions(ctx, names); err != nil {
+			r.faultErr(fmt.Errorf("sigstop: kill lock sessions: %w", err))
+		} else {
+			r.cfg.Logf("torture: killed %d lock sessions of frozen %s", n, p.prefix)
+		}
+	}
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		// Resumed even when the faults end meanwhile: the run must stop it.
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		r.signal(p, syscall.SIGCONT)
+		r.trouble(p.slot)
+	}()
+	return nil
+}
+
+// quietVictim picks a running process whose Stores are open, that is not
+// paused and whose slot no fault touched for d.
+func (in *injector) quietVictim(d time.Duration) *wproc {
+	r := in.r
+	r.mu.Lock()
+	var cands []*wproc
+	for _, p := range r.procs {
+		select {
+		case <-p.exited:
+			continue
+		default:
+		}
+		if r.stopped[p.prefix] || !r.hello[p.prefix] {
+			continue
+		}
+		cands = append(cands, p)
+	}
+	r.mu.Unlock()
+	var quiet []*wproc
+	for _, p := range cands {
+		busy := false
+		if r.px != nil {
+			r.px.mu.Lock()
+			busy = r.px.busy[p.slot]
+			r.px.mu.Unlock()
+		}
+		if !busy && r.quietSince(p.slot, d) {
+			quiet = append(quiet, p)
+		}
+	}
+	if len(quiet) == 0 {
+		return nil
+	}
+	return quiet[in.rng.IntN(len(quiet))]
+}
+
+// dupOwner opens a Store with the lock_owner identity of a live, running
+// process whose network is whole: the backend must refuse it
+// (store.ErrDuplicate). Accepting it would let two Stores evict each
+// other's locks.
+func (in *injector) dupOwner(ctx context.Context) error {
+	r := in.r
+	// Only an owner that has renewed undisturbed for a while is surely
+	// live: a pause, a partition, a cut or a crash may have ended its
+	// incarnation, and then a newcomer rightly takes the identity over.
+	// No other fault starts while this one waits for such an owner.
+	var p *wproc
+	for deadline := time.Now().Add(4 * time.Second); p == nil; {
+		p = in.quietVictim(1500 * time.Millisecond)
+		if p == nil && (time.Now().After(deadline) || !sleepCtx(ctx, 50*time.Millisecond)) {
+			return nil
+		}
+	}
+	dsn := withParams(r.dsn, "lock_owner", slotOwner(p.slot))
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := store.Open(octx, dsn)
+	r.countFault(faultDupOwner)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev := event{K: "dupowner", P: p.prefix, S: nanos(start), T: nanos(time.Now()), E: kindOf(err)}
+	if err == nil {
+		_ = st.Close()
+		ev.Msg = "accepted"
+	} else if !errors.Is(err, store.ErrDuplicate) {
+		ev.Msg = err.Error()
+	}
+	r.history = append(r.history, ev)
+	r.cfg.Logf("torture: second Store with %s's identity %s: %v", p.prefix, slotOwner(p.slot), err)
+	return nil
+}
+
+// killLockSessions kills the MySQL sessions holding the named locks.
+// store/mysql documents a lock's server name: "gomogile:" and the SHA-256
+// of the database name, NUL, the lock name, in lower-case base32.
+func (r *run) killLockSessions(ctx context.Context, names []string) (int, error) {
+	ss, ok := r.admin.(*sqlstore.Store)
+	if !ok {
+		return 0, fmt.Errorf("%T is not an SQL store", r.admin)
+	}
+	db := ss.DB()
+	var database string
+	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&database); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		h := sha256.New()
+		h.Write([]byte(database))
+		h.Write([]byte{0})
+		h.Write([]byte(name))
+		server := "gomogile:" + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil))
+		var id sql.NullInt64
+		if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", server).Scan(&id); err != nil {
+			return n, err
+		}
+		if !id.Valid {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("KILL %d", id.Int64)); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// probe takes name from the coordinator's own Store, to measure how soon a
+// killed holder's lock is free. The holding joins the history like any.
+func (r *run) probe(ctx context.Context, name string, killed time.Time) {
+	bound := r.caps.DeadOwnerBound + r.cfg.RecoverySlack
+	r.probes.Add(1)
+	go func() {
+		defer r.probes.Done()
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound+r.cfg.OpTimeout)
+		defer cancel()
+		start := time.Now()
+		l, err := r.admin.Lock(pctx, name, bound-time.Since(killed))
+		got := time.Now()
+		ev := event{K: "probe", P: "coord", N: name, S: nanos(killed), E: kindOf(err)}
+		if err == nil {
+			ev.T = nanos(got)
+		}
+		r.record(ev)
+		r.record(event{K: "op", P: "coord", Op: "probe_lock", S: nanos(start), T: nanos(got), E: kindOf(err)})
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		r.probeID++
+		id := r.probeID
+		r.mu.Unlock()
+		r.record(event{K: "grant", P: "coord", N: name, H: id, Tok: tokenOf(l), T: nanos(got)})
+		r.record(event{K: "end", P: "coord", N: name, H: id, Msg: "released", T: nanos(time.Now())})
+		if err := l.Release(pctx); err != nil && !errors.Is(err, context.Canceled) {
+			r.cfg.Logf("torture: release probe %q: %v", name, err)
+		}
+	}()
+}
+
+// trouble marks a fault that touched slot (-1: every slot) ending now.
+func (r *run) trouble(slot int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.troubled == nil {
+		r.troubled = map[int]time.Time{}
+	}
+	r.troubled[slot] = time.Now()
+}
+
+// quietSince reports whether no fault touched slot for d.
+func (r *run) quietSince(slot int, d time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cut := time.Now().Add(-d)
+	return r.troubled[slot].Before(cut) && r.troubled[-1].Before(cut)
+}
+
+func (r *run) countFault(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rep.Faults.Count == nil {
+		r.rep.Faults.Count = map[string]int{}
+	}
+	r.rep.Faults.Count[kind]++
+}
+
+func (r *run) faultErr(err error) {
+	r.cfg.Logf("torture: fault: %v", err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The first few, and always the latest: the one that broke a run is
+	// often the last.
+	if len(r.rep.Faults.Errors) < 5 {
+		r.rep.Faults.Errors = append(r.rep.Faults.Errors, err.Error())
+	} else {
+		r.rep.Faults.Errors[4] = "latest: " + err.Error()
+	}
+	r.rep.Faults.ErrorCount++
+}
+
+// sessionKiller holds the coordinator's own connection, from which it kills
 // every other session of the test database: a connection of its own so it
 // can name itself and survive.
 type sessionKiller struct {
@@ -148,7 +486,7 @@ func (k *sessionKiller) close() { _ = k.conn.Close() }
 func (r *run) newKiller(ctx context.Context) (*sessionKiller, error) {
 	ss, ok := r.admin.(*sqlstore.Store)
 	if !ok {
-		return nil, nil
+		return nil, fmt.Errorf("%T is not an SQL store", r.admin)
 	}
 	var k sessionKiller
 	switch r.driver {
@@ -165,8 +503,7 @@ func (r *run) newKiller(ctx context.Context) (*sessionKiller, error) {
 			return k.conn.QueryRowContext(ctx, fmt.Sprintf("SELECT pg_terminate_backend(%d)", id)).Scan(&ok)
 		}
 	default:
-		// SQLite: no sessions; a kill closes a random tracker instead.
-		return nil, nil
+		return nil, fmt.Errorf("no sessions to kill on %s", r.driver)
 	}
 	conn, err := ss.DB().Conn(ctx)
 	if err != nil {
@@ -177,12 +514,8 @@ func (r *run) newKiller(ctx context.Context) (*sessionKiller, error) {
 }
 
 // kill ends database sessions of the test database: all of them, or a
-// random half. Without sessions to kill (SQLite, or a Store that is not
-// SQL) it closes a random tracker without warning instead.
+// random half.
 func (r *run) kill(ctx context.Context, rng *rand.Rand, k *sessionKiller) error {
-	if k == nil {
-		return r.crash(ctx, rng, false)
-	}
 	rows, err := k.conn.QueryContext(ctx, k.list)
 	if err != nil {
 		return fmt.Errorf("list sessions: %w", err)
@@ -215,10 +548,11 @@ func (r *run) kill(ctx context.Context, rng *rand.Rand, k *sessionKiller) error 
 			return fmt.Errorf("kill session %d: %w", id, err)
 		}
 	}
-	r.faultsMu.Lock()
-	r.rep.Faults.KillRounds++
+	r.countFault(faultSessions)
+	r.trouble(-1)
+	r.mu.Lock()
 	r.rep.Faults.SessionsKilled += killed
-	r.faultsMu.Unlock()
+	r.mu.Unlock()
 	r.cfg.Logf("torture: killed %d of %d sessions", killed, len(ids))
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -28,7 +27,6 @@ type fidRec struct {
 type fileLog struct {
 	mu               sync.Mutex
 	fids             map[int64]*fidRec
-	pool             []int64 // committed fids, for the other operations to pick from
 	dups             []string
 	bad              []string
 	ambiguousCreates int64
@@ -37,15 +35,7 @@ type fileLog struct {
 
 func newFileLog() *fileLog { return &fileLog{fids: map[int64]*fidRec{}} }
 
-// floor is the largest fid known to be reserved or committed: a
-// CreateTempFile starting now must return a larger one.
-func (f *fileLog) floor() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.maxFid
-}
-
-func (f *fileLog) created(fid int64, by string, floor int64) {
+func (f *fileLog) created(fid int64, by string, floor int64, at time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if old, ok := f.fids[fid]; ok {
@@ -56,7 +46,7 @@ func (f *fileLog) created(fid int64, by string, floor int64) {
 		f.dups = append(f.dups, fmt.Sprintf("fid %d returned by CreateTempFile to %s, not above fid %d reserved before the call", fid, by, floor))
 	}
 	f.maxFid = max(f.maxFid, fid)
-	f.fids[fid] = &fidRec{fid: fid, by: by, created: time.Now(), commit: -1, abandon: -1}
+	f.fids[fid] = &fidRec{fid: fid, by: by, created: at, commit: -1, abandon: -1}
 }
 
 func (f *fileLog) update(fid int64, fn func(*fidRec)) {
@@ -67,7 +57,7 @@ func (f *fileLog) update(fid int64, fn func(*fidRec)) {
 	}
 }
 
-func (f *fileLog) committed(fid int64, outcome int, res store.CommitResult) {
+func (f *fileLog) committed(fid int64, outcome int, replaced int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.fids[fid]
@@ -81,47 +71,24 @@ func (f *fileLog) committed(fid int64, outcome int, res store.CommitResult) {
 	if outcome != applied {
 		return
 	}
-	f.pool = append(f.pool, fid)
-	if res.ReplacedFid != 0 {
+	if replaced != 0 {
 		// The replaced fid's own commit may not be recorded yet: its
 		// worker may not have run since; judge checks it at the end.
-		f.unpool(res.ReplacedFid)
-		if old := f.fids[res.ReplacedFid]; old != nil {
+		if old := f.fids[replaced]; old != nil {
 			old.replaced = true
 		} else {
-			f.bad = append(f.bad, fmt.Sprintf("commit of fid %d replaced fid %d, which no tracker created", fid, res.ReplacedFid))
+			f.bad = append(f.bad, fmt.Sprintf("commit of fid %d replaced fid %d, which no tracker created", fid, replaced))
 		}
 	}
 }
 
-// gone takes a deleted fid out of the pool: the other operations, like a
-// tracker's, mostly touch live files.
+// gone marks a fid DeleteFile acknowledged.
 func (f *fileLog) gone(fid int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r := f.fids[fid]; r != nil {
 		r.deleted = true
 	}
-	f.unpool(fid)
-}
-
-func (f *fileLog) unpool(fid int64) {
-	for i, p := range f.pool {
-		if p == fid {
-			f.pool[i] = f.pool[len(f.pool)-1]
-			f.pool = f.pool[:len(f.pool)-1]
-			return
-		}
-	}
-}
-
-func (f *fileLog) pick(rng *rand.Rand) (int64, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.pool) == 0 {
-		return 0, false
-	}
-	return f.pool[rng.IntN(len(f.pool))], true
 }
 
 // FileStats summarises the file invariants.
@@ -215,10 +182,9 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 			return fmt.Errorf("raw devcount query: %w", err)
 		}
 	}
-	r.check("files: devcount = COUNT(file_on)", len(devBad) == 0,
-		fmt.Sprintf("%d files checked", s.DevCountChecked)+lines(devBad))
-	r.check("files: no two files share (dmid, key)", len(uniqBad) == 0, fmt.Sprintf("%d keys", len(keys))+lines(uniqBad))
-	r.check("files: fids unique and increasing", len(f.dups) == 0, fmt.Sprintf("%d fids", s.Fids)+lines(f.dups))
+	r.check("files: devcount = COUNT(file_on)", devBad, fmt.Sprintf("%d files checked", s.DevCountChecked))
+	r.check("files: no two files share (dmid, key)", uniqBad, fmt.Sprintf("%d keys", len(keys)))
+	r.check("files: fids unique and increasing", f.dups, fmt.Sprintf("%d fids", s.Fids))
 
 	// The delete queue in one statement where the Store is SQL (the
 	// contract reads it a row at a time, which long runs would feel).
@@ -286,9 +252,9 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 		lost = append(lost, fmt.Sprintf("%d tempfile rows of fids no tracker was given, but only %d CreateTempFile calls had an unknown outcome", s.OrphanTemps, f.ambiguousCreates))
 	}
 	r.Files = s
-	r.check("files: no lost or resurrected file", len(lost) == 0, fmt.Sprintf(
+	r.check("files: every acknowledged commit present exactly once", lost, fmt.Sprintf(
 		"%d fids: %d commits acknowledged, %d unknown; at the end %d files, %d tempfiles, %d delete-queued, %d orphan tempfiles (%d creates of unknown outcome)",
-		s.Fids, s.Committed, s.UnknownCommits, s.Files, s.TempFiles, s.DeleteQueued, s.OrphanTemps, s.AmbiguousCreates)+lines(lost))
+		s.Fids, s.Committed, s.UnknownCommits, s.Files, s.TempFiles, s.DeleteQueued, s.OrphanTemps, s.AmbiguousCreates))
 	return nil
 }
 

@@ -20,8 +20,11 @@ type Report struct {
 	DSN           string // redacted
 	Seed          uint64
 	Load          time.Duration // how long the load and faults ran
-	Trackers      int
-	Workers       int // per tracker
+	Procs         int           // tracker processes
+	Stores        int           // Stores per process
+	Workers       int           // goroutines per Store
+	Broken        string        // the negative control the run was made with, if any
+	Private       string        // the private server mode, if any
 
 	// Ops counts operations by name and outcome kind ("ok", "unknown_outcome",
 	// "closed", "lock_lost", "lock_timeout", "not_found", "duplicate",
@@ -30,12 +33,20 @@ type Report struct {
 	// Samples holds the first messages of errors of kind "other" per
 	// operation: connection errors and anything the contract does not name.
 	Samples map[string][]string
-	Faults  Faults
+	// InFlight counts operations a SIGKILL cut off (their outcome unknown).
+	InFlight int64
+	Faults   Faults
 
 	Locks    LockStats
 	Counters CounterStats
 	Files    FileStats
 	Queue    QueueStats
+	// MaxLockRecovery is the longest a killed holder's lock stayed taken,
+	// over Recoveries measurements.
+	MaxLockRecovery time.Duration
+	Recoveries      int
+
+	WorkerErrors []string // tracker processes that failed by themselves
 
 	Checks   []Check
 	Findings []Finding
@@ -43,27 +54,90 @@ type Report struct {
 
 // Faults counts what the injector did.
 type Faults struct {
-	KillRounds     int // rounds of killing database sessions
-	SessionsKilled int // sessions killed (MySQL KILL, pg_terminate_backend)
-	Closes         int // trackers closed without warning (SQLite's stand-in for a kill)
-	Crashes        int // trackers closed while holding locks
-	HoldsCrashed   int // holdings ended by those crashes
-	Reopens        int
-	Errors         []string // fault injections that failed (first few)
+	// Count is the number of faults made, by kind (kill9, sigstop,
+	// sessions, dbcrash, partition, delay, cut, ambiguous, failover).
+	Count map[string]int
+	// Applicable lists the kinds this run could make.
+	Applicable     []string
+	SessionsKilled int      // sessions killed (MySQL KILL, pg_terminate_backend)
+	Errors         []string // fault injections that failed (the first four and the latest)
+	ErrorCount     int      // fault injections that failed
+}
+
+// Total is the number of faults made.
+func (f Faults) Total() int {
+	n := 0
+	for _, v := range f.Count {
+		n += v
+	}
+	return n
 }
 
 // Check is one invariant's verdict.
 type Check struct {
-	Name   string
-	OK     bool
-	Detail string
+	Name       string
+	OK         bool
+	Violations int
+	Detail     string
 }
 
-// Finding is something worth knowing that is not a violation: a documented
-// limitation, measured.
+// Finding is something worth knowing that is not a violation.
 type Finding struct {
 	Name   string
 	Detail string
+}
+
+// LockStats summarises the lock holdings.
+type LockStats struct {
+	Holds    int
+	EndedBy  map[string]int64 // released, lost, killed, paused, open
+	Overlaps int              // grants within Bound before the previous holder's Lost stamp
+	MaxGap   time.Duration
+	Bound    time.Duration
+	BoundDoc string
+}
+
+// Violations is the number of violations over every invariant.
+func (r *Report) Violations() int {
+	n := 0
+	for _, c := range r.Checks {
+		n += c.Violations
+	}
+	return n
+}
+
+// OpsTotal is the number of operations the workers made.
+func (r *Report) OpsTotal() int64 {
+	var n int64
+	for _, m := range r.Ops {
+		for _, v := range m {
+			n += v
+		}
+	}
+	return n
+}
+
+// Summary is the one-line result:
+//
+//	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=<n> kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> max_lock_recovery_ms=<n>
+//
+// with "-" for a fault kind the backend's run cannot make.
+func (r *Report) Summary() string {
+	kind := func(k string) string {
+		for _, a := range r.Faults.Applicable {
+			if a == k {
+				return fmt.Sprint(r.Faults.Count[k])
+			}
+		}
+		return "-"
+	}
+	rec := "-"
+	if r.Recoveries > 0 {
+		rec = fmt.Sprint(r.MaxLockRecovery.Milliseconds())
+	}
+	return fmt.Sprintf("torture: backend=%s seconds=%d ops=%d faults=%d violations=%d kill9=%s sigstop=%s dbcrash=%s partition=%s delay=%s ambiguous=%s failover=%s max_lock_recovery_ms=%s",
+		r.Backend, int(r.Load.Round(time.Second).Seconds()), r.OpsTotal(), r.Faults.Total(), r.Violations(),
+		kind(faultKill9), kind(faultSigstop), kind(faultDBCrash), kind(faultPartition), kind(faultDelay), kind(faultAmbiguous), kind(faultFailover), rec)
 }
 
 // OK reports whether every invariant held.
@@ -109,8 +183,9 @@ func (r *Report) Count(op, kind string) int64 {
 	return n
 }
 
-func (r *Report) check(name string, ok bool, detail string) {
-	r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: detail})
+// check records an invariant's verdict: it holds when problems is empty.
+func (r *Report) check(name string, problems []string, detail string) {
+	r.Checks = append(r.Checks, Check{Name: name, OK: len(problems) == 0, Violations: len(problems), Detail: detail + lines(problems)})
 }
 
 func (r *Report) finding(name, detail string) {
@@ -120,11 +195,17 @@ func (r *Report) finding(name, detail string) {
 // String renders the report for a terminal.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "torture: backend=%s server=%q locks=%s dsn=%s\n", r.Backend, r.Server, r.LockMechanism, r.DSN)
-	fmt.Fprintf(&b, "  seed=%d load=%v trackers=%d workers/tracker=%d\n", r.Seed, r.Load.Round(time.Millisecond), r.Trackers, r.Workers)
+	fmt.Fprintf(&b, "backend=%s server=%q locks=%s dsn=%s\n", r.Backend, r.Server, r.LockMechanism, r.DSN)
+	fmt.Fprintf(&b, "  seed=%d load=%v processes=%d stores/process=%d workers/store=%d", r.Seed, r.Load.Round(time.Millisecond), r.Procs, r.Stores, r.Workers)
+	if r.Broken != "" {
+		fmt.Fprintf(&b, " negative-control=%s", r.Broken)
+	}
+	if r.Private != "" {
+		fmt.Fprintf(&b, " private-server=%s", r.Private)
+	}
+	b.WriteString("\n")
 	f := r.Faults
-	fmt.Fprintf(&b, "faults: %d kill rounds (%d sessions killed), %d closes, %d crashes of lock holders (%d holdings), %d reopens\n",
-		f.KillRounds, f.SessionsKilled, f.Closes, f.Crashes, f.HoldsCrashed, f.Reopens)
+	fmt.Fprintf(&b, "faults: %s (%d sessions killed); %d writes cut off by SIGKILL (unknown outcome)\n", fmtCounts(intCounts(f.Count)), f.SessionsKilled, r.InFlight)
 	for _, e := range f.Errors {
 		fmt.Fprintf(&b, "  fault error: %s\n", e)
 	}
@@ -169,8 +250,9 @@ func (r *Report) String() string {
 	if r.OK() {
 		b.WriteString("result: PASS\n")
 	} else {
-		fmt.Fprintf(&b, "result: FAIL (%d invariants violated; reproduce with --seed=%d)\n", len(r.Failed()), r.Seed)
+		fmt.Fprintf(&b, "result: FAIL (%d invariants violated; seed %d)\n", len(r.Failed()), r.Seed)
 	}
+	b.WriteString(r.Summary() + "\n")
 	return b.String()
 }
 
@@ -185,9 +267,8 @@ func newOpLog() *opLog {
 	return &opLog{ops: map[string]map[string]int64{}, samples: map[string][]string{}}
 }
 
-// note records op's outcome and returns err unchanged.
-func (o *opLog) note(op string, err error) error {
-	k := kindOf(err)
+// noteKind records op's outcome by kind.
+func (o *opLog) noteKind(op, k, msg string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m := o.ops[op]
@@ -197,9 +278,27 @@ func (o *opLog) note(op string, err error) error {
 	}
 	m[k]++
 	if k == "other" && len(o.samples[op]) < 3 {
-		o.samples[op] = append(o.samples[op], err.Error())
+		o.samples[op] = append(o.samples[op], msg)
 	}
-	return err
+}
+
+// total is the number of op calls that returned.
+func (o *opLog) total(op string) int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var n int64
+	for _, v := range o.ops[op] {
+		n += v
+	}
+	return n
+}
+
+func intCounts(m map[string]int) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		out[k] = int64(v)
+	}
+	return out
 }
 
 // kindOf names an error by the sentinel it matches.
@@ -211,6 +310,10 @@ func kindOf(err error) string {
 		return "unknown_outcome"
 	case errors.Is(err, store.ErrClosed):
 		return "closed"
+	case errors.Is(err, store.ErrFenced):
+		return "fenced"
+	case errors.Is(err, store.ErrUnavailable):
+		return "unavailable"
 	case errors.Is(err, store.ErrLockLost):
 		return "lock_lost"
 	case errors.Is(err, store.ErrLockTimeout):

@@ -1,11 +1,17 @@
 package torture
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -17,37 +23,55 @@ import (
 
 // Config is one torture run. Zero fields take the defaults noted.
 type Config struct {
-	DSN        string        // the database; required
-	Duration   time.Duration // how long load and faults run (10s)
-	Trackers   int           // simulated trackers, each an independently opened Store (3)
-	Workers    int           // workers per tracker (4)
-	KillEvery  time.Duration // kill database sessions this often (0 = never)
-	CrashEvery time.Duration // close a tracker holding locks this often (0 = never)
-	Seed       uint64        // drives every random choice (0 = from the clock; the Report says which)
+	// DSN is the database, an empty one of its own; or Private names a
+	// private server (PrivatePostgres, PrivateMySQL, PrivatePgBouncer,
+	// PrivateFailover) the run starts, crashes and removes.
+	DSN      string
+	Private  string
+	Duration time.Duration // how long load and faults run (10s)
+	// Procs is the number of tracker processes (3; SQLite 1, since one
+	// process owns an SQLite database), Stores the Stores each opens (1;
+	// SQLite 3), Workers the goroutines per Store (4).
+	Procs, Stores, Workers int
+	// FaultEvery is how often the injector makes a fault, the kinds taken
+	// in turn (700ms; 0 = never).
+	FaultEvery time.Duration
+	// Faults, if set, restricts the kinds made to these (the negative
+	// controls use it to make the fault that shows theirs often).
+	Faults []string
+	Seed   uint64 // drives every random choice (0 = from the clock; the Report says which)
 
 	Counters    int           // lock-guarded counters (4)
 	Keys        int           // keys per domain; few, so commits replace each other (40)
 	Devices     int           // devices for file_on (6)
 	LockTimeout time.Duration // workers' Lock timeout (1s)
 	QueueLease  time.Duration // replicate-queue lease (2s; the database rounds to seconds)
-	// LostSlack is added to a backend's documented bound on a late Lost
-	// notice, for scheduling delays on a loaded machine (100ms). Backends
-	// held to promise 8 exactly get none.
+	// LostSlack is how late after the next grant a holder's Lost may be
+	// stamped, for the watcher goroutine's scheduling on a loaded machine
+	// (150ms), added to the backend's documented bound (MySQL's watcher).
 	LostSlack time.Duration
 	// ClockSkew is how far the database's clock may be from ours when lease
 	// expiry is compared (0: the database runs on this host).
 	ClockSkew time.Duration
-	// OpTimeout bounds each operation (10s).
-	OpTimeout time.Duration
+	// OpTimeout is each operation's deadline (3s); DeadlineSlack how late
+	// past it an operation may return (500ms: the return is stamped after
+	// the call, on a loaded machine).
+	OpTimeout, DeadlineSlack time.Duration
+	// RecoverySlack is added to DeadOwnerBound when judging how soon a
+	// killed holder's lock was granted again (500ms).
+	RecoverySlack time.Duration
 
 	// Logf, if set, receives progress: faults and phases.
 	Logf func(format string, args ...any)
-	// Wrap, if set, wraps every tracker's Store (not the checker's): tests
-	// use it to break a real Store on purpose and see an invariant trip.
-	Wrap func(store.Store) store.Store
+	// Broken names a negative control (see Controls): every worker wraps
+	// its Stores in it, and the run must report the invariant it breaks.
+	Broken string
+	// Command re-executes this program as a worker ([os.Executable()]);
+	// the program must call MaybeWorker first thing.
+	Command []string
 }
 
-func (c *Config) defaults() {
+func (c *Config) defaults(driver string) {
 	def := func(p *int, v int) {
 		if *p <= 0 {
 			*p = v
@@ -59,15 +83,22 @@ func (c *Config) defaults() {
 		}
 	}
 	defd(&c.Duration, 10*time.Second)
-	def(&c.Trackers, 3)
+	if driver == "sqlite" {
+		c.Procs = 1
+		def(&c.Stores, 3)
+	}
+	def(&c.Procs, 3)
+	def(&c.Stores, 1)
 	def(&c.Workers, 4)
 	def(&c.Counters, 4)
 	def(&c.Keys, 40)
 	def(&c.Devices, 6)
 	defd(&c.LockTimeout, time.Second)
 	defd(&c.QueueLease, 2*time.Second)
-	defd(&c.LostSlack, 100*time.Millisecond)
-	defd(&c.OpTimeout, 10*time.Second)
+	defd(&c.LostSlack, 150*time.Millisecond)
+	defd(&c.OpTimeout, 3*time.Second)
+	defd(&c.DeadlineSlack, 500*time.Millisecond)
+	defd(&c.RecoverySlack, 500*time.Millisecond)
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -76,80 +107,46 @@ func (c *Config) defaults() {
 	}
 }
 
-// tracker is one incarnation of a simulated tracker: a Store and its name.
-// A crash replaces it in its slot by a new incarnation.
-type tracker struct {
-	slot    *slot
-	gen     int
-	st      store.Store
-	crashed bool // guarded by lockLog.mu
-}
-
-func (t *tracker) String() string { return fmt.Sprintf("t%d.%d", t.slot.idx, t.gen) }
-
-// slot is a tracker position: its workers follow whichever incarnation is
-// current.
-type slot struct {
-	idx     int
-	mu      sync.Mutex
-	cur     *tracker
-	changed chan struct{} // closed when cur is replaced
-}
-
-func (s *slot) current() *tracker {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cur
-}
-
-// replace installs a new incarnation and wakes workers waiting on the old.
-func (s *slot) replace(st store.Store) *tracker {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gen := 0
-	if s.cur != nil {
-		gen = s.cur.gen + 1
-	}
-	s.cur = &tracker{slot: s, gen: gen, st: st}
-	if s.changed != nil {
-		close(s.changed)
-	}
-	s.changed = make(chan struct{})
-	return s.cur
-}
-
-// waitReplaced blocks until old is no longer current, or stop or ctx ends.
-func (s *slot) waitReplaced(ctx context.Context, old *tracker, stop <-chan struct{}) {
-	s.mu.Lock()
-	if s.cur != old {
-		s.mu.Unlock()
-		return
-	}
-	ch := s.changed
-	s.mu.Unlock()
-	select {
-	case <-ch:
-	case <-stop:
-	case <-ctx.Done():
-	}
+// wproc is one tracker process.
+type wproc struct {
+	slot, gen int
+	prefix    string
+	cmd       *exec.Cmd
+	exited    chan struct{} // closed once its history is read and it is reaped
+	err       error         // Wait's, after exited
+	stderr    *tail
 }
 
 // run is the state of one torture run.
 type run struct {
-	cfg      Config
-	dsn      string
-	admin    store.Store // the checker's own Store, never wrapped or crashed
-	driver   string
-	slots    []*slot
-	dmids    []int
-	devids   []int
-	ops      *opLog
-	locks    *lockLog
-	counters *counterLog
-	files    *fileLog
-	queue    *queueLog
-	rep      *Report
-	faultsMu sync.Mutex
+	cfg    Config
+	dsn    string // what the workers open
+	driver string
+	caps   store.Capabilities
+	admin  store.Store // the coordinator's own Store (nil on SQLite during the load)
+	dmids  []int
+	devids []int
+	rep    *Report
+
+	mu      sync.Mutex
+	history []event
+	open    map[string]map[int64]string // process prefix → open hold id → name
+	procs   []*wproc                    // current process of each slot
+	bad     int                         // undecodable history lines (a SIGKILL mid-write)
+	stopped map[string]bool
+	hello   map[string]bool // processes whose Stores are open
+	// writing: per process, the holdings between their lock check and the
+	// return of their guarded write — where a pause does the most harm.
+	writing map[string]map[int64]bool
+	// troubled is when a fault last touched a slot (-1: all of them).
+	troubled map[int]time.Time
+	px       *proxies // nil: no network faults
+	srv      *servers // private servers, nil when the DSN was given
+	// workerBase is the DSN the workers open before their proxies are put
+	// in: dsn, or the pooler's.
+	workerBase string
+	probeID    int64
+	probes     sync.WaitGroup
 }
 
 // Run runs the torture described by cfg and checks its invariants. The
@@ -157,39 +154,66 @@ type run struct {
 // failed, ctx ended); invariant violations are in the Report (see
 // Report.OK), not in the error.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	cfg.defaults()
-	rep := Report{Seed: cfg.Seed, Trackers: cfg.Trackers, Workers: cfg.Workers}
+	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}, hello: map[string]bool{}, writing: map[string]map[int64]bool{}}
+	if cfg.Private != "" {
+		logf := cfg.Logf
+		if logf == nil {
+			logf = func(string, ...any) {}
+		}
+		r.cfg.Logf = logf
+		r.cfg.Private = cfg.Private
+		err := r.startServers(ctx)
+		defer r.srv.cleanup()
+		if err != nil {
+			return Report{}, err
+		}
+		cfg.DSN = r.cfg.DSN
+	}
 	d, err := store.ParseDSN(cfg.DSN)
 	if err != nil {
-		return rep, fmt.Errorf("torture: %w", err)
+		return Report{}, fmt.Errorf("torture: %w", err)
 	}
-	rep.DSN = d.Redacted()
-	r := &run{
-		cfg:      cfg,
-		dsn:      cfg.DSN,
-		ops:      newOpLog(),
-		locks:    newLockLog(),
-		counters: &counterLog{},
-		files:    newFileLog(),
-		queue:    newQueueLog(cfg.ClockSkew),
-		rep:      &rep,
+	cfg.defaults(d.Driver)
+	rep := Report{Seed: cfg.Seed, DSN: d.Redacted(), Procs: cfg.Procs, Stores: cfg.Stores, Workers: cfg.Workers, Broken: cfg.Broken}
+	r.cfg, r.dsn, r.rep = cfg, workerDSN(cfg.DSN, d), &rep
+	if r.workerBase == "" {
+		r.workerBase = r.dsn
+	} else if wd, err := store.ParseDSN(r.workerBase); err == nil {
+		r.workerBase = workerDSN(r.workerBase, wd)
 	}
+	rep.Private = cfg.Private
 	if err := r.setup(ctx); err != nil {
-		r.closeAll()
+		r.closeAdmin()
 		return rep, err
 	}
 	err = r.load(ctx)
 	if err == nil {
 		err = r.finish(ctx)
 	}
-	r.closeAll()
-	r.locks.wg.Wait()
-	rep.Ops, rep.Samples = r.ops.ops, r.ops.samples
+	r.closeAdmin()
 	return rep, err
 }
 
-// setup opens the checker's Store and the trackers, and creates the rows
-// the workload needs.
+// workerDSN is the DSN the workers open: PostgreSQL's lock lease shortened
+// to a second unless the DSN sets it, so pauses and kills outlast leases
+// within a short run.
+func workerDSN(dsn string, d *store.DSN) string {
+	if d.Driver != "postgres" || d.Params.Has("lock_lease") || strings.HasPrefix(strings.ToLower(dsn), "dbi:") {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	q := u.Query()
+	q.Set("lock_lease", "1s")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// setup creates the rows the workload needs, with the coordinator's own
+// Store; on SQLite it closes it again, since the worker process must own
+// the database.
 func (r *run) setup(ctx context.Context) error {
 	cfg := r.cfg
 	admin, err := store.Open(ctx, r.dsn)
@@ -202,8 +226,9 @@ func (r *run) setup(ctx context.Context) error {
 		return fmt.Errorf("torture: %w", err)
 	}
 	r.driver = info.Driver
+	r.caps = admin.Capabilities()
 	r.rep.Backend, r.rep.Server = info.Driver, info.ServerVersion
-	r.rep.LockMechanism = admin.Capabilities().LockMechanism
+	r.rep.LockMechanism = r.caps.LockMechanism
 	cfg.Logf("torture: %s %s, seed %d", info.Driver, info.ServerVersion, cfg.Seed)
 
 	for _, name := range []string{"torture-a", "torture-b"} {
@@ -232,57 +257,170 @@ func (r *run) setup(ctx context.Context) error {
 			return fmt.Errorf("torture: %w", err)
 		}
 	}
-	for i := 0; i < cfg.Trackers; i++ {
-		s := &slot{idx: i}
-		r.slots = append(r.slots, s)
-		st, err := r.open(ctx)
-		if err != nil {
-			return err
-		}
-		s.replace(st)
+	if !r.caps.CrossProcess {
+		r.closeAdmin()
 	}
 	return nil
 }
 
-// open opens one more tracker Store, as a separate tracker process would.
-func (r *run) open(ctx context.Context) (store.Store, error) {
-	st, err := store.Open(ctx, r.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("torture: open tracker: %w", err)
+func (r *run) closeAdmin() {
+	if r.admin != nil {
+		if err := r.admin.Close(); err != nil {
+			r.cfg.Logf("torture: close coordinator's store: %v", err)
+		}
+		r.admin = nil
 	}
-	if r.cfg.Wrap != nil {
-		st = r.cfg.Wrap(st)
-	}
-	return st, nil
 }
 
-// load runs the workers and the fault injector for cfg.Duration.
+// record appends an event to the history and follows the open holdings of
+// each process, for the injector to pick victims.
+func (r *run) record(ev event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.history = append(r.history, ev)
+	pfx := procPrefix(ev.P)
+	switch ev.K {
+	case "grant":
+		m := r.open[pfx]
+		if m == nil {
+			m = map[int64]string{}
+			r.open[pfx] = m
+		}
+		m[ev.H] = ev.N
+	case "end":
+		delete(r.open[pfx], ev.H)
+	case "hello":
+		r.hello[pfx] = true
+	case "guard":
+		if r.writing[pfx] == nil {
+			r.writing[pfx] = map[int64]bool{}
+		}
+		r.writing[pfx][ev.H] = true
+	case "setdone", "lostpre":
+		delete(r.writing[pfx], ev.H)
+	}
+}
+
+// procPrefix is the process part of a Store's name: "p1.2" of "p1.2s0".
+func procPrefix(p string) string {
+	if i := strings.LastIndexByte(p, 's'); i > 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// start starts the process of a slot, incarnation gen.
+func (r *run) start(slot, gen int) (*wproc, error) {
+	cfg := r.cfg
+	wc := workerConfig{
+		Proc: fmt.Sprintf("p%d.%d", slot, gen), DSN: r.slotDSN(slot), Stores: cfg.Stores, Workers: cfg.Workers,
+		Seed: cfg.Seed + uint64(slot*7919+gen*104729), Counters: cfg.Counters, Keys: cfg.Keys,
+		Dmids: r.dmids, Devids: r.devids, LockTimeout: cfg.LockTimeout, QueueLease: cfg.QueueLease,
+		OpTimeout: cfg.OpTimeout, Broken: cfg.Broken,
+	}
+	spec, err := json.Marshal(wc)
+	if err != nil {
+		return nil, err
+	}
+	argv := cfg.Command
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("torture: find own executable: %w", err)
+		}
+		argv = []string{exe}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("torture: pipe: %w", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), WorkerEnv+"="+string(spec))
+	cmd.ExtraFiles = []*os.File{pw}
+	p := &wproc{slot: slot, gen: gen, prefix: wc.Proc, cmd: cmd, exited: make(chan struct{}), stderr: newTail(30)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("torture: start worker: %w", err)
+	}
+	pw.Close()
+	go func() {
+		defer close(p.exited)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			var ev event
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				r.mu.Lock()
+				r.bad++
+				r.mu.Unlock()
+				continue
+			}
+			r.record(ev)
+		}
+		pr.Close()
+		p.err = cmd.Wait()
+	}()
+	r.mu.Lock()
+	if slot < len(r.procs) {
+		r.procs[slot] = p
+	} else {
+		r.procs = append(r.procs, p)
+	}
+	r.mu.Unlock()
+	cfg.Logf("torture: started %s (pid %d)", p.prefix, cmd.Process.Pid)
+	return p, nil
+}
+
+// coord records an event of the coordinator's own.
+func (r *run) coord(k, prefix string, t time.Time) {
+	r.record(event{K: k, P: prefix, T: nanos(t)})
+}
+
+// signal sends sig to a process and records it. SIGKILL also waits for
+// the process to be reaped, so that its history is complete.
+func (r *run) signal(p *wproc, sig syscall.Signal) {
+	t := time.Now()
+	_ = p.cmd.Process.Signal(sig)
+	switch sig {
+	case syscall.SIGKILL:
+		r.coord("kill", p.prefix, t)
+		<-p.exited
+	case syscall.SIGSTOP:
+		r.coord("stop", p.prefix, t)
+		r.mu.Lock()
+		r.stopped[p.prefix] = true
+		r.mu.Unlock()
+	case syscall.SIGCONT:
+		r.coord("cont", p.prefix, t)
+		r.mu.Lock()
+		delete(r.stopped, p.prefix)
+		r.mu.Unlock()
+	}
+}
+
+// load runs the tracker processes and the fault injector for cfg.Duration,
+// then stops the processes.
 func (r *run) load(ctx context.Context) error {
 	cfg := r.cfg
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, s := range r.slots {
-		for w := 0; w < cfg.Workers; w++ {
-			wk := &worker{
-				r:    r,
-				slot: s,
-				rng:  rand.New(rand.NewPCG(cfg.Seed, uint64(s.idx*1000+w+1))),
-				stop: stop,
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				wk.loop(ctx)
-			}()
+	if err := r.startProxies(); err != nil {
+		return err
+	}
+	defer r.closeProxies()
+	for i := 0; i < cfg.Procs; i++ {
+		if _, err := r.start(i, 0); err != nil {
+			r.stopAll()
+			return err
 		}
 	}
 	faultsDone := make(chan struct{})
 	faultCtx, cancelFaults := context.WithCancel(ctx)
+	inj := newInjector(r)
 	go func() {
 		defer close(faultsDone)
-		r.inject(faultCtx)
+		inj.run(faultCtx)
 	}()
-
 	start := time.Now()
 	timer := time.NewTimer(cfg.Duration)
 	select {
@@ -294,114 +432,145 @@ func (r *run) load(ctx context.Context) error {
 	// run on a quiet database.
 	cancelFaults()
 	<-faultsDone
-	close(stop)
-	wg.Wait()
+	inj.close()
+	r.healProxies()
+	r.probes.Wait()
 	r.rep.Load = time.Since(start)
+	r.stopAll()
 	cfg.Logf("torture: load stopped after %v", r.rep.Load.Round(time.Millisecond))
 	return ctx.Err()
 }
 
+// stopAll ends every process: SIGTERM lets it finish its operations and
+// release its locks; one that does not exit in time is killed.
+func (r *run) stopAll() {
+	r.mu.Lock()
+	procs := append([]*wproc(nil), r.procs...)
+	r.mu.Unlock()
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		select {
+		case <-p.exited:
+		case <-time.After(2*r.cfg.OpTimeout + 10*time.Second):
+			r.cfg.Logf("torture: %s did not exit after SIGTERM; killing it", p.prefix)
+			r.signal(p, syscall.SIGKILL)
+		}
+		if p.err != nil {
+			// A process stopAll had to kill is reported by the kill; one
+			// that failed by itself is a broken run.
+			if !signaled(p.err) {
+				r.rep.WorkerErrors = append(r.rep.WorkerErrors, fmt.Sprintf("%s: %v\n%s", p.prefix, p.err, p.stderr))
+			}
+		}
+	}
+}
+
 // finish drains the replicate queue and checks every invariant.
 func (r *run) finish(ctx context.Context) error {
-	remaining, err := r.drain(ctx)
+	if err := r.srv.ensureUp(ctx); err != nil {
+		return fmt.Errorf("torture: private server down for the checks: %w", err)
+	}
+	if r.admin == nil {
+		admin, err := openRetry(ctx, r.dsn)
+		if err != nil {
+			return fmt.Errorf("torture: reopen for the checks: %w", err)
+		}
+		r.admin = admin
+	}
+	h := newHistory(r)
+	remaining, err := r.drain(ctx, h)
 	if err != nil {
 		return err
 	}
-	bound, doc := lostBound(r.driver)
-	if bound > 0 {
-		// Only a measured gap needs slack: on a strict backend any
-		// overlap is found without a clock (see lockLog.granted).
-		bound += r.cfg.LostSlack
-	}
-	tolerated := r.locks.judge(bound, doc, r.rep)
-	if err := r.counters.judge(ctx, r.admin, r.cfg.Counters, tolerated, r.rep); err != nil {
-		return fmt.Errorf("torture: check counters: %w", err)
-	}
-	if err := r.files.judge(ctx, r.admin, r.rep); err != nil {
-		return fmt.Errorf("torture: check files: %w", err)
-	}
-	r.queue.judge(remaining, r.rep)
-	return nil
-}
-
-// lostBound is how late a backend's package documentation allows Lost to
-// fire after the server freed the lock; 0 holds a backend to design §4
-// promise 8 exactly.
-func lostBound(driver string) (time.Duration, string) {
-	switch driver {
-	case "mysql", "mariadb":
-		return 200 * time.Millisecond, "store/mysql: the watcher's IS_USED_LOCK poll every 200ms bounds Lost, plus a round trip; another tracker may get the lock the instant the server frees it"
-	}
-	return 0, "design §4 promise 8: Lost fires before another holder can get the lock"
+	return h.judge(ctx, r.admin, remaining)
 }
 
 // drain leases and finishes the replicate queue until it is empty, waiting
-// for rows whose leases a crash left behind to come due.
-func (r *run) drain(ctx context.Context) (int64, error) {
-	tr := r.slots[0].current()
+// for rows whose leases a kill left behind to come due. Its leases join the
+// history.
+func (r *run) drain(ctx context.Context, h *history) (int64, error) {
+	st := r.admin
 	deadline := time.Now().Add(r.cfg.QueueLease + 3*time.Second)
 	backoff := 10 * time.Millisecond
 	for {
 		call := time.Now()
-		items, err := tr.st.Lease(ctx, store.QueueReplicate, 100, r.cfg.QueueLease)
-		r.ops.note("drain_lease", err)
+		items, err := st.Lease(ctx, store.QueueReplicate, 100, r.cfg.QueueLease)
 		if err != nil {
 			return 0, fmt.Errorf("torture: drain: %w", err)
 		}
 		if len(items) > 0 {
 			backoff = 10 * time.Millisecond
-			recs := r.leased(tr, call, items)
+			ev := event{K: "leased", P: "drain", S: nanos(call), T: nanos(time.Now()), H: 1}
+			for _, it := range items {
+				ev.Fids = append(ev.Fids, it.Fid)
+				ev.Until = append(ev.Until, nanos(it.NextTry))
+			}
+			h.add(ev)
 			for i, it := range items {
-				r.queue.letGo(recs[i])
-				err := tr.st.Finish(ctx, store.QueueReplicate, it.Fid)
-				r.ops.note("drain_finish", err)
-				r.queue.finished(it.Fid, err)
+				h.add(event{K: "letgo", P: "drain", H: int64(1 + i), Fid: it.Fid, T: nanos(time.Now())})
+				err := st.Finish(ctx, store.QueueReplicate, it.Fid)
+				h.add(event{K: "finished", P: "drain", Fid: it.Fid, E: kindOf(err), T: nanos(time.Now())})
 				if err != nil {
 					return 0, fmt.Errorf("torture: drain: %w", err)
 				}
 			}
 			continue
 		}
-		n, err := tr.st.QueueLength(ctx, store.QueueReplicate)
+		left, err := st.QueueLength(ctx, store.QueueReplicate)
 		if err != nil {
 			return 0, fmt.Errorf("torture: drain: %w", err)
 		}
-		if n == 0 || time.Now().After(deadline) {
-			return n, nil
+		if left == 0 || time.Now().After(deadline) {
+			return left, nil
 		}
 		// Rows are leased out until a whole second of database clock
 		// passes; poll until they come due.
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return n, ctx.Err()
+		if !sleepCtx(ctx, backoff) {
+			return left, ctx.Err()
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }
 
-func (r *run) leased(tr *tracker, call time.Time, items []store.QueueItem) []*leaseRec {
-	fids := make([]int64, len(items))
-	until := make([]time.Time, len(items))
-	for i, it := range items {
-		fids[i], until[i] = it.Fid, it.NextTry
-	}
-	return r.queue.leased(tr.String(), call, fids, until, r.files.known)
+// tail keeps the last lines written to it.
+type tail struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+	part  string
 }
 
-func (r *run) closeAll() {
-	for _, s := range r.slots {
-		if tr := s.current(); tr != nil {
-			if err := tr.st.Close(); err != nil {
-				r.cfg.Logf("torture: close %s: %v", tr, err)
-			}
-		}
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.part + string(b)
+	parts := strings.Split(s, "\n")
+	t.part = parts[len(parts)-1]
+	t.lines = append(t.lines, parts[:len(parts)-1]...)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[len(t.lines)-t.n:]
 	}
-	if r.admin != nil {
-		if err := r.admin.Close(); err != nil {
-			r.cfg.Logf("torture: close checker: %v", err)
-		}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(append(append([]string(nil), t.lines...), t.part), "\n")
+}
+
+// signaled reports whether a process that exited with err was ended by a
+// signal.
+func signaled(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
 	}
+	ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }

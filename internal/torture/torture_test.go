@@ -3,51 +3,59 @@ package torture_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"os"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/internal/torture"
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// smoke is a bounded run with every kind of fault; long runs are the
-// command's job (cmd/gomogile-torture).
-func smoke(t *testing.T, dsn string) torture.Report {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	cfg := torture.Config{
-		DSN:        dsn,
-		Duration:   8 * time.Second,
-		Trackers:   3,
-		Workers:    3,
-		KillEvery:  700 * time.Millisecond,
-		CrashEvery: time.Second,
-		Seed:       20261129,
-		Logf: func(format string, args ...any) {
-			t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000000")}, args...)...)
-		},
+// The test binary is also the torture's tracker process: the coordinator
+// re-executes it with torture.WorkerEnv set.
+func TestMain(m *testing.M) {
+	torture.MaybeWorker()
+	// testdb.Main removes the test containers this binary started, when it
+	// is their last user.
+	os.Exit(testdb.Main(m))
+}
+
+func logf(t *testing.T) func(string, ...any) {
+	return func(format string, args ...any) {
+		t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000000")}, args...)...)
 	}
-	before := runtime.NumGoroutine()
-	rep, err := torture.Run(ctx, cfg)
+}
+
+// short is the short edition: every fault kind that applies, a few times;
+// long runs are the command's job (make torture).
+func short(t *testing.T, dsn string, d time.Duration) torture.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+90*time.Second)
+	defer cancel()
+	rep, err := torture.Run(ctx, torture.Config{
+		DSN:        dsn,
+		Duration:   d,
+		Workers:    3,
+		FaultEvery: 600 * time.Millisecond,
+		Seed:       20261201,
+		Logf:       logf(t),
+	})
 	t.Log("\n" + rep.String())
 	if err != nil {
 		t.Fatalf("torture run: %v", err)
 	}
-	// Every tracker, watcher and worker is gone once Run returns; drivers
-	// may take a moment to end their connections' goroutines.
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d before Run, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	judge(t, rep)
+	return rep
+}
+
+// judge fails the test for every violated invariant, and for a run that
+// did nothing or made no fault of a kind that applies.
+func judge(t *testing.T, rep torture.Report) {
+	t.Helper()
 	for _, c := range rep.Failed() {
 		t.Errorf("invariant violated: %s: %s", c.Name, c.Detail)
 	}
@@ -57,116 +65,79 @@ func smoke(t *testing.T, dsn string) torture.Report {
 			t.Errorf("no successful %s: the load did not run", op)
 		}
 	}
-	if rep.Faults.Crashes == 0 || rep.Faults.HoldsCrashed == 0 {
-		t.Errorf("faults: %+v: no lock holder was crashed", rep.Faults)
+	for _, k := range rep.Faults.Applicable {
+		if rep.Faults.Count[k] == 0 {
+			t.Errorf("fault %s applies but was never made: %v", k, rep.Faults.Count)
+		}
 	}
-	return rep
-}
-
-func TestSmokeSQLite(t *testing.T) {
-	rep := smoke(t, "sqlite://"+filepath.Join(t.TempDir(), "torture.db"))
-	if rep.Faults.Closes == 0 {
-		t.Errorf("faults: %+v: no tracker was closed in place of a session kill", rep.Faults)
+	if !strings.HasPrefix(rep.Summary(), "torture: backend=") {
+		t.Errorf("summary line %q", rep.Summary())
 	}
+	t.Log(rep.Summary())
 }
 
-func TestSmokeMySQL(t *testing.T) {
-	rep := smoke(t, testdb.MySQL(t))
-	if rep.Faults.SessionsKilled == 0 {
-		t.Errorf("faults: %+v: no session was killed", rep.Faults)
+func TestShortSQLite(t *testing.T) {
+	short(t, "sqlite://"+filepath.Join(t.TempDir(), "torture.db"), 12*time.Second)
+}
+
+func TestShortMySQL(t *testing.T) {
+	short(t, testdb.MySQL(t), 15*time.Second)
+}
+
+func TestShortPostgres(t *testing.T) {
+	short(t, testdb.Postgres(t), 15*time.Second)
+}
+
+// The program must be able to fail: each negative control, a real Store
+// broken on purpose in the worker processes, must trip its invariant.
+func TestNegativeControls(t *testing.T) {
+	backends := map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "broken.db") },
+		"mysql":    func(t *testing.T) string { return testdb.MySQL(t) },
+		"postgres": func(t *testing.T) string { return testdb.Postgres(t) },
 	}
-}
-
-func TestSmokePostgres(t *testing.T) {
-	rep := smoke(t, testdb.Postgres(t))
-	if rep.Faults.SessionsKilled == 0 {
-		t.Errorf("faults: %+v: no session was killed", rep.Faults)
-	}
-}
-
-// The tool must be able to fail: a real Store broken on purpose, in two
-// ways, each must trip its invariant.
-
-// sharedLock makes every Lock succeed at once, as a backend that took a
-// lock on a pooled connection or counted nested locks would.
-type sharedLock struct{ store.Store }
-
-func (s sharedLock) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return &fakeHeld{name: name, lost: make(chan struct{})}, nil
-}
-
-type fakeHeld struct {
-	name string
-	lost chan struct{}
-}
-
-func (l *fakeHeld) Name() string                      { return l.name }
-func (l *fakeHeld) Token() int64                      { return 0 }
-func (l *fakeHeld) Lost() <-chan struct{}             { return l.lost }
-func (l *fakeHeld) Release(ctx context.Context) error { return nil }
-
-// rawFileOn adds file_on rows behind the Store's back, without devcount,
-// as a backend that forgot the devcount update would.
-type rawFileOn struct {
-	store.Store
-	db *sqlstore.Store
-}
-
-func (s rawFileOn) AddFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
-	res, err := s.db.DB().ExecContext(ctx, "INSERT OR IGNORE INTO file_on (fid, devid) VALUES (?, ?)", fid, devid)
-	if err != nil {
-		return false, fmt.Errorf("raw insert: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
-
-func TestCatchesBrokenStores(t *testing.T) {
-	cases := []struct {
-		name  string
-		wrap  func(store.Store) store.Store
-		trips []string
-	}{
-		{"shared lock", func(s store.Store) store.Store { return sharedLock{s} },
-			[]string{"A: mutual exclusion", "B: lock-guarded counters"}},
-		{"devcount not kept", func(s store.Store) store.Store {
-			ss, ok := s.(*sqlstore.Store)
-			if !ok {
-				t.Errorf("%T is not an SQL store", s)
-				return s
-			}
-			return rawFileOn{Store: s, db: ss}
-		}, []string{"files: devcount"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			rep, err := torture.Run(ctx, torture.Config{
-				DSN:      "sqlite://" + filepath.Join(t.TempDir(), "broken.db"),
-				Duration: 3 * time.Second,
-				Trackers: 2,
-				Workers:  3,
-				Seed:     7,
-				Wrap:     c.wrap,
-			})
-			if err != nil {
-				t.Fatalf("torture run: %v", err)
-			}
-			if rep.OK() {
-				t.Fatalf("a broken store passed:\n%s", rep.String())
-			}
-			for _, name := range c.trips {
-				ch, ok := rep.Check(name)
-				if !ok || ch.OK {
-					t.Errorf("invariant %q did not trip:\n%s", name, rep.String())
+	for _, b := range []string{"sqlite", "mysql", "postgres"} {
+		for _, c := range torture.Controls() {
+			t.Run(b+"/"+c.Name, func(t *testing.T) {
+				if why, ok := c.NotOn[b]; ok {
+					t.Skip(why)
 				}
-			}
-			t.Log("\n" + rep.String())
-		})
+				d := c.Duration
+				if d == 0 {
+					d = 6 * time.Second
+				}
+				// A control shows when its fault meets the load at the
+				// right moment; on a loaded machine a short run may miss.
+				// It must show in one of three runs, each on a database of
+				// its own.
+				var rep torture.Report
+				for attempt := 1; ; attempt++ {
+					ctx, cancel := context.WithTimeout(context.Background(), d+60*time.Second)
+					var err error
+					rep, err = torture.Run(ctx, torture.Config{
+						DSN:        backends[b](t),
+						Duration:   d,
+						Workers:    3,
+						FaultEvery: c.FaultEvery,
+						Faults:     c.Faults,
+						Seed:       uint64(7 + attempt),
+						Broken:     c.Name,
+					})
+					cancel()
+					if err != nil {
+						t.Fatalf("torture run: %v", err)
+					}
+					if ch, ok := rep.Check(c.Invariant); ok && !ch.OK {
+						break
+					}
+					if attempt == 3 {
+						t.Fatalf("negative control %s did not trip %q in %d runs; the last:\n%s", c.Name, c.Invariant, attempt, rep.String())
+					}
+					t.Logf("run %d: %s did not show: %s", attempt, c.Name, rep.Summary())
+				}
+				t.Logf("%s: %s", c.Name, rep.Summary())
+			})
+		}
 	}
 }
 
@@ -176,4 +147,48 @@ func TestBadDSN(t *testing.T) {
 	if !errors.Is(err, store.ErrNoDriver) && !errors.Is(err, store.ErrBadDSN) {
 		t.Fatalf("Run with an unknown backend: %v, want ErrNoDriver or ErrBadDSN", err)
 	}
+}
+
+// private runs the short edition on a private server the run starts,
+// crashes and removes; missing server binaries skip, or fail under CI=true.
+func private(t *testing.T, mode, kind string, d time.Duration) torture.Report {
+	t.Helper()
+	if err := dbinstance.Available(kind); err != nil {
+		testdb.Unavailable(t, kind, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+120*time.Second)
+	defer cancel()
+	rep, err := torture.Run(ctx, torture.Config{
+		Private:    mode,
+		Duration:   d,
+		Workers:    3,
+		FaultEvery: 600 * time.Millisecond,
+		Seed:       20261201,
+		Logf:       logf(t),
+	})
+	t.Log("\n" + rep.String())
+	if err != nil {
+		t.Fatalf("torture run: %v", err)
+	}
+	judge(t, rep)
+	return rep
+}
+
+func TestShortPrivatePostgres(t *testing.T) {
+	private(t, torture.PrivatePostgres, "postgres", 20*time.Second)
+}
+
+func TestShortPrivateMariaDB(t *testing.T) {
+	private(t, torture.PrivateMySQL, "mariadb", 20*time.Second)
+}
+
+func TestShortPgBouncer(t *testing.T) {
+	if err := dbinstance.Available("postgres"); err != nil {
+		testdb.Unavailable(t, "postgres", err.Error())
+	}
+	private(t, torture.PrivatePgBouncer, "pgbouncer", 20*time.Second)
+}
+
+func TestShortFailover(t *testing.T) {
+	private(t, torture.PrivateFailover, "postgres", 20*time.Second)
 }

@@ -1,0 +1,53 @@
+package torture
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gomogile/gomogile/internal/torture/broken"
+	"github.com/gomogile/gomogile/store"
+)
+
+// Control is a negative control: a Store wrapper of package broken, applied
+// by every worker process, that breaks one promise on purpose; a run with
+// it must report a violation of the invariant named.
+type Control struct {
+	Name      string // the broken wrapper
+	Invariant string // prefix of the Check that must fail
+	// FaultEvery is the fault schedule the control needs to show: a late
+	// Lost or an unchecked fence matters only once a lock is lost.
+	FaultEvery time.Duration
+	Faults     []string // the kinds made (all that apply when empty)
+	// Duration is how long a run needs to show it (0: a few seconds).
+	Duration time.Duration
+	// NotOn lists backends where the control cannot show, and why.
+	NotOn map[string]string
+}
+
+// inProcess says why a control that needs a lost lock cannot show on SQLite.
+const inProcess = "SQLite's locks are in-process: while the one process that owns the database lives they are never lost, and when it dies nothing of it writes again"
+
+// Controls lists the negative controls.
+func Controls() []Control {
+	return []Control{
+		{Name: "no-exclusion", Invariant: "locks: no two holders at once"},
+		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, Duration: 15 * time.Second, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultSessions}, Duration: 12 * time.Second, NotOn: map[string]string{"sqlite": inProcess}},
+		{Name: "double-lease", Invariant: "queue: no row leased twice at once"},
+		{Name: "reused-fid", Invariant: "files: fids unique and increasing"},
+		{Name: "lost-commit", Invariant: "files: every acknowledged commit present exactly once"},
+	}
+}
+
+// wrapBroken applies the comma-separated wrappers of package broken named
+// by names, in order.
+func wrapBroken(names string, st store.Store) (store.Store, error) {
+	for _, n := range strings.Split(names, ",") {
+		var err error
+		if st, err = broken.Wrap(strings.TrimSpace(n), st); err != nil {
+			return nil, fmt.Errorf("negative control: %w", err)
+		}
+	}
+	return st, nil
+}

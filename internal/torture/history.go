@@ -1,0 +1,470 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/gomogile/gomogile/internal/torture/check"
+	"github.com/gomogile/gomogile/store"
+)
+
+// history is the run's events, merged from every process and the
+// coordinator, replayed in time order into the checks.
+type history struct {
+	r      *run
+	events []event
+}
+
+func newHistory(r *run) *history {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &history{r: r, events: append([]event(nil), r.history...)}
+}
+
+func (h *history) add(ev event) { h.events = append(h.events, ev) }
+
+type holdKey struct {
+	proc string
+	id   int64
+}
+
+// judge replays the history and checks every invariant against it and the
+// database, filling the Report.
+func (h *history) judge(ctx context.Context, st store.Store, remaining int64) error {
+	r, rep, cfg := h.r, h.r.rep, h.r.cfg
+	sort.SliceStable(h.events, func(i, j int) bool { return h.events[i].T < h.events[j].T })
+
+	ops := newOpLog()
+	files := newFileLog()
+	queue := newQueueLog(cfg.ClockSkew)
+	holds := map[holdKey]*holding{}
+	var allHolds []*holding
+	open := map[string]map[holdKey]*holding{} // process prefix → open holdings
+	writes := map[holdKey]*guardedWrite{}
+	var allWrites []*guardedWrite
+	var early, badSeen []string
+	var lostPre int64
+	commitPending := map[int64]bool{}
+	abandonPending := map[int64]bool{}
+	requeues := map[holdKey]func(string, time.Time){}
+	leases := map[holdKey]*leaseRec{}
+	stoppedAt := map[string]time.Time{}
+	pauses := map[string][]pause{}
+	type kill struct {
+		at    time.Time
+		names []string
+	}
+	var kills []kill
+	var probes []event
+	var dups []event
+	var created []event
+	var cstarts int64
+	var deadlineOps []event
+	var unplaced int
+
+	for _, ev := range h.events {
+		t := fromNanos(ev.T)
+		pfx := procPrefix(ev.P)
+		switch ev.K {
+		case "op":
+			ops.noteKind(ev.Op, ev.E, ev.Msg)
+			if ev.D != 0 {
+				deadlineOps = append(deadlineOps, ev)
+			}
+		case "grant":
+			hd := &holding{proc: ev.P, name: ev.N, id: ev.H, token: ev.Tok, from: t, call: fromNanos(ev.S), end: endOpen}
+			k := holdKey{ev.P, ev.H}
+			holds[k] = hd
+			// A process stopped during its Lock call was granted the lock
+			// at some instant between the call and the stop, but stamped it
+			// after SIGCONT: with no known instant, the holding is left out
+			// of the time checks; what it writes is judged by its fence.
+			if p, ok := pausedDuring(pauses[pfx], fromNanos(ev.S), t); ok {
+				hd.from, hd.to, hd.end = p, p, endPaused
+				unplaced++
+				break
+			}
+			allHolds = append(allHolds, hd)
+			if open[pfx] == nil {
+				open[pfx] = map[holdKey]*holding{}
+			}
+			open[pfx][k] = hd
+		case "end":
+			k := holdKey{ev.P, ev.H}
+			if hd := open[pfx][k]; hd != nil {
+				hd.to, hd.end = t, ev.Msg
+				delete(open[pfx], k)
+			}
+		case "kill", "stop":
+			cause := endKilled
+			if ev.K == "stop" {
+				cause = endPaused
+				stoppedAt[pfx] = t
+			}
+			var names []string
+			for k, hd := range open[pfx] {
+				hd.to, hd.end = t, cause
+				delete(open[pfx], k)
+				names = append(names, hd.name)
+			}
+			if ev.K == "kill" {
+				kills = append(kills, kill{at: t, names: names})
+				if from, ok := stoppedAt[pfx]; ok {
+					pauses[pfx] = append(pauses[pfx], pause{from, t})
+					delete(stoppedAt, pfx)
+				}
+			}
+		case "cont":
+			if from, ok := stoppedAt[pfx]; ok {
+				pauses[pfx] = append(pauses[pfx], pause{from, t})
+				delete(stoppedAt, pfx)
+			}
+		case "probe":
+			probes = append(probes, ev)
+		case "dupowner":
+			dups = append(dups, ev)
+		case "early":
+			early = append(early, ev.Msg)
+		case "bad":
+			badSeen = append(badSeen, ev.Msg)
+		case "set":
+			w := &guardedWrite{ctr: ev.C - 1, proc: ev.P, hold: holds[holdKey{ev.P, ev.H}], get: fromNanos(ev.S), invoke: t, outcome: maybe, read: ev.V, wrote: ev.W}
+			if w.hold == nil {
+				w.hold = &holding{proc: ev.P, name: ev.N, token: ev.Tok, from: w.get}
+			}
+			writes[holdKey{ev.P, ev.H}] = w
+			allWrites = append(allWrites, w)
+		case "setdone":
+			if w := writes[holdKey{ev.P, ev.H}]; w != nil {
+				w.ret, w.outcome = t, ev.O
+			}
+		case "lostpre":
+			lostPre++
+		case "cstart":
+			cstarts++
+		case "created":
+			created = append(created, ev)
+		case "ambcreate":
+			files.ambiguousCreates++
+		case "abandonstart":
+			abandonPending[ev.Fid] = true
+		case "abandon":
+			delete(abandonPending, ev.Fid)
+			files.update(ev.Fid, func(rec *fidRec) { rec.abandon = ev.O })
+		case "commit":
+			commitPending[ev.Fid] = true
+		case "commitdone":
+			delete(commitPending, ev.Fid)
+			files.committed(ev.Fid, ev.O, ev.Fid2)
+		case "gone":
+			files.gone(ev.Fid)
+		case "rq":
+			requeues[holdKey{ev.P, ev.H}] = queue.requeue(ev.Fid, ev.Msg, ev.P, t)
+		case "rqdone":
+			if done := requeues[holdKey{ev.P, ev.H}]; done != nil {
+				done(ev.E, t)
+				delete(requeues, holdKey{ev.P, ev.H})
+			}
+		case "enq":
+			queue.enqueued(ev.Fid, fromNanos(ev.S), ev.O)
+		case "leased":
+			until := make([]time.Time, len(ev.Until))
+			for i, u := range ev.Until {
+				until[i] = fromNanos(u)
+			}
+			recs := queue.leased(ev.P, fromNanos(ev.S), t, ev.Fids, until, files.known)
+			for i, rec := range recs {
+				leases[holdKey{ev.P, ev.H + int64(i)}] = rec
+			}
+		case "letgo":
+			if rec := leases[holdKey{ev.P, ev.H}]; rec != nil {
+				queue.letGo(rec, t)
+			}
+		case "finished":
+			queue.finished(ev.Fid, ev.E, t)
+		}
+		// Created fids go in as they come, so that later events find
+		// them; the floor is judged below, by call and return times.
+		if ev.K == "created" {
+			files.created(ev.Fid, ev.P, 0, t)
+		}
+	}
+	// What a SIGKILL cut off has an unknown outcome.
+	for fid := range commitPending {
+		files.update(fid, func(rec *fidRec) {
+			if rec.commit == -1 || rec.commit == notApplied {
+				rec.commit = maybe
+			}
+		})
+	}
+	for fid := range abandonPending {
+		files.update(fid, func(rec *fidRec) {
+			if rec.abandon == -1 {
+				rec.abandon = maybe
+			}
+		})
+	}
+	files.ambiguousCreates += cstarts - ops.total("create_temp")
+	files.dups = append(files.dups, fidFloors(created)...)
+	rep.Ops, rep.Samples = ops.ops, ops.samples
+	// Operations a SIGKILL cut off (or that never returned): their outcome
+	// is unknown, and the checks above took them so.
+	rep.InFlight = cstarts - ops.total("create_temp") + int64(len(commitPending)+len(abandonPending)+len(requeues))
+	for _, w := range allWrites {
+		if w.ret.IsZero() {
+			rep.InFlight++
+		}
+	}
+
+	// A session lock dies with its server: a holding that spans a crash of
+	// a session-lock server ends at the crash, whatever its holder (cut off
+	// by a partition, say) believes. A lease survives in the data; the
+	// restart epoch is what keeps the next grant out, and is judged.
+	if r.caps.LockMechanism == "session" && r.srv != nil {
+		for _, hd := range allHolds {
+			if at, ok := r.srv.crashDuring(hd.from, hd.to); ok {
+				hd.to, hd.end = at, endCrashed
+			}
+		}
+	}
+
+	// Locks: exclusion by time and by token order, judged by package check.
+	bound, doc := lostBound(r.driver)
+	slack := bound + cfg.LostSlack
+	ls := LockStats{Holds: len(allHolds), Bound: slack, BoundDoc: doc, EndedBy: map[string]int64{}}
+	chk := make([]check.Hold, 0, len(allHolds))
+	byCall := make([]check.Hold, 0, len(allHolds))
+	for _, hd := range allHolds {
+		ls.EndedBy[hd.end]++
+		c := hd.check()
+		// For token order a grant is placed at its Lock call: it was made
+		// somewhere between the call and the stamp, which a loaded machine
+		// can put late; an earlier holding that ended before the call
+		// surely came first.
+		bc := c
+		if !hd.call.IsZero() {
+			bc.From = hd.call
+		}
+		byCall = append(byCall, bc)
+		// Only a Lost is stamped after the fact (by a goroutine woken by
+		// the channel); Release, SIGKILL and SIGSTOP are stamped at the
+		// instant, and get no slack.
+		if c.End == check.Lost {
+			c.To = c.To.Add(-slack)
+			if c.To.Before(c.From) {
+				c.To = c.From
+			}
+		}
+		chk = append(chk, c)
+	}
+	rep.Locks = ls
+	rep.check("locks: no timeout before the time asked", early, fmt.Sprintf("%d lock calls", ops.total("lock")))
+	rep.check("locks: no two holders at once (by time)", violations(check.Exclusion(chk, 0)), fmt.Sprintf("%d holdings, ended by %s (%d more granted during a pause, not placed in time); a Lost stamp may come %v after the next grant (%s)",
+		ls.Holds, fmtCounts(ls.EndedBy), unplaced, slack, doc))
+	rep.check("locks: later grants carry larger fencing tokens", violations(check.TokenOrder(byCall)), fmt.Sprintf("%d holdings", ls.Holds))
+
+	// Dead owners freed within the bound.
+	grants := map[string][]*holding{}
+	for _, hd := range allHolds {
+		grants[hd.name] = append(grants[hd.name], hd)
+	}
+	for _, hs := range grants {
+		sort.SliceStable(hs, func(i, j int) bool { return hs[i].from.Before(hs[j].from) })
+	}
+	if r.caps.CrossProcess {
+		recBound := r.caps.DeadOwnerBound + cfg.RecoverySlack
+		var slow []string
+		unjudged := 0
+		for _, pr := range probes {
+			killed := fromNanos(pr.S)
+			if r.srv.wasDown(killed, killed.Add(recBound)) {
+				// A crashed or failing-over server frees nothing on time:
+				// its own bound (the restart epoch) is judged by exclusion.
+				unjudged++
+				continue
+			}
+			// The first grant after the kill, by anyone: the probe's own or
+			// a worker's that came first.
+			var first time.Time
+			if pr.T != 0 {
+				first = fromNanos(pr.T)
+			}
+			for _, g := range grants[pr.N] {
+				if g.from.After(killed) {
+					if first.IsZero() || g.from.Before(first) {
+						first = g.from
+					}
+					break
+				}
+			}
+			if first.IsZero() {
+				slow = append(slow, fmt.Sprintf("%q, held by a process killed at %s, not granted again within %v (probe: %s)", pr.N, stamp(killed), recBound, pr.E))
+				continue
+			}
+			d := first.Sub(killed)
+			rep.Recoveries++
+			rep.MaxLockRecovery = max(rep.MaxLockRecovery, d)
+			if d > recBound {
+				slow = append(slow, fmt.Sprintf("%q, held by a process killed at %s, granted again only %v later", pr.N, stamp(killed), d.Round(time.Millisecond)))
+			}
+		}
+		rep.check("locks: a killed holder's lock freed within DeadOwnerBound", slow, fmt.Sprintf("%d probes after %d kills (%d during a database crash, not judged); worst %v; bound %v + %v slack",
+			len(probes), len(kills), unjudged, rep.MaxLockRecovery.Round(time.Millisecond), r.caps.DeadOwnerBound, cfg.RecoverySlack))
+	}
+
+	// A duplicate identity refused. A process paused, partitioned or killed
+	// during the attempt renews nothing, and may rightly be taken over.
+	if r.driver == "postgres" {
+		var accepted []string
+		refused, unjudged := 0, 0
+		for _, ev := range dups {
+			from, to := fromNanos(ev.S), fromNanos(ev.T)
+			switch {
+			case ev.Msg == "":
+				refused++
+			case ev.Msg != "accepted":
+				unjudged++ // failed otherwise (the database down)
+			case overlapsPause(pauses[ev.P], from, to) || r.srv.wasDown(from.Add(-3*time.Second), to):
+				unjudged++
+			default:
+				accepted = append(accepted, fmt.Sprintf("a Store opened with the lock_owner of live process %s at %s was accepted", ev.P, stamp(from)))
+			}
+		}
+		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts: %d refused with ErrDuplicate, %d not judged (the owner paused or the database down)", len(dups), refused, unjudged))
+	}
+
+	// Guarded counters.
+	final := map[int]int64{}
+	for i := 0; i < cfg.Counters; i++ {
+		s, err := st.ServerSetting(ctx, counterKey(i))
+		if err != nil {
+			return fmt.Errorf("torture: read counter %d: %w", i, err)
+		}
+		n, err := parseCounter(s)
+		if err != nil {
+			badSeen = append(badSeen, fmt.Sprintf("counter %d holds %q, not an integer", i, s))
+			continue
+		}
+		final[i] = n
+	}
+	cs, cops, stale := counterHistory(allWrites, grants)
+	cs.LostBefore = lostPre
+	for _, f := range final {
+		cs.Final += f
+	}
+	rep.Counters = cs
+	finals := map[string]int64{}
+	for i, f := range final {
+		finals[counterKey(i)] = f
+	}
+	rep.check("counters: guarded counters exact", append(badSeen, violations(check.Counters(cops, finals))...), fmt.Sprintf("final %d = %d acknowledged + up to %d unknown (porcupine); %d refused, %d not attempted (lock lost before the write)",
+		cs.Final, cs.Acked, cs.Unknown, cs.Refused, cs.LostBefore))
+	rep.check("counters: fenced writes never stale", stale, fmt.Sprintf("%d acknowledged writes", cs.Acked))
+
+	// Deadlines: an operation returns by its deadline, unless its process
+	// was paused meanwhile.
+	var judged []check.Op
+	for _, ev := range deadlineOps {
+		start, ret := fromNanos(ev.S), fromNanos(ev.T)
+		paused := false
+		for _, p := range pauses[procPrefix(ev.P)] {
+			if p.from.Before(ret) && p.to.After(start) {
+				paused = true
+			}
+		}
+		if _, still := stoppedAt[procPrefix(ev.P)]; still {
+			paused = true
+		}
+		if !paused {
+			// A call made after its deadline (one of several under one
+			// operation's context) must return at once.
+			dl := fromNanos(ev.D)
+			if dl.Before(start) {
+				dl = start
+			}
+			judged = append(judged, check.Op{Proc: ev.P, Name: ev.Op, Start: start, End: ret, Deadline: dl})
+		}
+	}
+	rep.check("deadlines: no operation past its deadline", violations(check.Deadlines(judged, cfg.DeadlineSlack)), fmt.Sprintf("%d operations with a deadline of %v (%d in a paused process not judged), slack %v",
+		len(judged), cfg.OpTimeout, len(deadlineOps)-len(judged), cfg.DeadlineSlack))
+
+	// Files and queue.
+	if err := files.judge(ctx, st, rep); err != nil {
+		return fmt.Errorf("torture: check files: %w", err)
+	}
+	queue.judge(remaining, rep)
+
+	if r.bad > 0 {
+		rep.finding("history lines cut off", fmt.Sprintf("%d lines could not be decoded (a SIGKILL during a write)", r.bad))
+	}
+	if len(rep.WorkerErrors) > 0 {
+		rep.check("workers: every tracker process ran to the end", rep.WorkerErrors, "")
+	}
+	return nil
+}
+
+type pause struct{ from, to time.Time }
+
+// overlapsPause reports whether a pause overlapped [from, to].
+func overlapsPause(ps []pause, from, to time.Time) bool {
+	for _, p := range ps {
+		if p.from.Before(to) && p.to.After(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// pausedDuring reports the start of a pause that began within [from, to].
+func pausedDuring(ps []pause, from, to time.Time) (time.Time, bool) {
+	for _, p := range ps {
+		if !p.from.Before(from) && !p.from.After(to) {
+			return p.from, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// fidFloors checks that each CreateTempFile returned a fid above every fid
+// returned before the call started, by any process.
+func fidFloors(created []event) []string {
+	byRet := append([]event(nil), created...)
+	sort.Slice(byRet, func(i, j int) bool { return byRet[i].T < byRet[j].T })
+	prefixMax := make([]int64, len(byRet))
+	var m int64
+	for i, ev := range byRet {
+		m = max(m, ev.Fid)
+		prefixMax[i] = m
+	}
+	var bad []string
+	for _, ev := range created {
+		// Fids returned strictly before this call started.
+		n := sort.Search(len(byRet), func(i int) bool { return byRet[i].T >= ev.S })
+		if n > 0 && ev.Fid <= prefixMax[n-1] {
+			bad = append(bad, fmt.Sprintf("fid %d returned to %s, not above fid %d returned before its call", ev.Fid, ev.P, prefixMax[n-1]))
+		}
+	}
+	return bad
+}
+
+// lostBound is how late a backend's package documentation allows Lost to
+// fire after the server freed the lock; 0 holds a backend to design §4
+// promise 8 exactly.
+func lostBound(driver string) (time.Duration, string) {
+	switch driver {
+	case "mysql", "mariadb":
+		return 200 * time.Millisecond, "store/mysql: Lost is not promised before the next grant, but within a ping period plus a round trip (200ms) of the session's end"
+	}
+	return 0, "design §4 promise 8: Lost fires before another holder can get the lock"
+}
+
+// violations renders package check's verdicts as problem lines.
+func violations(vs []check.Violation) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
+	}
+	return out
+}

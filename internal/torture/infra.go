@@ -1,0 +1,188 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomogile/gomogile/internal/faultproxy"
+)
+
+// proxies are the in-process fault proxies, one per tracker slot, between
+// each tracker process's Store and the server; the coordinator's own Store
+// connects directly, so that it can watch and judge through the faults.
+type proxies struct {
+	mu   sync.Mutex
+	list []*faultproxy.Proxy
+	busy map[int]bool // a slot's proxy in a timed fault (partition, delay)
+	wg   sync.WaitGroup
+}
+
+// startProxies starts a proxy per slot when the DSN is a URL naming a TCP
+// server; otherwise the run has none and the network faults print "-".
+func (r *run) startProxies() error {
+	if !r.caps.CrossProcess {
+		return nil
+	}
+	u, err := url.Parse(r.workerBase)
+	if err != nil || u.Host == "" || strings.Contains(u.Host, ",") || strings.HasPrefix(u.Host, "/") {
+		return nil
+	}
+	proto, port := faultproxy.Postgres, "5432"
+	if r.driver == "mysql" || r.driver == "mariadb" {
+		proto, port = faultproxy.MySQL, "3306"
+	}
+	target := u.Host
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		target = net.JoinHostPort(target, port)
+	}
+	r.px = &proxies{busy: map[int]bool{}}
+	for i := 0; i < r.cfg.Procs; i++ {
+		p, err := faultproxy.Start(target, faultproxy.Options{Protocol: proto})
+		if err != nil {
+			r.closeProxies()
+			return fmt.Errorf("torture: %w", err)
+		}
+		r.px.list = append(r.px.list, p)
+	}
+	return nil
+}
+
+// slotDSN is the DSN slot's process opens: through its proxy, if any,
+// and on PostgreSQL with the slot's own lock_owner identity, which each
+// new process of the slot takes over from the last.
+func (r *run) slotDSN(slot int) string {
+	dsn := r.workerBase
+	if r.driver == "postgres" {
+		dsn = withParams(dsn, "lock_owner", slotOwner(slot))
+	}
+	if r.px == nil {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	u.Host = r.px.list[slot].Addr()
+	return u.String()
+}
+
+func slotOwner(slot int) string { return fmt.Sprintf("torture-p%d", slot) }
+
+func (r *run) closeProxies() {
+	if r.px == nil {
+		return
+	}
+	r.px.wg.Wait()
+	for _, p := range r.px.list {
+		_ = p.Close()
+	}
+	r.px = nil
+}
+
+// healProxies ends every network fault, so the processes can stop.
+func (r *run) healProxies() {
+	if r.px == nil {
+		return
+	}
+	r.px.wg.Wait()
+	for _, p := range r.px.list {
+		p.Blackhole(false)
+		p.SetDelay(0)
+		p.DropCommitReplies(0)
+	}
+}
+
+// infraKinds lists the faults the run's infrastructure (fault proxies,
+// private database server) can make.
+func (r *run) infraKinds() []string {
+	kinds := r.srv.kinds()
+	if r.px != nil {
+		kinds = append(kinds, faultPartition, faultDelay, faultCut, faultAmbiguous)
+	}
+	return kinds
+}
+
+// infraFault makes a network fault on one slot's proxy. Partitions and
+// delays last a while: they run on, the injector goes on with the next
+// fault.
+func (r *run) infraFault(ctx context.Context, rng *rand.Rand, kind string) error {
+	switch kind {
+	case faultDBCrash:
+		return r.dbcrash(ctx)
+	case faultFailover:
+		return r.failover(ctx)
+	}
+	px := r.px
+	if px == nil {
+		return fmt.Errorf("fault %q not available", kind)
+	}
+	slot := rng.IntN(len(px.list))
+	p := px.list[slot]
+	timed := func(d time.Duration, on, off func()) bool {
+		px.mu.Lock()
+		if px.busy[slot] {
+			px.mu.Unlock()
+			return false
+		}
+		px.busy[slot] = true
+		px.mu.Unlock()
+		on()
+		px.wg.Add(1)
+		go func() {
+			defer px.wg.Done()
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			off()
+			r.trouble(slot)
+			px.mu.Lock()
+			delete(px.busy, slot)
+			px.mu.Unlock()
+		}()
+		return true
+	}
+	// Leases (PostgreSQL's lock lease, MySQL's session watcher) are what a
+	// partition tests: a third of them outlast the dead-owner bound.
+	long := max(r.caps.DeadOwnerBound, time.Second)
+	switch kind {
+	case faultPartition:
+		d := time.Duration(300+rng.IntN(700)) * time.Millisecond
+		if rng.IntN(3) == 0 {
+			d = long + time.Duration(rng.IntN(1000))*time.Millisecond
+		}
+		if timed(d, func() { p.Blackhole(true) }, func() { p.Blackhole(false) }) {
+			r.countFault(kind)
+			r.cfg.Logf("torture: partition of slot %d for %v", slot, d)
+		}
+	case faultDelay:
+		d := time.Duration(10+rng.IntN(150)) * time.Millisecond
+		span := time.Duration(500+rng.IntN(1500)) * time.Millisecond
+		if timed(span, func() { p.SetDelay(d) }, func() { p.SetDelay(0) }) {
+			r.countFault(kind)
+			r.cfg.Logf("torture: delay of %v on slot %d for %v", d, slot, span)
+		}
+	case faultCut:
+		p.Cut()
+		r.trouble(slot)
+		r.countFault(kind)
+		r.cfg.Logf("torture: cut the connections of slot %d", slot)
+	case faultAmbiguous:
+		n := 1 + rng.IntN(2)
+		p.DropCommitReplies(n)
+		r.trouble(slot)
+		r.countFault(kind)
+		r.cfg.Logf("torture: drop the next %d commit replies of slot %d", n, slot)
+	default:
+		return fmt.Errorf("fault %q not available", kind)
+	}
+	return nil
+}

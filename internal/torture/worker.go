@@ -1,0 +1,172 @@
+package torture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// WorkerEnv is the environment variable that turns a program into a torture
+// worker: the coordinator re-executes its own binary (os.Executable) with
+// it set to the worker's configuration, and gives it the write end of a
+// pipe as file descriptor 3 for its history.
+const WorkerEnv = "GOMOGILE_TORTURE_WORKER"
+
+// workerConfig is what a worker process is told.
+type workerConfig struct {
+	Proc        string // process prefix, "p<slot>.<gen>"
+	DSN         string
+	Stores      int // Stores opened by this process, each a simulated tracker
+	Workers     int // goroutines per Store
+	Seed        uint64
+	Counters    int
+	Keys        int
+	Dmids       []int
+	Devids      []int
+	LockTimeout time.Duration
+	QueueLease  time.Duration
+	OpTimeout   time.Duration
+	Broken      string // negative control: the wrapper to apply to every Store
+}
+
+// MaybeWorker runs the torture worker and exits when the process was started
+// as one (WorkerEnv set); otherwise it returns at once. Programs that run
+// torture.Run call it first thing in main (tests: in TestMain), so that the
+// coordinator can re-execute them as its tracker processes.
+func MaybeWorker() {
+	spec := os.Getenv(WorkerEnv)
+	if spec == "" {
+		return
+	}
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(spec), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "torture worker: bad %s: %v\n", WorkerEnv, err)
+		os.Exit(2)
+	}
+	out := os.NewFile(3, "history")
+	if out == nil {
+		fmt.Fprintln(os.Stderr, "torture worker: no history pipe on fd 3")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := workerMain(ctx, cfg, &emitter{w: out})
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "torture worker %s: %v\n", cfg.Proc, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// proc is one worker process's state: its Stores and the fids it knows.
+type proc struct {
+	cfg   workerConfig
+	em    *emitter
+	holds atomic.Int64 // hold ids
+	rqs   atomic.Int64 // requeue ids
+	lids  atomic.Int64 // lease ids
+	mu    sync.Mutex
+	pool  []int64 // committed fids, for the other operations to pick from
+	wg    sync.WaitGroup
+}
+
+// workerMain opens the Stores, runs the workload until ctx ends (SIGTERM),
+// then releases and closes everything.
+func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
+	p := &proc{cfg: cfg, em: em}
+	var stores []store.Store
+	defer func() {
+		for _, st := range stores {
+			_ = st.Close()
+		}
+	}()
+	for j := 0; j < cfg.Stores; j++ {
+		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		st, err := openRetry(octx, cfg.DSN)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return nil // stopped before it could start: the run is over
+		}
+		if err != nil {
+			return err
+		}
+		if cfg.Broken != "" {
+			if st, err = wrapBroken(cfg.Broken, st); err != nil {
+				return err
+			}
+		}
+		stores = append(stores, st)
+		em.emit(event{K: "hello", P: fmt.Sprintf("%ss%d", cfg.Proc, j), Msg: st.Capabilities().LockMechanism})
+	}
+	var wg sync.WaitGroup
+	for j, st := range stores {
+		for w := 0; w < cfg.Workers; w++ {
+			wk := &worker{
+				p:    p,
+				st:   st,
+				name: fmt.Sprintf("%ss%d", cfg.Proc, j),
+				rng:  rand.New(rand.NewPCG(cfg.Seed, uint64(j*1000+w+1))),
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wk.loop(ctx)
+			}()
+		}
+	}
+	wg.Wait()
+	p.wg.Wait()
+	return nil
+}
+
+// openRetry opens a Store, retrying while the database is down (a crash,
+// a partition) until ctx ends.
+func openRetry(ctx context.Context, dsn string) (store.Store, error) {
+	backoff := 20 * time.Millisecond
+	for {
+		st, err := store.Open(ctx, dsn)
+		if err == nil {
+			return st, nil
+		}
+		if !sleepCtx(ctx, backoff) {
+			return nil, fmt.Errorf("open: %w", err)
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+func (p *proc) addPool(fid int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pool = append(p.pool, fid)
+}
+
+func (p *proc) unpool(fid int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, f := range p.pool {
+		if f == fid {
+			p.pool[i] = p.pool[len(p.pool)-1]
+			p.pool = p.pool[:len(p.pool)-1]
+			return
+		}
+	}
+}
+
+func (p *proc) pick(rng *rand.Rand) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pool) == 0 {
+		return 0, false
+	}
+	return p.pool[rng.IntN(len(p.pool))], true
+}

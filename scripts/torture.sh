@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The long edition of the torture program (make torture): one run per
+# backend, each on a database of its own — a temporary SQLite file, a
+# private MariaDB, a private PostgreSQL (crashed and restarted), the same
+# behind PgBouncer in transaction mode, and a PostgreSQL primary with a
+# synchronous standby that fails over. Prints every run's summary line at
+# the end and fails if any run found a violation or could not run.
+#
+#   scripts/torture.sh [sqlite|mysql|postgres|all] [duration]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backend="${1:-all}"
+duration="${2:-120s}"
+go build -o bin/ ./cmd/gomogile-torture
+case "$backend" in
+sqlite) runs=(sqlite) ;;
+mysql) runs=(mysql) ;;
+postgres) runs=(postgres postgres-pgbouncer postgres-failover) ;;
+all) runs=(sqlite mysql postgres postgres-pgbouncer postgres-failover) ;;
+*) echo "torture: BACKEND=$backend: want sqlite, mysql, postgres or all" >&2; exit 2 ;;
+esac
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+status=0
+summaries=()
+for r in "${runs[@]}"; do
+	if [ "$r" = sqlite ]; then
+		args=(--dsn "sqlite://$tmp/torture.db")
+	else
+		args=(--private "$r")
+	fi
+	echo "== torture $r for $duration" >&2
+	if ! bin/gomogile-torture "${args[@]}" --duration "$duration" | tee "$tmp/$r.out"; then
+		status=1
+	fi
+	line="$(grep '^torture: backend=' "$tmp/$r.out" | tail -1 || true)"
+	summaries+=("$r: ${line:-no summary (the run could not be carried out)}")
+done
+printf '%s\n' "${summaries[@]}"
+exit $status
