@@ -129,4 +129,37 @@
 // [Config]). cache_ttl is refused with a pointer to namespace_cache_ttl:
 // the original has no such key, and its memcache_ttl (a server setting,
 // often an hour) must not become an hour-long namespace cache.
+//
+// # Job control
+//
+// The original forks a child per worker; gomogile runs a goroutine per
+// worker with the same observable model. "!want N <job>" sets the desired
+// count of any job class (queryworker, replicate, delete, fsck, reaper,
+// monitor, job_master), 0 included; "!jobs" lists count, desired and pids
+// of every job that has had workers; replicate, delete and fsck workers
+// run only while a job master is wanted (job_master = 0 or --no-job_master
+// starts none, "!want 1 job_master" starts them, "!want 0 job_master"
+// stops them); "!to <job> :shutdown" ends each worker of the job, which is
+// replaced at once, and "!to <job> :wake_up" makes idle workers look for
+// work now. "!watch" streams lines as the original did: ":: " and the
+// message, a worker's prefixed with "[<job>(<pid>)] ", including the
+// original's "Job <job> has only N, wants M, making K." and
+// "Child <pid> (<job>) died: 0 (UNEXPECTED)".
+//
+// # Differences from MogileFS 2.73
+//
+// Each is deliberate and pinned by a test.
+//
+//   - A job's pids in "!jobs" are the tracker's own pid, once per running
+//     worker (goroutines have none of their own), and so is the pid in
+//     "!watch" lines (TestJobControl_AsOriginal).
+//   - "!to queryworker <msg>" reports the query slots as the children it
+//     reached but does nothing: query slots are not goroutines that read
+//     messages. Messages other than :shutdown and :wake_up are counted and
+//     ignored: the rest of the original's worker messages belong to its
+//     process plumbing (TestJobControl_AsOriginal).
+//   - "!want 0 job_master" stops the queue workers at once (each after its
+//     current item); the original let them finish work its parent already
+//     held in memory, which gomogile does not have (TestJobControl_AsOriginal,
+//     TestFsck_NoJobMaster).
 package tracker

@@ -50,7 +50,7 @@ type jobsManager struct{ *jobs.Manager }
 func (m jobsManager) JobStatus() []JobStatus {
 	var out []JobStatus
 	for _, s := range m.Stats() {
-		out = append(out, JobStatus{Job: s.Name, Count: s.Running, Desired: s.Wanted})
+		out = append(out, JobStatus{Job: s.Name, Count: s.Running, Desired: s.Wanted, Started: s.Started})
 	}
 	return out
 }

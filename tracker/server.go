@@ -33,14 +33,26 @@ type Jobs interface {
 	Close() error
 	SetWant(jobclass string, n int) error
 	JobStatus() []JobStatus
+	// Classes are the job classes !want knows besides queryworker.
+	Classes() []string
+	// Message delivers a !to message to a job's workers and says to how many.
+	Message(jobclass, msg string) int
+	// MonitorRound drops the workers' caches and returns after a full
+	// monitor pass that started after the call (clear_cache).
+	MonitorRound(ctx context.Context) error
 	Observe(devid int) cluster.Observation
 }
+
+// loggerSetter is a Jobs that New gives the tracker's logger, so that its
+// records reach "!watch".
+type loggerSetter interface{ SetLogger(*slog.Logger) }
 
 // JobStatus is one line group of "!jobs".
 type JobStatus struct {
 	Job     string
 	Count   int
 	Desired int
+	Started bool // the job has had workers; !jobs lists only those
 }
 
 // Options are New's optional dependencies; nil means all defaults.
@@ -127,7 +139,13 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		conns:   map[*conn]struct{}{},
 	}
 	t.commands = t.commandTable()
-	t.log = slog.New(&watchHandler{Handler: parent.Handler(), w: w}).With("component", "tracker")
+	watched := slog.New(&watchHandler{Handler: parent.Handler(), w: w})
+	t.log = watched.With("component", "tracker")
+	if ls, ok := opts.Jobs.(loggerSetter); ok {
+		// The workers' warnings and errors reach !watch too, as the
+		// original's children's errors did.
+		ls.SetLogger(watched)
+	}
 	if t.host == "" {
 		t.host, _ = os.Hostname()
 	}

@@ -126,7 +126,7 @@ func TestServer_AdminCommands(t *testing.T) {
 	// A watcher sees the tracker's errors as they happen.
 	other := tt.dial()
 	other.want("test crash=1", "ERR failure Operation+failed")
-	if got := c.readLine(); !strings.HasPrefix(got, "command failed ") || !strings.Contains(got, "crashed on purpose") {
+	if got := c.readLine(); !strings.HasPrefix(got, ":: command failed ") || !strings.Contains(got, "crashed on purpose") {
 		t.Errorf("watched error line: %q", got)
 	}
 	c.send("!watch\r\n")

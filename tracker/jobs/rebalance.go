@@ -50,6 +50,7 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wakeOf(ctx):
 		}
 	}
 }
