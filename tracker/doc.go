@@ -36,8 +36,8 @@
 // the database on every request, because operators edit them by hand;
 // domains, classes, hosts and devices are cached for namespace_cache_ttl
 // (Config.NamespaceCacheTTL, 3 s), reloaded on a miss, and dropped at once
-// by clear_cache and by the tracker's own changes. The workers read the
-// namespace through a cache of the same TTL.
+// by clear_cache and by the tracker's own changes. The standard workers
+// ([NewJobs], [JobsFor]) read the namespace through the same cache.
 //
 // # Devices
 //
@@ -75,7 +75,9 @@
 // message saying why and what to use instead; none is accepted and then
 // ignored:
 //
-//   - daemonize: honoured (-D).
+//   - daemonize: honoured (-D) by the mogilefsd command, as are pidfile and
+//     user; tracker.Main.Run, which serves in its caller's process, refuses
+//     the three with [ErrProcess].
 //   - db_dsn, db_user, db_pass: honoured; db_dsn also takes URL forms, and
 //     no db_dsn at all means the embedded SQLite database (the original
 //     defaulted to DBI:mysql:mogilefs).
@@ -94,7 +96,7 @@
 //     original it bounds how often a database handle is reused, which a
 //     connection pool does not need (the open-file limit is ulimit -n).
 //   - debug: honoured: debug logging.
-//   - pidfile: honoured.
+//   - pidfile: honoured (see daemonize).
 //   - mogstored_stream_port: honoured by the monitor (utilisation); 0
 //     watches nothing.
 //   - default_mindevcount: honoured: the default class's replica count, for
@@ -103,7 +105,8 @@
 //     storage-node client of the tracker and its workers; node_timeout
 //     bounds each wait for a node's answer, conn_timeout each connect.
 //   - rebalance_ignore_missing: honoured: a moved file's source copy
-//     already gone counts as deleted; without it the move fails.
+//     already gone counts as deleted; without it the move fails and the
+//     source stays in file_on (for fsck), as in the original.
 //   - repl_use_get_port: honoured: replication reads the source copy from
 //     its host's http_get_port.
 //   - local_network: empty is accepted; a value is refused: only the
@@ -111,7 +114,7 @@
 //   - no_schema_check: false is accepted; true is refused: gomogile always
 //     checks the schema (it upgrades older ones and refuses newer ones).
 //   - plugins: refused: Perl plugins cannot be loaded.
-//   - user: honoured (needs root).
+//   - user: honoured (needs root; see daemonize).
 //
 // Server settings (set_server_setting) the original reads are likewise
 // honoured — skip_mkcol, skip_devcount, fsck_checksum, fsck_opt_policy_only,

@@ -88,6 +88,57 @@ func TestRequest_ChecksumOfSlowBlobOutlivesDeadline(t *testing.T) {
 	cfg.RequestTimeout = time.Second
 	tt := startTracker(t, cfg, nil, nil)
 	c := tt.dial()
+	// 4 × 400 ms: longer than request_timeout, each wait short.
+	slowBlobNode(t, c, func(w http.ResponseWriter, r *http.Request, b []byte) {
+		for i := range 4 {
+			w.Write(b[i*len(b)/4 : (i+1)*len(b)/4])
+			w.(http.Flusher).Flush()
+			time.Sleep(400 * time.Millisecond)
+		}
+	})
+	r := parseOK(t, c.do("create_open domain=d&key=big"))
+	body := bytes.Repeat([]byte("slow "), 2000)
+	put(t, r.Get("path"), body)
+	start := time.Now()
+	c.want(fmt.Sprintf("create_close domain=d&key=big&fid=%s&devid=1&path=%s&checksum=MD5:%x&checksumverify=1",
+		r.Get("fid"), esc(r.Get("path")), md5.Sum(body)), "OK ")
+	if d := time.Since(start); d < cfg.RequestTimeout {
+		t.Errorf("create_close took %v; the slow node should have taken longer than request_timeout", d)
+	}
+}
+
+// A node that stops sending a blob half way is given up on after
+// node_timeout, however long request_timeout is.
+func TestRequest_ChecksumOfStalledBlobFailsAfterNodeTimeout(t *testing.T) {
+	cfg := testConfig()
+	cfg.RequestTimeout = 60 * time.Second
+	cfg.NodeTimeout = time.Second
+	tt := startTracker(t, cfg, nil, nil)
+	c := tt.dial()
+	slowBlobNode(t, c, func(w http.ResponseWriter, r *http.Request, b []byte) {
+		w.Write(b[:len(b)/2])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	r := parseOK(t, c.do("create_open domain=d&key=big"))
+	body := bytes.Repeat([]byte("stall "), 2000)
+	put(t, r.Get("path"), body)
+	start := time.Now()
+	got := c.do(fmt.Sprintf("create_close domain=d&key=big&fid=%s&devid=1&path=%s&checksum=MD5:%x&checksumverify=1",
+		r.Get("fid"), esc(r.Get("path")), md5.Sum(body)))
+	if !strings.HasPrefix(got, "ERR checksum_mismatch ") {
+		t.Errorf("create_close of a stalled blob: %s; want checksum_mismatch (unreadable)", got)
+	}
+	if d := time.Since(start); d > cfg.NodeTimeout+time.Second {
+		t.Errorf("create_close took %v with a stalled node; node_timeout is %v", d, cfg.NodeTimeout)
+	}
+}
+
+// slowBlobNode registers host h1 with device 1 in domain d: a storage node
+// whose blob GETs are answered by send (headers already set), everything
+// else by a real node.
+func slowBlobNode(t *testing.T, c *lineConn, send func(w http.ResponseWriter, r *http.Request, blob []byte)) {
+	t.Helper()
 	real := startNode(t, "127.0.0.2", 1)
 	target, _ := url.Parse("http://" + real.srv.HTTPAddr())
 	proxy := httputil.NewSingleHostReverseProxy(target)
@@ -102,11 +153,7 @@ func TestRequest_ChecksumOfSlowBlobOutlivesDeadline(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		for i := range 4 { // 4 × 400 ms: longer than request_timeout, each wait short
-			w.Write(b[i*len(b)/4 : (i+1)*len(b)/4])
-			w.(http.Flusher).Flush()
-			time.Sleep(400 * time.Millisecond)
-		}
+		send(w, r, b)
 	})}
 	ln, err := net.Listen("tcp", "127.0.0.3:0")
 	if err != nil {
@@ -117,15 +164,6 @@ func TestRequest_ChecksumOfSlowBlobOutlivesDeadline(t *testing.T) {
 	c.want("create_domain domain=d", "OK domain=d")
 	c.want(fmt.Sprintf("create_host host=h1&ip=127.0.0.3&port=%d&status=alive", ln.Addr().(*net.TCPAddr).Port), "OK hostid=1&hostname=h1")
 	c.want("create_device hostname=h1&devid=1&state=alive", "OK ")
-	r := parseOK(t, c.do("create_open domain=d&key=big"))
-	body := bytes.Repeat([]byte("slow "), 2000)
-	put(t, r.Get("path"), body)
-	start := time.Now()
-	c.want(fmt.Sprintf("create_close domain=d&key=big&fid=%s&devid=1&path=%s&checksum=MD5:%x&checksumverify=1",
-		r.Get("fid"), esc(r.Get("path")), md5.Sum(body)), "OK ")
-	if d := time.Since(start); d < cfg.RequestTimeout {
-		t.Errorf("create_close took %v; the slow node should have taken longer than request_timeout", d)
-	}
 }
 
 // fidOfURLPath is the fid of a blob path's last element.

@@ -138,6 +138,11 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		watch:   w,
 		conns:   map[*conn]struct{}{},
 	}
+	if jm, ok := opts.Jobs.(jobsManager); ok {
+		// One namespace cache for the commands and the workers: the
+		// tracker's own changes and clear_cache reach both at once.
+		t.ns = jm.Namespace()
+	}
 	t.commands = t.commandTable()
 	watched := slog.New(&watchHandler{Handler: parent.Handler(), w: w})
 	t.log = watched.With("component", "tracker")

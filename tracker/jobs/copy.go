@@ -61,7 +61,9 @@ func (s *srcReader) Read(p []byte) (int, error) {
 func (m *Manager) copyBlob(ctx context.Context, src, dst *device, fid, length int64, sum []byte, wantMD5 bool) ([]byte, error) {
 	n := m.nodes
 	surl := src.FidURL(fid, m.opts.ReplUseGetPort)
-	resp, err := n.Do(ctx, http.MethodGet, surl, nil, 0, nil)
+	// A source that stalls mid-body fails after node_timeout, not after
+	// the item's lease.
+	resp, err := n.Stream(ctx, http.MethodGet, surl, nil, 0, nil)
 	if err != nil {
 		return nil, &copyError{src: true, err: err}
 	}

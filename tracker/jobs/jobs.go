@@ -49,7 +49,8 @@ type Options struct {
 	Settings cluster.Settings
 	// RebalanceIgnoreMissing is rebalance_ignore_missing: a moved file's
 	// source copy that is already gone (404) counts as deleted; without it
-	// the move fails and the file stays queued, as in the original.
+	// the move fails and the source device stays in file_on, as in the
+	// original.
 	RebalanceIgnoreMissing bool
 	// ReplUseGetPort is repl_use_get_port: replication reads the source
 	// copy from its host's http_get_port rather than its http_port.
@@ -285,6 +286,11 @@ func (m *Manager) Stats() []JobStat {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// Namespace is the namespace cache the workers read through (Options.Namespace
+// or their own): the tracker shares it, so that its changes and
+// clear_cache reach the workers at once.
+func (m *Manager) Namespace() *cluster.Cache { return m.ns }
 
 // Observe is the monitor's view of a device, as the cluster model's
 // predicates take it.

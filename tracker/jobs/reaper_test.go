@@ -124,3 +124,31 @@ func TestReaper_QueueSizeForReaper(t *testing.T) {
 		t.Errorf("%d fids still on the dead device; want 2 waiting for room in the queue", still)
 	}
 }
+
+// reaper_jobs = 0 (NoReaper): this tracker reaps nothing, and !jobs says
+// so.
+func TestReaper_NoReaper(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	cls := c.class("c", 2, store.HashNone)
+	fid := c.putFile("k", cls, []byte("x"), 1, 2)
+	if err := c.st.Finish(t.Context(), store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.SetDeviceState(t.Context(), 1, store.DeviceDead); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	o.NoReaper = true
+	m := start(t, c.st, o)
+	time.Sleep(20 * o.ReaperInterval)
+	if on := fileOn(t, c.st, fid); !slices.Contains(on, 1) {
+		t.Errorf("file_on = %v; the dead device was reaped with no reaper", on)
+	}
+	for _, s := range m.Stats() {
+		if s.Name == "reaper" && (s.Wanted != 0 || s.Running != 0) {
+			t.Errorf("reaper stats %+v; want none wanted or running", s)
+		}
+	}
+}

@@ -148,3 +148,42 @@ func TestRebalance_Stop(t *testing.T) {
 		t.Errorf("rebal_state = %q; want a stop time", st)
 	}
 }
+
+// rebalance_ignore_missing: a rebalanced file whose copy on the source
+// device is already gone is forgotten there only with the setting; without
+// it the delete fails and the source stays in file_on, as in the original.
+func TestRebalance_IgnoreMissing(t *testing.T) {
+	for _, ignore := range []bool{true, false} {
+		t.Run(fmt.Sprint(ignore), func(t *testing.T) {
+			c := newCluster(t)
+			c.addNode(1)
+			c.addNode(2)
+			c.addNode(3)
+			ctx := t.Context()
+			cls := c.class("c", 2, store.HashNone)
+			fid := c.putFile("k", cls, []byte("moving"), 1, 2)
+			if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+				t.Fatal(err)
+			}
+			if err := removeFile(c.blobPath(1, fid)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.st.Enqueue(ctx, store.QueueRebalance, store.QueueEntry{Fid: fid, DevID: 1, Arg: "3"}); err != nil {
+				t.Fatal(err)
+			}
+			o := fastOptions(t)
+			o.RebalanceIgnoreMissing = ignore
+			start(t, c.st, o)
+			waitFor(t, 20*time.Second, "the rebalance row to be worked", func() bool {
+				return queueLen(t, c.st, store.QueueRebalance) == 0 && c.hasBlob(3, fid)
+			})
+			on := fileOn(t, c.st, fid)
+			if ignore && slices.Contains(on, 1) {
+				t.Errorf("file_on = %v; want dev1 forgotten with rebalance_ignore_missing", on)
+			}
+			if !ignore && !slices.Contains(on, 1) {
+				t.Errorf("file_on = %v; want dev1 kept without rebalance_ignore_missing", on)
+			}
+		})
+	}
+}

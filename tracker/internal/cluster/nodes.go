@@ -73,6 +73,7 @@ func NewHTTPClient(c NodeConfig) *http.Client {
 type Nodes struct {
 	c     *http.Client
 	small time.Duration // bound of a small request: connect + answer
+	idle  time.Duration // bound of each wait for a body's next bytes
 
 	mu      sync.Mutex
 	made    map[string]time.Time // collection URL -> when MKCOL succeeded
@@ -86,7 +87,7 @@ func NewNodes(c NodeConfig, hc *http.Client) *Nodes {
 	if hc == nil {
 		hc = NewHTTPClient(c)
 	}
-	return &Nodes{c: hc, small: c.ConnTimeout + c.NodeTimeout}
+	return &Nodes{c: hc, small: c.ConnTimeout + c.NodeTimeout, idle: c.NodeTimeout}
 }
 
 // HTTPClient is the underlying client.
@@ -115,6 +116,50 @@ func (n *Nodes) Do(ctx context.Context, method, url string, body io.Reader, size
 		return nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	return resp, nil
+}
+
+// Stream sends a request whose response body may be long (a whole blob):
+// no overall deadline, but the request is cancelled when the node sends
+// nothing for node_timeout, before the headers or between two reads of the
+// body, so a node that stalls mid-transfer does not hold the caller
+// forever. The caller closes the body.
+func (n *Nodes) Stream(ctx context.Context, method, url string, body io.Reader, size int64, hdr http.Header) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stall := time.AfterFunc(n.idle, cancel)
+	resp, err := n.Do(ctx, method, url, body, size, hdr)
+	if err != nil {
+		fired := !stall.Stop()
+		cancel()
+		if fired {
+			return nil, fmt.Errorf("%w (nothing from the node for node_timeout %v)", err, n.idle)
+		}
+		return nil, err
+	}
+	stall.Reset(n.idle)
+	resp.Body = &idleBody{ReadCloser: resp.Body, stall: stall, idle: n.idle, cancel: cancel}
+	return resp, nil
+}
+
+// idleBody restarts its stall timer on every read that brings bytes.
+type idleBody struct {
+	io.ReadCloser
+	stall  *time.Timer
+	idle   time.Duration
+	cancel context.CancelFunc
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.stall.Reset(b.idle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.stall.Stop()
+	b.cancel()
+	return b.ReadCloser.Close()
 }
 
 // Drain reads a little of a response body and closes it, so that the
@@ -146,10 +191,11 @@ func (n *Nodes) Size(ctx context.Context, url string) (int64, error) {
 	return resp.ContentLength, nil
 }
 
-// Digest GETs url into h (HTTPFile::digest_http). node_timeout bounds the
-// wait for the answer, not the whole transfer, so large blobs can be read.
+// Digest GETs url into h (HTTPFile::digest_http). node_timeout bounds each
+// wait for the node (Stream), not the whole transfer, so large blobs can
+// be read.
 func (n *Nodes) Digest(ctx context.Context, url string, h hash.Hash) ([]byte, error) {
-	resp, err := n.Do(ctx, http.MethodGet, url, nil, 0, nil)
+	resp, err := n.Stream(ctx, http.MethodGet, url, nil, 0, nil)
 	if err != nil {
 		return nil, err
 	}
