@@ -165,4 +165,13 @@
 //     current item); the original let them finish work its parent already
 //     held in memory, which gomogile does not have (TestJobControl_AsOriginal,
 //     TestFsck_NoJobMaster).
+//   - A rebalance never deletes a source copy that would leave the file
+//     with fewer copies than its class wants, or with copies that no longer
+//     satisfy its policy; the original does when the target devices already
+//     hold the file (from_devices=2 to_devices=1,3 with copies on 1, 2, 3
+//     leaves 2). The row is dropped with an error instead
+//     (TestRebalance_TargetsHoldingTheFileKeepMinDevCount).
+//   - With no monitor running ("!want 0 monitor"), clear_cache and
+//     do_monitor_round fail at the request's deadline (request_timeout)
+//     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).
 package tracker

@@ -156,6 +156,15 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 	if err != nil {
 		return err
 	}
+	// Never leave the file with fewer copies than its class wants. The
+	// policy, asked with the destinations limited to the row's targets,
+	// can call a file happy whose other copies are all on those targets
+	// (from_devices=2 to_devices=1,3 with copies on 1, 2 and 3): the
+	// original then deletes the source copy and drops the file below its
+	// mindevcount. gomogile keeps the copy.
+	if err := m.keepsEnough(ctx, w, fid, on, src); err != nil {
+		return err
+	}
 	if tooHappy || res == replLostRace {
 		// Nothing copied: delete the source copy only if another copy is
 		// really there with the right size.
@@ -419,4 +428,37 @@ func destDevices(pol cluster.RebalPolicy, w *world, s cluster.RebalState) []int 
 		skip[id] = true
 	}
 	return pol.DestDevices(w.sorted(), w.set, skip)
+}
+
+// keepsEnough checks that fid's copies other than the one on src, on
+// devices that should have files, number at least what its class wants
+// (the policy's count or the mindevcount) and still satisfy its policy
+// judged against the whole cluster.
+func (m *Manager) keepsEnough(ctx context.Context, w *world, fid int64, on []int, src int) error {
+	f, err := m.st.File(ctx, fid)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: read fid %d: %w", fid, err)
+	}
+	cls := w.class(f)
+	pol, err := parsePolicy(cls.ReplPolicy)
+	if err != nil {
+		return &replError{code: "policy_error", err: err}
+	}
+	want := cls.MinDevCount
+	if pol.min > 0 {
+		want = pol.min
+	}
+	var rest []*device
+	for _, id := range on {
+		if d, ok := w.devs[id]; ok && id != src && d.ShouldHaveFiles() {
+			rest = append(rest, d)
+		}
+	}
+	if len(rest) < want || !pol.replicateTo(rest, w.devs, nil, cls.MinDevCount, w.set).happy {
+		return fmt.Errorf("jobs: rebalance fid %d off dev%d: would leave %d copies, below the %d its class wants", fid, src, len(rest), want)
+	}
+	return nil
 }

@@ -187,3 +187,36 @@ func TestRebalance_IgnoreMissing(t *testing.T) {
 		})
 	}
 }
+
+// Issue 9, point 10: a rebalance whose targets already hold the file never
+// drops it below its mindevcount (the original deletes the source copy:
+// 3 copies become 2).
+func TestRebalance_TargetsHoldingTheFileKeepMinDevCount(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	c.addNode(3)
+	ctx := t.Context()
+	cls := c.class("three", 3, store.HashNone)
+	fid := c.putFile("k", cls, []byte("three copies"), 1, 2, 3)
+	if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	for k, v := range map[string]string{"rebal_policy": "from_devices=2 to_devices=1,3", "rebal_host": o.Hostname} {
+		if err := c.st.SetServerSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, c.st, o)
+	waitFor(t, 20*time.Second, "the rebalance to finish", func() bool {
+		_, err := c.st.ServerSetting(ctx, "rebal_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueRebalance) == 0
+	})
+	if on := fileOn(t, c.st, fid); !slices.Equal(on, []int{1, 2, 3}) {
+		t.Errorf("file on %v after the rebalance; want [1 2 3] (mindevcount 3)", on)
+	}
+	if !c.hasBlob(2, fid) {
+		t.Errorf("dev2's copy deleted")
+	}
+}
