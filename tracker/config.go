@@ -71,8 +71,9 @@ type Config struct {
 	// gomogile's own keys.
 
 	// IdleTimeout closes a client connection silent this long (idle_timeout,
-	// seconds; 0 = never). Clients keep tracker connections open between
-	// requests, so the default is generous.
+	// seconds; 0 = never). The default is 0, as the original never closes
+	// an idle client: long-lived Perl clients would otherwise fail one
+	// request per idle period.
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing one reply (write_timeout, seconds); the
 	// original closed slow writers after 120s.
@@ -89,7 +90,8 @@ type Config struct {
 	// RequestTimeout bounds one request's work, database and storage
 	// nodes included (request_timeout, seconds); sleep is capped by it.
 	RequestTimeout time.Duration
-	// SleepMax caps the sleep command (sleep_max, seconds).
+	// SleepMax caps the sleep command (sleep_max, seconds; 0 = no cap but
+	// request_timeout's, as the original has none).
 	SleepMax time.Duration
 }
 
@@ -110,12 +112,12 @@ func DefaultConfig() Config {
 		NodeTimeout:         2 * time.Second,
 		ConnTimeout:         2 * time.Second,
 		ConnPoolSize:        20,
-		IdleTimeout:         15 * time.Minute,
+		IdleTimeout:         0,
 		WriteTimeout:        120 * time.Second,
 		ShutdownTimeout:     10 * time.Second,
 		MaxConns:            10000,
 		NamespaceCacheTTL:   3 * time.Second,
-		SleepMax:            60 * time.Second,
+		SleepMax:            0,
 		RequestTimeout:      30 * time.Second,
 	}
 }

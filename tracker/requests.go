@@ -125,7 +125,9 @@ func (t *Tracker) cmdSleep(ctx context.Context, r *request) (*Reply, error) {
 	if d <= 0 {
 		d = 10 * time.Second
 	}
-	d = min(d, t.cfg.SleepMax)
+	if t.cfg.SleepMax > 0 {
+		d = min(d, t.cfg.SleepMax)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		// Answer within the request's own deadline rather than fail at it.
 		d = min(d, time.Until(dl)-100*time.Millisecond)

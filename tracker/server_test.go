@@ -289,3 +289,25 @@ func TestServer_MaxConns(t *testing.T) {
 		t.Errorf("third connection: %q", got)
 	}
 }
+
+// Issue 9, point 12: by default an idle client is never closed, as by the
+// original, and sleep has no cap of its own (only request_timeout's).
+func TestServer_DefaultsAsOriginal(t *testing.T) {
+	def := tracker.DefaultConfig()
+	if def.IdleTimeout != 0 {
+		t.Errorf("default idle_timeout %v; want 0 (never close an idle client)", def.IdleTimeout)
+	}
+	cfg := testConfig()
+	cfg.RequestTimeout = 2 * time.Second
+	tt := startTracker(t, cfg, nil, nil)
+	c := tt.dial()
+	c.want("noop", "OK ")
+	start := time.Now()
+	c.want("sleep duration=1", "OK ")
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Errorf("sleep duration=1 took %v", d)
+	}
+	// Idle for a while, the connection still answers.
+	time.Sleep(500 * time.Millisecond)
+	c.want("noop", "OK ")
+}
