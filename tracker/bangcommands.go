@@ -36,6 +36,46 @@ func (r *recentQueries) all() []string {
 	return append([]string(nil), r.list...)
 }
 
+// pendingQueries are the requests waiting for a query slot, in arrival
+// order, as "!queue" lists them.
+type pendingQueries struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]string
+}
+
+// add records line as waiting; the returned func removes it.
+func (p *pendingQueries) add(line string) func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[uint64]string{}
+	}
+	id := p.next
+	p.next++
+	p.m[id] = line
+	return func() {
+		p.mu.Lock()
+		delete(p.m, id)
+		p.mu.Unlock()
+	}
+}
+
+func (p *pendingQueries) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]uint64, 0, len(p.m))
+	for id := range p.m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = p.m[id]
+	}
+	return out
+}
+
 // watchers are connections that asked "!watch" for the tracker's warnings
 // and errors, as the original streamed its children's errors.
 type watchers struct {
@@ -217,11 +257,9 @@ func (t *Tracker) admin(c *conn, req Request) string {
 		}
 		out = append(out, fmt.Sprintf("Message sent to %d children.", n))
 	case strings.HasPrefix(cmd, "queue"), strings.HasPrefix(cmd, "pend"):
-		// Requests wait for a query slot inside their own connection; there
-		// is no shared pending list to print, only its length.
-		if n := t.stats.pending.Load(); n > 0 {
-			out = append(out, fmt.Sprintf("%d queries waiting for a query worker", n))
-		}
+		// Each request waiting for a query slot, oldest first, as the
+		// original's "<ip> <request line>".
+		out = append(out, t.pendq.all()...)
 	case strings.HasPrefix(cmd, "watch"):
 		if t.watch.toggle(c) {
 			out = append(out, "Added you to watcher list.")

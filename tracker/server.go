@@ -73,6 +73,7 @@ type Options struct {
 
 // Tracker serves the MogileFS protocol on its listen addresses.
 type Tracker struct {
+	pendq  pendingQueries // requests waiting for a query slot, for !queue
 	cfg    Config
 	st     store.Store
 	jobs   Jobs
@@ -487,7 +488,14 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	t.stats.pending.Add(1)
 	if !t.limiter.tryAcquire() {
 		t.stats.outOfWorkers.Add(1)
-		if err := t.limiter.acquire(ctx); err != nil {
+		line := clientIP + " " + req.Cmd
+		if req.Raw != "" {
+			line += " " + req.Raw
+		}
+		done := t.pendq.add(line)
+		err := t.limiter.acquire(ctx)
+		done()
+		if err != nil {
 			t.stats.pending.Add(-1)
 			if t.reqCtx.Err() != nil {
 				return errLine("failure", "Tracker shutting down", callid), true

@@ -311,3 +311,31 @@ func TestServer_DefaultsAsOriginal(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	c.want("noop", "OK ")
 }
+
+// Issue 9, point 12: !queue lists the requests waiting for a query slot as
+// the original did ("<ip> <request line>"), not a count.
+func TestServer_QueueListsPendingQueries(t *testing.T) {
+	cfg := testConfig()
+	cfg.QueryJobs = 1
+	tt := startTracker(t, cfg, nil, nil)
+	busy, waiting, admin := tt.dial(), tt.dial(), tt.dial()
+	busy.send("sleep duration=3\r\n")
+	time.Sleep(200 * time.Millisecond)
+	waiting.send("noop a=1\r\n")
+	var got []string
+	waitFor(t, 2*time.Second, "the noop to wait", func() bool {
+		admin.send("!queue\r\n")
+		got = got[:0]
+		for {
+			l := admin.readLine()
+			if l == ".\r\n" {
+				break
+			}
+			got = append(got, strings.TrimSuffix(l, "\r\n"))
+		}
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0] != "127.0.0.1 noop a=1" {
+		t.Errorf("!queue = %q; want [\"127.0.0.1 noop a=1\"]", got)
+	}
+}
