@@ -53,7 +53,11 @@ func TestFsck_LogsConnectivityProblemAsOriginal(t *testing.T) {
 	o.HTTPClient = &http.Client{Transport: headFails{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	start(t, c.st, o)
 	want := fmt.Sprintf("Connectivity problem reaching device 1 on host %s", n.host.IP)
-	defer func() { if t.Failed() { t.Log(buf.String()) } }()
+	defer func() {
+		if t.Failed() {
+			t.Log(buf.String())
+		}
+	}()
 	waitFor(t, 20*time.Second, "the connectivity line", func() bool { return strings.Contains(buf.String(), want) })
 	if !strings.Contains(buf.String(), "job=fsck") {
 		t.Errorf("the line is not the fsck job's: %s", buf.String())
