@@ -149,6 +149,11 @@
 // original's "Job <job> has only N, wants M, making K." and
 // "Child <pid> (<job>) died: 0 (UNEXPECTED)".
 //
+// The original's test-rig environment is honoured: with TESTING set (to
+// anything Perl calls true) a failed replication is retried after 1 s
+// instead of the back-off, and T_FAKE_IO_DEV<N>=<pct> overrides device N's
+// I/O utilisation as the monitor reports it (and so get_paths ordering).
+//
 // # Differences from MogileFS 2.73
 //
 // Each is deliberate and pinned by a test.

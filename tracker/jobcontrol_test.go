@@ -168,3 +168,18 @@ func TestJobControl_AsOriginal(t *testing.T) {
 		t.Errorf("replicate after !want 0 job_master: %q", j)
 	}
 }
+
+// Issue 9, point 5: the original's test-rig variables reach the workers:
+// TESTING and, only with it, T_FAKE_IO_DEV<N>.
+func TestJobsOptions_TestingEnv(t *testing.T) {
+	t.Setenv("T_FAKE_IO_DEV3", "80")
+	t.Setenv("TESTING", "")
+	if o := tracker.JobsOptions(testConfig()); o.Testing || o.FakeIOUtil != nil {
+		t.Errorf("without TESTING: Testing %v, FakeIOUtil %v; want off", o.Testing, o.FakeIOUtil)
+	}
+	t.Setenv("TESTING", "1")
+	o := tracker.JobsOptions(testConfig())
+	if !o.Testing || o.FakeIOUtil[3] != "80" || len(o.FakeIOUtil) != 1 {
+		t.Errorf("with TESTING=1: Testing %v, FakeIOUtil %v; want on, {3: 80}", o.Testing, o.FakeIOUtil)
+	}
+}

@@ -87,6 +87,14 @@ type Options struct {
 	// CloseGrace is how long Close lets in-flight items finish before
 	// cancelling and handing them back.
 	CloseGrace time.Duration
+	// Testing is the original's TESTING environment variable: a failed
+	// replication is retried after 1 s instead of the back-off, and
+	// FakeIOUtil applies.
+	Testing bool
+	// FakeIOUtil overrides the I/O utilisation the monitor reports for a
+	// device (the original's T_FAKE_IO_DEV<N>=<pct>), while Testing is set;
+	// it steers get_paths ordering as a real figure would.
+	FakeIOUtil map[int]string
 	// StreamPort is mogstored_stream_port: the storage nodes' management
 	// port, where the monitor watches I/O utilisation. 0 (or less) watches
 	// nothing, as mogstored_stream_port = 0 does; DefaultOptions has 7501.
@@ -294,7 +302,22 @@ func (m *Manager) Namespace() *cluster.Cache { return m.ns }
 
 // Observe is the monitor's view of a device, as the cluster model's
 // predicates take it.
-func (m *Manager) Observe(devid int) cluster.Observation { return m.obs.observe(devid) }
+func (m *Manager) Observe(devid int) cluster.Observation {
+	o := m.obs.observe(devid)
+	if v, ok := m.opts.FakeIOUtil[devid]; ok && m.opts.Testing {
+		o.Utilization, o.UtilizationOK = v, true
+	}
+	return o
+}
+
+// retryDelay is how long a failed replication waits: the back-off, or 1 s
+// under TESTING, as in the original.
+func (m *Manager) retryDelay(failcount int) time.Duration {
+	if m.opts.Testing {
+		return time.Second
+	}
+	return replicateBackoff(failcount)
+}
 
 // Observed is the monitor's view of a device: "writeable", "readable" or
 // "unreachable" (a device on an unreachable host is unreachable). ok is

@@ -339,14 +339,14 @@ func (m *Manager) replicateItem(ctx context.Context, it store.QueueItem) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if rerr := m.reschedule(ctx, q, it.Fid, replicateBackoff(it.FailCount), true); rerr != nil {
+			if rerr := m.reschedule(ctx, q, it.Fid, m.retryDelay(it.FailCount), true); rerr != nil {
 				return rerr
 			}
 			return terr
 		}
 		return m.finish(ctx, q, it.Fid)
 	}
-	if rerr := m.reschedule(ctx, q, it.Fid, replicateBackoff(it.FailCount), true); rerr != nil {
+	if rerr := m.reschedule(ctx, q, it.Fid, m.retryDelay(it.FailCount), true); rerr != nil {
 		return rerr
 	}
 	return err
