@@ -3,6 +3,8 @@ package tracker
 import (
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +32,52 @@ func (r *recentQueries) all() []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.list...)
 }
+
+// pendingQueries are the requests waiting for a query slot, in arrival
+// order, as "!queue" lists them.
+type pendingQueries struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]string
+}
+
+// add records line as waiting; the returned func removes it.
+func (p *pendingQueries) add(line string) func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[uint64]string{}
+	}
+	id := p.next
+	p.next++
+	p.m[id] = line
+	return func() {
+		p.mu.Lock()
+		delete(p.m, id)
+		p.mu.Unlock()
+	}
+}
+
+func (p *pendingQueries) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]uint64, 0, len(p.m))
+	for id := range p.m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = p.m[id]
+	}
+	return out
+}
+
+// The original's argument patterns of !want and !to.
+var (
+	wantArgs = regexp.MustCompile(`^(\d+)\s+(\S+)`)
+	toArgs   = regexp.MustCompile(`^(\S+)\s+(.+)`)
+)
 
 // admin answers the ProcManager "!" commands; the reply always ends ".\r\n".
 // Commands match by prefix, as the original's regexes did.
@@ -70,61 +118,76 @@ func (t *Tracker) admin(c *conn, req Request) string {
 		}
 	case strings.HasPrefix(cmd, "jobs"):
 		limit, _ := t.limiter.get()
-		jobs := []JobStatus{{Job: "queryworker", Count: limit, Desired: limit}}
+		jobs := []JobStatus{{Job: "queryworker", Count: limit, Desired: limit, Started: true}}
 		if t.jobs != nil && t.jobsOpen {
 			jobs = append(jobs, t.jobs.JobStatus()...)
 		}
 		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Job < jobs[j].Job })
 		for _, j := range jobs {
-			// Goroutines have no pids; the tracker's own pid stands in.
+			if !j.Started {
+				continue // the original lists only jobs it has had children for
+			}
+			// Goroutines have no pids; the tracker's own pid stands in, once
+			// per running worker, so that scripts counting pids count workers.
+			pids := make([]string, j.Count)
+			for i := range pids {
+				pids[i] = strconv.Itoa(os.Getpid())
+			}
 			out = append(out, fmt.Sprintf("%s count %d", j.Job, j.Count),
 				fmt.Sprintf("%s desired %d", j.Job, j.Desired),
-				fmt.Sprintf("%s pids %d", j.Job, os.Getpid()))
+				fmt.Sprintf("%s pids %s", j.Job, strings.Join(pids, " ")))
 		}
 	case strings.HasPrefix(cmd, "want"):
-		f := strings.Fields(args)
-		n, err := 0, error(nil)
-		if len(f) >= 2 {
-			n, err = strconv.Atoi(f[0])
-		}
-		if len(f) < 2 || err != nil || n < 0 {
+		m := wantArgs.FindStringSubmatch(args)
+		if m == nil {
 			out = append(out, "ERROR: usage: !want <count> <jobclass>")
 			break
 		}
-		n = min(n, 500)
-		job := f[1]
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n > 500 {
+			n = 500 // as the original, which caps the count at 500
+		}
+		job := m[2]
+		classes := []string{"queryworker"}
+		if t.jobs != nil && t.jobsOpen {
+			classes = append(classes, t.jobs.Classes()...)
+		}
+		sort.Strings(classes)
 		switch {
 		case job == "queryworker":
-			if n < 1 {
-				n = 1 // a tracker with no query slots could never answer again
-			}
+			// 0 is allowed, as in the original: requests then wait for a
+			// slot (admin commands are still answered) until !want raises it.
 			t.limiter.set(n)
-			out = append(out, fmt.Sprintf("Now desiring %d children doing '%s'.", n, job))
-		case t.jobs != nil && t.jobsOpen:
-			if err := t.jobs.SetWant(job, n); err != nil {
-				out = append(out, fmt.Sprintf("ERROR: Invalid class '%s': %v", job, err))
-			} else {
-				out = append(out, fmt.Sprintf("Now desiring %d children doing '%s'.", n, job))
-			}
+		case slices.Contains(classes, job):
+			// The original answers so even when it ignores the count (more
+			// than one monitor or job_master); so do we.
+			_ = t.jobs.SetWant(job, n)
 		default:
-			out = append(out, fmt.Sprintf("ERROR: Invalid class '%s'.  Valid classes: queryworker", job))
+			out = append(out, fmt.Sprintf("ERROR: Invalid class '%s'.  Valid classes: %s", job, strings.Join(classes, ", ")))
+		}
+		if len(out) == 0 {
+			out = append(out, fmt.Sprintf("Now desiring %d children doing '%s'.", n, job))
 		}
 	case strings.HasPrefix(cmd, "to"):
-		job, msg, ok := strings.Cut(strings.TrimSpace(args), " ")
-		if !ok || strings.TrimSpace(msg) == "" {
+		m := toArgs.FindStringSubmatch(args)
+		if m == nil {
 			out = append(out, "ERROR: usage: !to <jobclass> <message>")
 			break
 		}
-		// No gomogile worker takes messages yet (the original's job
-		// classes answer a few; issue 9 adds them), so none is sent.
-		_ = job
-		out = append(out, "Message sent to 0 children.")
-	case strings.HasPrefix(cmd, "queue"), strings.HasPrefix(cmd, "pend"):
-		// Requests wait for a query slot inside their own connection; there
-		// is no shared pending list to print, only its length.
-		if n := t.stats.pending.Load(); n > 0 {
-			out = append(out, fmt.Sprintf("%d queries waiting for a query worker", n))
+		n := 0
+		switch {
+		case m[1] == "queryworker":
+			// Query slots are not goroutines that read messages; the count
+			// is what the original would report, and nothing else happens.
+			n, _ = t.limiter.get()
+		case t.jobs != nil && t.jobsOpen:
+			n = t.jobs.Message(m[1], m[2])
 		}
+		out = append(out, fmt.Sprintf("Message sent to %d children.", n))
+	case strings.HasPrefix(cmd, "queue"), strings.HasPrefix(cmd, "pend"):
+		// Each request waiting for a query slot, oldest first, as the
+		// original's "<ip> <request line>".
+		out = append(out, t.pendq.all()...)
 	case strings.HasPrefix(cmd, "watch"):
 		if t.watch.toggle(c) {
 			out = append(out, "Added you to watcher list.")

@@ -91,7 +91,8 @@ type Config struct {
 	// RequestTimeout bounds one request's work, database and storage
 	// nodes included (request_timeout, seconds); sleep is capped by it.
 	RequestTimeout time.Duration
-	// SleepMax caps the sleep command (sleep_max, seconds).
+	// SleepMax caps the sleep command (sleep_max, seconds; 0 = no cap but
+	// request_timeout's, as the original has none).
 	SleepMax time.Duration
 
 	// Protections against hostile clients (see the README's "Security").
@@ -138,7 +139,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:     10 * time.Second,
 		MaxConns:            10000,
 		NamespaceCacheTTL:   3 * time.Second,
-		SleepMax:            60 * time.Second,
+		SleepMax:            0,
 		RequestTimeout:      30 * time.Second,
 	}
 }

@@ -147,4 +147,51 @@
 // told how many lines it lost); log values are cut to 256 bytes; store
 // error texts are logged, not sent. The README's "Security" section lists
 // the keys, defaults and a hardened example.
+//
+// # Job control
+//
+// The original forks a child per worker; gomogile runs a goroutine per
+// worker with the same observable model. "!want N <job>" sets the desired
+// count of any job class (queryworker, replicate, delete, fsck, reaper,
+// monitor, job_master), 0 included; "!jobs" lists count, desired and pids
+// of every job that has had workers; replicate, delete and fsck workers
+// run only while a job master is wanted (job_master = 0 or --no-job_master
+// starts none, "!want 1 job_master" starts them, "!want 0 job_master"
+// stops them); "!to <job> :shutdown" ends each worker of the job, which is
+// replaced at once, and "!to <job> :wake_up" makes idle workers look for
+// work now. "!watch" streams lines as the original did: ":: " and the
+// message, a worker's prefixed with "[<job>(<pid>)] ", including the
+// original's "Job <job> has only N, wants M, making K." and
+// "Child <pid> (<job>) died: 0 (UNEXPECTED)".
+//
+// The original's test-rig environment is honoured: with TESTING set (to
+// anything Perl calls true) a failed replication is retried after 1 s
+// instead of the back-off, and T_FAKE_IO_DEV<N>=<pct> overrides device N's
+// I/O utilisation as the monitor reports it (and so get_paths ordering).
+//
+// # Differences from MogileFS 2.73
+//
+// Each is deliberate and pinned by a test.
+//
+//   - A job's pids in "!jobs" are the tracker's own pid, once per running
+//     worker (goroutines have none of their own), and so is the pid in
+//     "!watch" lines (TestJobControl_AsOriginal).
+//   - "!to queryworker <msg>" reports the query slots as the children it
+//     reached but does nothing: query slots are not goroutines that read
+//     messages. Messages other than :shutdown and :wake_up are counted and
+//     ignored: the rest of the original's worker messages belong to its
+//     process plumbing (TestJobControl_AsOriginal).
+//   - "!want 0 job_master" stops the queue workers at once (each after its
+//     current item); the original let them finish work its parent already
+//     held in memory, which gomogile does not have (TestJobControl_AsOriginal,
+//     TestFsck_NoJobMaster).
+//   - A rebalance never deletes a source copy that would leave the file
+//     with fewer copies than its class wants, or with copies that no longer
+//     satisfy its policy; the original does when the target devices already
+//     hold the file (from_devices=2 to_devices=1,3 with copies on 1, 2, 3
+//     leaves 2). The row is dropped with an error instead
+//     (TestRebalance_TargetsHoldingTheFileKeepMinDevCount).
+//   - With no monitor running ("!want 0 monitor"), clear_cache and
+//     do_monitor_round fail at the request's deadline (request_timeout)
+//     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).
 package tracker

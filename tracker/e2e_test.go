@@ -49,6 +49,10 @@ func fastJobs(st store.Store, hc *http.Client, host string) tracker.Jobs {
 // NewJobs takes them.
 func fastJobsCfg(st store.Store, hc *http.Client, host string, cfg tracker.Config) tracker.Jobs {
 	o := tracker.JobsOptions(cfg)
+	// testConfig turns the job master off for the query-command tests; the
+	// workers run only with one (as in the original), so they get one. It
+	// injects nothing unless a test starts fsck or rebalance for host.
+	o.NoJobMaster = false
 	o.Hostname = host
 	o.MonitorInterval = 100 * time.Millisecond
 	o.QueuePoll = 50 * time.Millisecond

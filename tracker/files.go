@@ -259,7 +259,7 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	c := store.Commit{
 		Fid: fid, DomainID: dom.ID, Key: key, ClassID: tf.ClassID, Length: size,
 		DevIDs:    []int{devid},
-		Replicate: !classOK || class.MinDevCount > 1,
+		Replicate: !classOK || needsCopies(class),
 	}
 	if haveSum && classOK && class.HashType == sumType {
 		c.Checksum = &store.Checksum{Fid: fid, HashType: sumType, Sum: sum}
@@ -663,4 +663,20 @@ func (t *Tracker) cmdListFids(ctx context.Context, r *request) (*Reply, error) {
 	}
 	res.Set("fid_count", len(files))
 	return res, nil
+}
+
+// needsCopies says whether a file of class needs more than the one copy an
+// upload makes: its policy's count (MultipleHosts(N), MultipleDevices(N))
+// or, without one, its mindevcount. A class with mindevcount=1 and
+// MultipleHosts(2) is replicated at upload, not left at one copy until an
+// fsck. A policy that does not parse is left to the replicate worker.
+func needsCopies(class store.Class) bool {
+	p, err := cluster.ParseReplPolicy(class.ReplPolicy)
+	if err != nil {
+		return true
+	}
+	if p.Min > 0 {
+		return p.Min > 1
+	}
+	return class.MinDevCount > 1
 }

@@ -2,6 +2,9 @@ package tracker
 
 import (
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/jobs"
@@ -38,7 +41,31 @@ func JobsOptions(cfg Config) jobs.Options {
 	o.RebalanceIgnoreMissing = cfg.RebalanceIgnoreMissing
 	o.NamespaceTTL = cfg.NamespaceCacheTTL
 	o.StreamPort = cfg.MogstoredStreamPort
+	o.Testing, o.FakeIOUtil = testingEnv(os.Environ())
 	return o
+}
+
+// testingEnv reads the original's test-rig variables: TESTING (any value
+// Perl calls true) and, with it, T_FAKE_IO_DEV<N>=<pct>.
+func testingEnv(env []string) (testing bool, fake map[int]string) {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "TESTING" {
+			testing = perlTrue(v)
+		}
+		if n, ok := strings.CutPrefix(k, "T_FAKE_IO_DEV"); ok {
+			if id, err := strconv.Atoi(n); err == nil && id > 0 {
+				if fake == nil {
+					fake = map[int]string{}
+				}
+				fake[id] = v
+			}
+		}
+	}
+	if !testing {
+		fake = nil
+	}
+	return testing, fake
 }
 
 // JobsFor is m as the tracker's Jobs seam.
@@ -50,7 +77,7 @@ type jobsManager struct{ *jobs.Manager }
 func (m jobsManager) JobStatus() []JobStatus {
 	var out []JobStatus
 	for _, s := range m.Stats() {
-		out = append(out, JobStatus{Job: s.Name, Count: s.Running, Desired: s.Wanted})
+		out = append(out, JobStatus{Job: s.Name, Count: s.Running, Desired: s.Wanted, Started: s.Started})
 	}
 	return out
 }

@@ -12,10 +12,13 @@ import (
 // manager's monitor, not for any database.
 type utilJobs map[int]string
 
-func (utilJobs) Open(context.Context) error { return nil }
-func (utilJobs) Close() error               { return nil }
-func (utilJobs) SetWant(string, int) error  { return nil }
-func (utilJobs) JobStatus() []JobStatus     { return nil }
+func (utilJobs) Open(context.Context) error         { return nil }
+func (utilJobs) Close() error                       { return nil }
+func (utilJobs) SetWant(string, int) error          { return nil }
+func (utilJobs) JobStatus() []JobStatus             { return nil }
+func (utilJobs) Classes() []string                  { return nil }
+func (utilJobs) Message(string, string) int         { return 0 }
+func (utilJobs) MonitorRound(context.Context) error { return nil }
 func (u utilJobs) Observe(id int) cluster.Observation {
 	v, ok := u[id]
 	return cluster.Observation{Monitored: true, State: cluster.StateWriteable,

@@ -125,7 +125,9 @@ func (t *Tracker) cmdSleep(ctx context.Context, r *request) (*Reply, error) {
 	if d <= 0 {
 		d = 10 * time.Second
 	}
-	d = min(d, t.cfg.SleepMax)
+	if t.cfg.SleepMax > 0 {
+		d = min(d, t.cfg.SleepMax)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		// Answer within the request's own deadline rather than fail at it.
 		d = min(d, time.Until(dl)-100*time.Millisecond)
@@ -138,12 +140,23 @@ func (t *Tracker) cmdSleep(ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
+// cmdClearCache and cmdDoMonitorRound drop the namespace caches and, as the
+// original, answer only after a full monitor round that started after the
+// request, so that every worker has seen the change (class hash type,
+// device state) by the time the client hears OK. The wait is bounded by the
+// request's deadline (request_timeout).
 func (t *Tracker) cmdClearCache(ctx context.Context, r *request) (*Reply, error) {
-	t.ns.Invalidate()
-	return nil, nil
+	return nil, t.monitorRound(ctx)
 }
 
 func (t *Tracker) cmdDoMonitorRound(ctx context.Context, r *request) (*Reply, error) {
+	return nil, t.monitorRound(ctx)
+}
+
+func (t *Tracker) monitorRound(ctx context.Context) error {
 	t.ns.Invalidate()
-	return nil, nil
+	if t.jobs == nil || !t.jobsOpen {
+		return nil
+	}
+	return t.jobs.MonitorRound(ctx)
 }

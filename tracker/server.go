@@ -36,14 +36,26 @@ type Jobs interface {
 	Close() error
 	SetWant(jobclass string, n int) error
 	JobStatus() []JobStatus
+	// Classes are the job classes !want knows besides queryworker.
+	Classes() []string
+	// Message delivers a !to message to a job's workers and says to how many.
+	Message(jobclass, msg string) int
+	// MonitorRound drops the workers' caches and returns after a full
+	// monitor pass that started after the call (clear_cache).
+	MonitorRound(ctx context.Context) error
 	Observe(devid int) cluster.Observation
 }
+
+// loggerSetter is a Jobs that New gives the tracker's logger, so that its
+// records reach "!watch".
+type loggerSetter interface{ SetLogger(*slog.Logger) }
 
 // JobStatus is one line group of "!jobs".
 type JobStatus struct {
 	Job     string
 	Count   int
 	Desired int
+	Started bool // the job has had workers; !jobs lists only those
 }
 
 // Options are New's optional dependencies; nil means all defaults.
@@ -64,6 +76,7 @@ type Options struct {
 
 // Tracker serves the MogileFS protocol on its listen addresses.
 type Tracker struct {
+	pendq  pendingQueries // requests waiting for a query slot, for !queue
 	cfg    Config
 	st     store.Store
 	jobs   Jobs
@@ -137,7 +150,13 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		t.ns = jm.Namespace()
 	}
 	t.commands = t.commandTable()
-	t.log = slog.New(newLogHandler(parent.Handler(), w)).With("component", "tracker")
+	watched := slog.New(newLogHandler(parent.Handler(), w))
+	t.log = watched.With("component", "tracker")
+	if ls, ok := opts.Jobs.(loggerSetter); ok {
+		// The workers' warnings and errors reach !watch too, as the
+		// original's children's errors did.
+		ls.SetLogger(watched)
+	}
 	if t.host == "" {
 		t.host, _ = os.Hostname()
 	}
@@ -486,7 +505,14 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	t.stats.pending.Add(1)
 	if !t.limiter.tryAcquire() {
 		t.stats.outOfWorkers.Add(1)
-		if err := t.limiter.acquire(ctx); err != nil {
+		line := clientIP + " " + req.Cmd
+		if req.Raw != "" {
+			line += " " + req.Raw
+		}
+		done := t.pendq.add(line)
+		err := t.limiter.acquire(ctx)
+		done()
+		if err != nil {
 			t.stats.pending.Add(-1)
 			if t.reqCtx.Err() != nil {
 				return errLine("failure", "Tracker shutting down", callid), true

@@ -126,7 +126,7 @@ func TestServer_AdminCommands(t *testing.T) {
 	// A watcher sees the tracker's errors as they happen.
 	other := tt.dial()
 	other.want("test crash=1", "ERR failure Operation+failed")
-	if got := c.readLine(); !strings.HasPrefix(got, "command failed ") || !strings.Contains(got, "crashed on purpose") {
+	if got := c.readLine(); !strings.HasPrefix(got, ":: command failed ") || !strings.Contains(got, "crashed on purpose") {
 		t.Errorf("watched error line: %q", got)
 	}
 	c.send("!watch\r\n")
@@ -287,5 +287,55 @@ func TestServer_MaxConns(t *testing.T) {
 	c := tt.dial()
 	if got := c.readLine(); got != "ERR too_many_connections Too+many+client+connections\r\n" {
 		t.Errorf("third connection: %q", got)
+	}
+}
+
+// Issue 9, point 12: by default an idle client is never closed, as by the
+// original, and sleep has no cap of its own (only request_timeout's).
+func TestServer_DefaultsAsOriginal(t *testing.T) {
+	def := tracker.DefaultConfig()
+	if def.IdleTimeout != 0 {
+		t.Errorf("default idle_timeout %v; want 0 (never close an idle client)", def.IdleTimeout)
+	}
+	cfg := testConfig()
+	cfg.RequestTimeout = 2 * time.Second
+	tt := startTracker(t, cfg, nil, nil)
+	c := tt.dial()
+	c.want("noop", "OK ")
+	start := time.Now()
+	c.want("sleep duration=1", "OK ")
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Errorf("sleep duration=1 took %v", d)
+	}
+	// Idle for a while, the connection still answers.
+	time.Sleep(500 * time.Millisecond)
+	c.want("noop", "OK ")
+}
+
+// Issue 9, point 12: !queue lists the requests waiting for a query slot as
+// the original did ("<ip> <request line>"), not a count.
+func TestServer_QueueListsPendingQueries(t *testing.T) {
+	cfg := testConfig()
+	cfg.QueryJobs = 1
+	tt := startTracker(t, cfg, nil, nil)
+	busy, waiting, admin := tt.dial(), tt.dial(), tt.dial()
+	busy.send("sleep duration=3\r\n")
+	time.Sleep(200 * time.Millisecond)
+	waiting.send("noop a=1\r\n")
+	var got []string
+	waitFor(t, 2*time.Second, "the noop to wait", func() bool {
+		admin.send("!queue\r\n")
+		got = got[:0]
+		for {
+			l := admin.readLine()
+			if l == ".\r\n" {
+				break
+			}
+			got = append(got, strings.TrimSuffix(l, "\r\n"))
+		}
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0] != "127.0.0.1 noop a=1" {
+		t.Errorf("!queue = %q; want [\"127.0.0.1 noop a=1\"]", got)
 	}
 }

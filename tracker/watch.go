@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 )
@@ -277,16 +276,12 @@ type watchHandler struct {
 
 func (h *watchHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn && h.w.active() {
-		var b strings.Builder
-		b.WriteString(r.Message)
-		for _, a := range h.attrs {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		}
+		attrs := append([]slog.Attr(nil), h.attrs...)
 		r.Attrs(func(a slog.Attr) bool {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+			attrs = append(attrs, a)
 			return true
 		})
-		h.w.send(b.String())
+		h.w.send(watchLine(r.Message, attrs))
 	}
 	return h.Handler.Handle(ctx, r)
 }

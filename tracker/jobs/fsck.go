@@ -191,6 +191,7 @@ func (m *Manager) checkFid(ctx context.Context, fid int64, o fsckOpts) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			m.logConnectivity(d)
 			return fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
 		}
 		if err != nil || size != s.f.Length {
@@ -287,6 +288,7 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
+				m.logConnectivity(d)
 				return fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
 			}
 			if !missing && size == s.f.Length {
@@ -609,4 +611,10 @@ func (m *Manager) intSetting(ctx context.Context, key string, def int64) int64 {
 		return def
 	}
 	return n
+}
+
+// logConnectivity is the original's line for a copy fsck cannot reach,
+// which operators' scripts wait for on !watch.
+func (m *Manager) logConnectivity(d *device) {
+	m.log.Warn(fmt.Sprintf("Connectivity problem reaching device %d on host %s", d.ID, d.Host.IP), "job", JobFsck)
 }

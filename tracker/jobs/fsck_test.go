@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
 // rawDB reaches the SQLite database behind the store, to corrupt rows the
@@ -190,8 +191,10 @@ func TestFsck_BadCopyReplaced(t *testing.T) {
 	}
 }
 
-// With NoJobMaster a tracker named by fsck_host injects nothing; its fsck
-// workers still work what others queue.
+// With NoJobMaster a tracker named by fsck_host injects nothing, and, as
+// in the original (which spawns no fsck child without a job master), its
+// fsck workers do not run either: what another tracker queues waits for a
+// tracker with a job master. !want 1 job_master starts them.
 func TestFsck_NoJobMaster(t *testing.T) {
 	c := newCluster(t)
 	c.addNode(1)
@@ -210,29 +213,33 @@ func TestFsck_NoJobMaster(t *testing.T) {
 	}
 	o := fastOptions(t)
 	o.NoJobMaster = true
-	startFsck(t, c.st, o.Hostname)
 	m := start(t, c.st, o)
 	// b is queued by hand, as another tracker's job master would.
 	if err := c.st.Enqueue(ctx, store.QueueFsck, store.QueueEntry{Fid: b}); err != nil {
 		t.Fatal(err)
 	}
+	// Give fsck workers, were there any, many polls to take b.
+	time.Sleep(500 * time.Millisecond)
+	if n := queueLen(t, c.st, store.QueueFsck); n != 1 {
+		t.Errorf("fsck queue has %d rows; want b left queued", n)
+	}
+	for _, s := range m.Stats() {
+		switch s.Name {
+		case "job_master", "fsck", "replicate", "delete":
+			if s.Running != 0 || s.Started {
+				t.Errorf("%s running %d started %v without a job master; want none", s.Name, s.Running, s.Started)
+			}
+		}
+	}
+	// A job master brings the workers up; b is checked. (fsck_host is not
+	// this tracker's, so the job master injects nothing of its own.)
+	if err := m.SetWant(jobs.JobMaster, 1); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 10*time.Second, "b to be checked", func() bool { return queueLen(t, c.st, store.QueueFsck) == 0 })
-	// Give a job master, were there one, several polls to inject a.
-	time.Sleep(300 * time.Millisecond)
-	if n := queueLen(t, c.st, store.QueueFsck); n != 0 {
-		t.Errorf("fsck queue has %d rows; want nothing injected", n)
-	}
-	if v, err := c.st.ServerSetting(ctx, "fsck_host"); err != nil || v != o.Hostname {
-		t.Errorf("fsck_host = %q, %v; want left at %q", v, err, o.Hostname)
-	}
 	fa, _ := c.st.File(ctx, a)
 	fb, _ := c.st.File(ctx, b)
 	if fa.DevCount != 9 || fb.DevCount != 2 {
 		t.Errorf("devcount a=%d b=%d; want a untouched (9), b repaired (2)", fa.DevCount, fb.DevCount)
-	}
-	for _, s := range m.Stats() {
-		if s.Name == "job_master" && (s.Wanted != 0 || s.Running != 0) {
-			t.Errorf("job_master wanted %d running %d; want 0, 0", s.Wanted, s.Running)
-		}
 	}
 }

@@ -87,6 +87,14 @@ type Options struct {
 	// CloseGrace is how long Close lets in-flight items finish before
 	// cancelling and handing them back.
 	CloseGrace time.Duration
+	// Testing is the original's TESTING environment variable: a failed
+	// replication is retried after 1 s instead of the back-off, and
+	// FakeIOUtil applies.
+	Testing bool
+	// FakeIOUtil overrides the I/O utilisation the monitor reports for a
+	// device (the original's T_FAKE_IO_DEV<N>=<pct>), while Testing is set;
+	// it steers get_paths ordering as a real figure would.
+	FakeIOUtil map[int]string
 	// StreamPort is mogstored_stream_port: the storage nodes' management
 	// port, where the monitor watches I/O utilisation. 0 (or less) watches
 	// nothing, as mogstored_stream_port = 0 does; DefaultOptions has 7501.
@@ -117,6 +125,7 @@ type JobStat struct {
 	Name      string
 	Wanted    int
 	Running   int
+	Started   bool  // it has had a worker since Open
 	Processed int64 // items handled (queue rows, passes of a loop)
 	Errors    int64
 }
@@ -144,16 +153,26 @@ type Manager struct {
 	classes   map[string]*jobClass
 }
 
-// jobClass counts one job class; pooled classes also track their workers.
+// jobClass counts one job class and tracks its running workers, as the
+// original's ProcManager tracked each job's children.
 type jobClass struct {
-	name      string
-	pooled    bool
-	want      int
-	workers   []context.CancelFunc // one per running pooled worker
+	name string
+	// most is how many workers the class may have (monitor and
+	// job_master: 1, as the original's request_job_process allows); 0: no
+	// bound but !want's own.
+	most int
+	// needsMaster: the class runs only while a job master is wanted, as the
+	// original spawns no replicate, delete or fsck child without one.
+	needsMaster bool
+	want        int
+	workers     []*worker
+	// started: the class has had a worker; !jobs lists only those, as the
+	// original lists the jobs it has had children for.
+	started   bool
 	running   atomic.Int64
 	processed atomic.Int64
 	errors    atomic.Int64
-	run       func(stop context.Context) // pooled worker body
+	run       func(stop context.Context) // worker body
 }
 
 // New builds a Manager; it starts nothing until Open.
@@ -212,12 +231,12 @@ func New(st store.Store, opts Options) *Manager {
 		m.watch = newWatchers(m.obs, opts.StreamPort, m.log.With("job", JobMonitor))
 	}
 	m.classes = map[string]*jobClass{
-		JobReplicate: {name: JobReplicate, pooled: true, want: max(opts.ReplicateWorkers, 0)},
-		JobDelete:    {name: JobDelete, pooled: true, want: max(opts.DeleteWorkers, 0)},
-		JobFsck:      {name: JobFsck, pooled: true, want: max(opts.FsckWorkers, 0)},
+		JobReplicate: {name: JobReplicate, needsMaster: true, want: max(opts.ReplicateWorkers, 0)},
+		JobDelete:    {name: JobDelete, needsMaster: true, want: max(opts.DeleteWorkers, 0)},
+		JobFsck:      {name: JobFsck, needsMaster: true, want: max(opts.FsckWorkers, 0)},
 		JobReaper:    {name: JobReaper, want: 1},
-		JobMonitor:   {name: JobMonitor, want: 1},
-		JobMaster:    {name: JobMaster, want: 1},
+		JobMonitor:   {name: JobMonitor, most: 1, want: 1},
+		JobMaster:    {name: JobMaster, most: 1, want: 1},
 	}
 	if opts.NoJobMaster {
 		m.classes[JobMaster].want = 0
@@ -228,6 +247,9 @@ func New(st store.Store, opts Options) *Manager {
 	m.classes[JobReplicate].run = m.replicateWorker
 	m.classes[JobDelete].run = m.deleteWorker
 	m.classes[JobFsck].run = m.fsckWorker
+	m.classes[JobMonitor].run = m.monitorLoop
+	m.classes[JobReaper].run = m.reaperLoop
+	m.classes[JobMaster].run = m.jobMasterLoop
 	return m
 }
 
@@ -250,71 +272,7 @@ func (m *Manager) Open(ctx context.Context) error {
 	m.leaseCtx, m.leaseStop = context.WithCancel(context.WithoutCancel(ctx))
 	m.workCtx, m.workStop = context.WithCancel(context.WithoutCancel(ctx))
 
-	m.startLoop(JobMonitor, m.monitorLoop)
-	if !m.opts.NoReaper {
-		m.startLoop(JobReaper, m.reaperLoop)
-	}
-	if !m.opts.NoJobMaster {
-		m.startLoop(JobMaster, m.jobMasterLoop)
-	}
-	for _, name := range []string{JobReplicate, JobDelete, JobFsck} {
-		m.resizeLocked(m.classes[name])
-	}
-	return nil
-}
-
-// startLoop runs a single-instance loop until the lease context ends.
-func (m *Manager) startLoop(name string, loop func(ctx context.Context)) {
-	jc := m.classes[name]
-	jc.running.Add(1)
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		defer jc.running.Add(-1)
-		loop(m.leaseCtx)
-	}()
-}
-
-// resizeLocked starts or stops pooled workers to match want. A stopped
-// worker finishes its current item first. m.mu is held.
-func (m *Manager) resizeLocked(jc *jobClass) {
-	for len(jc.workers) < jc.want {
-		stopCtx, stop := context.WithCancel(m.leaseCtx)
-		jc.workers = append(jc.workers, stop)
-		jc.running.Add(1)
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			defer jc.running.Add(-1)
-			jc.run(stopCtx)
-		}()
-	}
-	for len(jc.workers) > jc.want {
-		last := len(jc.workers) - 1
-		jc.workers[last]()
-		jc.workers = jc.workers[:last]
-	}
-}
-
-// SetWant sets how many workers of a pooled class (replicate, delete, fsck)
-// run, at once (!want).
-func (m *Manager) SetWant(jobClass string, n int) error {
-	if n < 0 {
-		return fmt.Errorf("jobs: want %s %d: %w", jobClass, n, store.ErrInvalid)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	jc, ok := m.classes[jobClass]
-	if !ok || !jc.pooled {
-		return fmt.Errorf("jobs: want %q: not an adjustable job class: %w", jobClass, store.ErrInvalid)
-	}
-	if m.isClosed {
-		return fmt.Errorf("jobs: want %s: %w", jobClass, store.ErrClosed)
-	}
-	jc.want = n
-	if m.opened {
-		m.resizeLocked(jc)
-	}
+	m.reconcileLocked()
 	return nil
 }
 
@@ -326,6 +284,7 @@ func (m *Manager) Stats() []JobStat {
 	for _, jc := range m.classes {
 		out = append(out, JobStat{
 			Name:      jc.name,
+			Started:   jc.started,
 			Wanted:    jc.want,
 			Running:   int(jc.running.Load()),
 			Processed: jc.processed.Load(),
@@ -343,7 +302,22 @@ func (m *Manager) Namespace() *cluster.Cache { return m.ns }
 
 // Observe is the monitor's view of a device, as the cluster model's
 // predicates take it.
-func (m *Manager) Observe(devid int) cluster.Observation { return m.obs.observe(devid) }
+func (m *Manager) Observe(devid int) cluster.Observation {
+	o := m.obs.observe(devid)
+	if v, ok := m.opts.FakeIOUtil[devid]; ok && m.opts.Testing {
+		o.Utilization, o.UtilizationOK = v, true
+	}
+	return o
+}
+
+// retryDelay is how long a failed replication waits: the back-off, or 1 s
+// under TESTING, as in the original.
+func (m *Manager) retryDelay(failcount int) time.Duration {
+	if m.opts.Testing {
+		return time.Second
+	}
+	return replicateBackoff(failcount)
+}
 
 // Observed is the monitor's view of a device: "writeable", "readable" or
 // "unreachable" (a device on an unreachable host is unreachable). ok is
@@ -482,6 +456,7 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 		case <-stop.Done():
 			return
 		case <-t.C:
+		case <-wakeOf(stop):
 		}
 	}
 }

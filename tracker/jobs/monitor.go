@@ -40,6 +40,12 @@ type observations struct {
 	util      map[int]devUtil // devid -> latest watch figure
 	firstPass chan struct{}
 	once      sync.Once
+
+	// Passes are numbered: started is the number of the pass running or
+	// last run, completed the last one finished; passDone is closed (and
+	// replaced) at each completion. MonitorRound waits on them.
+	started, completed uint64
+	passDone           chan struct{}
 }
 
 type devObs struct {
@@ -54,7 +60,7 @@ type devObs struct {
 }
 
 func newObservations() *observations {
-	return &observations{dev: map[int]devObs{}, hostOK: map[int]bool{}, util: map[int]devUtil{}, firstPass: make(chan struct{})}
+	return &observations{dev: map[int]devObs{}, hostOK: map[int]bool{}, util: map[int]devUtil{}, firstPass: make(chan struct{}), passDone: make(chan struct{})}
 }
 
 // observe is the monitor's view of devid as the cluster model takes it: a
@@ -149,7 +155,17 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 		defer m.watch.stop()
 	}
 	for {
-		if err := m.monitorPass(ctx, log); err != nil {
+		m.obs.mu.Lock()
+		m.obs.started++
+		n := m.obs.started
+		m.obs.mu.Unlock()
+		err := m.monitorPass(ctx, log)
+		m.obs.mu.Lock()
+		m.obs.completed = n
+		close(m.obs.passDone)
+		m.obs.passDone = make(chan struct{})
+		m.obs.mu.Unlock()
+		if err != nil {
 			if isCtxErr(ctx, err) {
 				return
 			}
@@ -164,6 +180,7 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wakeOf(ctx):
 		}
 	}
 }

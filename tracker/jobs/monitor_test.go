@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"sync"
@@ -70,7 +71,19 @@ func TestManager_SetWantAndStats(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "no delete worker", func() bool { return running(jobs.JobDelete) == 0 })
 	if err := m.SetWant(jobs.JobMonitor, 2); !errors.Is(err, store.ErrInvalid) {
-		t.Errorf("SetWant(monitor) = %v; want ErrInvalid", err)
+		t.Errorf("SetWant(monitor, 2) = %v; want ErrInvalid (at most one)", err)
+	}
+	// Every class takes a count, 0 included, as the original's !want.
+	if err := m.SetWant(jobs.JobReaper, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "no reaper", func() bool { return running(jobs.JobReaper) == 0 })
+	if err := m.SetWant(jobs.JobReaper, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a reaper again", func() bool { return running(jobs.JobReaper) == 1 })
+	if err := m.SetWant("nosuch", 1); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("SetWant(nosuch) = %v; want ErrInvalid", err)
 	}
 	if err := m.SetWant(jobs.JobFsck, -1); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("SetWant(fsck, -1) = %v; want ErrInvalid", err)
@@ -139,5 +152,36 @@ func TestMonitor_HungHost(t *testing.T) {
 			got, ok := m.Observed(id)
 			return ok && got == "unreachable"
 		})
+	}
+}
+
+// MonitorRound (clear_cache, do_monitor_round) returns only after a full
+// monitor pass that started after the call: what the monitor sees is fresh
+// at once, with no waiting for its next tick.
+func TestMonitorRound_WaitsForAFreshPass(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	n2 := c.addNode(2)
+	o := fastOptions(t)
+	o.MonitorInterval = time.Hour // only MonitorRound can bring a second pass
+	m := start(t, c.st, o)
+	waitFor(t, 10*time.Second, "first pass", func() bool { s, ok := m.Observed(2); return ok && s == "writeable" })
+	n2.srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := m.MonitorRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := m.Observed(2); s != "unreachable" {
+		t.Errorf("dev2 = %q right after MonitorRound; want unreachable", s)
+	}
+	// Bounded: with no monitor running it ends with the caller's deadline.
+	if err := m.SetWant(jobs.JobMonitor, 0); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel2()
+	if err := m.MonitorRound(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("MonitorRound without a monitor = %v; want the deadline", err)
 	}
 }

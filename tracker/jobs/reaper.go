@@ -44,6 +44,7 @@ func (m *Manager) reaperLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wakeOf(ctx):
 		}
 	}
 }

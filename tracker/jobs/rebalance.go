@@ -15,13 +15,15 @@ import (
 )
 
 const (
-	drainBatch    = 500   // queue_rate_for_rebal's default
+	rebalBatch    = 500   // queue_rate_for_rebal's default
 	rebalQueueMax = 10000 // queue_size_for_rebal's default
 )
 
 // jobMasterLoop is Worker::JobMaster's injection half: fsck batches while
-// fsck_host names this tracker, rebalance batches while rebal_host does,
-// and the files of devices in state drain. (Leasing is done by each worker
+// fsck_host names this tracker and rebalance batches while rebal_host
+// does. Devices in state drain are not emptied: since 2.40 drain only stops
+// new files from going there (moving files off is what rebalance is for).
+// (Leasing is done by each worker
 // through the store, so the original's in-memory queue hand-off has no
 // counterpart.)
 func (m *Manager) jobMasterLoop(ctx context.Context) {
@@ -29,14 +31,13 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 	log := m.log.With("job", JobMaster)
 	t := time.NewTicker(m.opts.QueuePoll)
 	defer t.Stop()
-	drain := &drainCursor{next: map[int]int64{}, restart: map[int]time.Time{}}
 	// Placement needs to know which devices are writeable.
 	if !m.waitMonitor(ctx) {
 		return
 	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
-		err := m.jobMasterPass(pctx, log, drain)
+		err := m.jobMasterPass(pctx, log)
 		cancel()
 		if err != nil {
 			if isCtxErr(ctx, err) {
@@ -50,14 +51,14 @@ func (m *Manager) jobMasterLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wakeOf(ctx):
 		}
 	}
 }
 
-func (m *Manager) jobMasterPass(ctx context.Context, log *slog.Logger, drain *drainCursor) error {
+func (m *Manager) jobMasterPass(ctx context.Context, log *slog.Logger) error {
 	// Each injection runs under its own try-once lock: trackers sharing a
-	// hostname (or all of them, for draining) never inject the same batch
-	// twice, and one tracker's drain work never starves another's fsck.
+	// hostname never inject the same batch twice.
 	// fsck and rebalance are injected only by the tracker the settings
 	// name, checked before locking so that other trackers never hold it up.
 	for _, inj := range []struct {
@@ -78,7 +79,7 @@ func (m *Manager) jobMasterPass(ctx context.Context, log *slog.Logger, drain *dr
 			return err
 		}
 	}
-	return m.tryLocked(ctx, "mgfs:job_master:drain", func() error { return m.injectDrain(ctx, drain) })
+	return nil
 }
 
 // tryLocked runs fn holding the named lock, or does nothing if another
@@ -95,73 +96,10 @@ func (m *Manager) tryLocked(ctx context.Context, name string, fn func() error) e
 	return fn()
 }
 
-// drainRestart is how long a drain waits after a full pass over a device
-// before starting over, so that files whose move failed (no destination,
-// say) are retried without churning the queue.
-const drainRestart = 30 * time.Second
-
-// drainCursor remembers, per draining device, the fid after which the next
-// batch starts, and when a finished pass may start over.
-type drainCursor struct {
-	next    map[int]int64
-	restart map[int]time.Time
-}
-
-// injectDrain queues the files of every device in state drain into the
-// rebalance queue (with no target list: any device the policy likes).
-// Devices a running rebalance works on are left to it.
-func (m *Manager) injectDrain(ctx context.Context, c *drainCursor) error {
-	devs, err := m.st.Devices(ctx)
-	if err != nil {
-		return fmt.Errorf("jobs: read devices: %w", err)
-	}
-	qlen, err := m.st.QueueLength(ctx, store.QueueRebalance)
-	if err != nil {
-		return fmt.Errorf("jobs: rebalance queue length: %w", err)
-	}
-	if qlen >= rebalQueueMax {
-		return nil
-	}
-	owned, err := m.rebalanceDevices(ctx)
-	if err != nil {
-		return err
-	}
-	for _, d := range devs {
-		if d.Status != store.DeviceDrain || owned[d.ID] {
-			delete(c.next, d.ID)
-			delete(c.restart, d.ID)
-			continue
-		}
-		if time.Now().Before(c.restart[d.ID]) {
-			continue
-		}
-		fids, err := m.st.FidsOnDevice(ctx, d.ID, c.next[d.ID], drainBatch)
-		if err != nil {
-			return fmt.Errorf("jobs: fids on dev%d: %w", d.ID, err)
-		}
-		if len(fids) == 0 {
-			if c.next[d.ID] != 0 {
-				c.restart[d.ID] = time.Now().Add(drainRestart)
-			}
-			delete(c.next, d.ID)
-			continue
-		}
-		entries := make([]store.QueueEntry, len(fids))
-		for i, fid := range fids {
-			entries[i] = store.QueueEntry{Fid: fid, DevID: d.ID}
-		}
-		if err := m.st.Enqueue(ctx, store.QueueRebalance, entries...); err != nil {
-			return fmt.Errorf("jobs: queue dev%d for draining: %w", d.ID, err)
-		}
-		c.next[d.ID] = fids[len(fids)-1]
-	}
-	return nil
-}
-
 // rebalanceItem moves one copy off a device (Replicate::rebalance_devfid):
 // copy it elsewhere (restricted to the row's target devices, if any), then
 // delete the copy on the source device. The row leaves the queue whatever
-// happens, as in the original; a drain re-queues what is still there.
+// happens, as in the original.
 func (m *Manager) rebalanceItem(ctx context.Context, it store.QueueItem) error {
 	q := store.QueueRebalance
 	l, err := m.lockFid(ctx, it.Fid)
@@ -216,6 +154,15 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 	}
 	w, err := m.loadWorld(ctx, append(append([]int(nil), on...), src)...)
 	if err != nil {
+		return err
+	}
+	// Never leave the file with fewer copies than its class wants. The
+	// policy, asked with the destinations limited to the row's targets,
+	// can call a file happy whose other copies are all on those targets
+	// (from_devices=2 to_devices=1,3 with copies on 1, 2 and 3): the
+	// original then deletes the source copy and drops the file below its
+	// mindevcount. gomogile keeps the copy.
+	if err := m.keepsEnough(ctx, w, fid, on, src); err != nil {
 		return err
 	}
 	if tooHappy || res == replLostRace {
@@ -293,7 +240,7 @@ func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
 	if qlen >= m.intSetting(ctx, "queue_size_for_rebal", rebalQueueMax) {
 		return nil
 	}
-	rate := m.intSetting(ctx, "queue_rate_for_rebal", drainBatch)
+	rate := m.intSetting(ctx, "queue_rate_for_rebal", rebalBatch)
 	polStr, err := m.setting(ctx, "rebal_policy")
 	if err != nil {
 		return err
@@ -481,4 +428,37 @@ func destDevices(pol cluster.RebalPolicy, w *world, s cluster.RebalState) []int 
 		skip[id] = true
 	}
 	return pol.DestDevices(w.sorted(), w.set, skip)
+}
+
+// keepsEnough checks that fid's copies other than the one on src, on
+// devices that should have files, number at least what its class wants
+// (the policy's count or the mindevcount) and still satisfy its policy
+// judged against the whole cluster.
+func (m *Manager) keepsEnough(ctx context.Context, w *world, fid int64, on []int, src int) error {
+	f, err := m.st.File(ctx, fid)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: read fid %d: %w", fid, err)
+	}
+	cls := w.class(f)
+	pol, err := parsePolicy(cls.ReplPolicy)
+	if err != nil {
+		return &replError{code: "policy_error", err: err}
+	}
+	want := cls.MinDevCount
+	if pol.min > 0 {
+		want = pol.min
+	}
+	var rest []*device
+	for _, id := range on {
+		if d, ok := w.devs[id]; ok && id != src && d.ShouldHaveFiles() {
+			rest = append(rest, d)
+		}
+	}
+	if len(rest) < want || !pol.replicateTo(rest, w.devs, nil, cls.MinDevCount, w.set).happy {
+		return fmt.Errorf("jobs: rebalance fid %d off dev%d: would leave %d copies, below the %d its class wants", fid, src, len(rest), want)
+	}
+	return nil
 }

@@ -11,7 +11,10 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-func TestDrain_EmptiesDevice(t *testing.T) {
+// A device in state drain only stops receiving new files, as since 2.40:
+// the job master moves nothing off it (gomogile once copied every file
+// elsewhere and deleted it from the device).
+func TestDrain_OnlyStopsNewFiles(t *testing.T) {
 	c := newCluster(t)
 	c.addNode(1)
 	c.addNode(2)
@@ -29,23 +32,20 @@ func TestDrain_EmptiesDevice(t *testing.T) {
 	if err := c.st.SetDeviceState(ctx, 1, store.DeviceDrain); err != nil {
 		t.Fatal(err)
 	}
-	start(t, c.st, fastOptions(t))
-	waitFor(t, 20*time.Second, "dev1 to empty", func() bool {
-		left, err := c.st.FidsOnDevice(ctx, 1, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(left) == 0
-	})
+	o := fastOptions(t)
+	m := start(t, c.st, o)
+	waitFor(t, 10*time.Second, "the monitor", func() bool { s, ok := m.Observed(3); return ok && s == "writeable" })
+	// Many job master polls (QueuePoll) for it to queue anything.
+	time.Sleep(40 * o.QueuePoll)
+	if n := queueLen(t, c.st, store.QueueRebalance); n != 0 {
+		t.Errorf("rebalance queue has %d rows; want nothing queued for a drain device", n)
+	}
 	for _, fid := range fids {
-		if on := fileOn(t, c.st, fid); !slices.Equal(on, []int{2, 3}) {
-			t.Errorf("fid %d on %v; want [2 3]", fid, on)
+		if on := fileOn(t, c.st, fid); !slices.Equal(on, []int{1, 2}) {
+			t.Errorf("fid %d on %v; want left on [1 2]", fid, on)
 		}
-		if c.hasBlob(1, fid) {
-			t.Errorf("dev1 still holds fid %d", fid)
-		}
-		if !c.hasBlob(3, fid) {
-			t.Errorf("dev3 lacks fid %d", fid)
+		if !c.hasBlob(1, fid) {
+			t.Errorf("dev1 lost fid %d", fid)
 		}
 	}
 }
@@ -185,5 +185,38 @@ func TestRebalance_IgnoreMissing(t *testing.T) {
 				t.Errorf("file_on = %v; want dev1 kept without rebalance_ignore_missing", on)
 			}
 		})
+	}
+}
+
+// Issue 9, point 10: a rebalance whose targets already hold the file never
+// drops it below its mindevcount (the original deletes the source copy:
+// 3 copies become 2).
+func TestRebalance_TargetsHoldingTheFileKeepMinDevCount(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	c.addNode(3)
+	ctx := t.Context()
+	cls := c.class("three", 3, store.HashNone)
+	fid := c.putFile("k", cls, []byte("three copies"), 1, 2, 3)
+	if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	for k, v := range map[string]string{"rebal_policy": "from_devices=2 to_devices=1,3", "rebal_host": o.Hostname} {
+		if err := c.st.SetServerSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, c.st, o)
+	waitFor(t, 20*time.Second, "the rebalance to finish", func() bool {
+		_, err := c.st.ServerSetting(ctx, "rebal_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueRebalance) == 0
+	})
+	if on := fileOn(t, c.st, fid); !slices.Equal(on, []int{1, 2, 3}) {
+		t.Errorf("file on %v after the rebalance; want [1 2 3] (mindevcount 3)", on)
+	}
+	if !c.hasBlob(2, fid) {
+		t.Errorf("dev2's copy deleted")
 	}
 }

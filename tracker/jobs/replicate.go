@@ -333,12 +333,21 @@ func (m *Manager) replicateItem(ctx context.Context, it store.QueueItem) error {
 		// added, or we just started) is no failure: look again once it has.
 		return m.reschedule(ctx, q, it.Fid, m.settleDelay(), false)
 	case "too_happy":
-		// More copies than the policy wants. The original tries to shed
-		// one by rebalancing; extra copies harm nothing, so leave them.
-		m.log.Info("over-replicated; leaving the extra copies", "job", JobReplicate, "fid", it.Fid)
+		// More copies than the policy wants: delete the surplus, as the
+		// original's replicator does. A trim that cannot finish now is
+		// retried like a failed copy.
+		if terr := m.trimSurplus(ctx, it.Fid); terr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if rerr := m.reschedule(ctx, q, it.Fid, m.retryDelay(it.FailCount), true); rerr != nil {
+				return rerr
+			}
+			return terr
+		}
 		return m.finish(ctx, q, it.Fid)
 	}
-	if rerr := m.reschedule(ctx, q, it.Fid, replicateBackoff(it.FailCount), true); rerr != nil {
+	if rerr := m.reschedule(ctx, q, it.Fid, m.retryDelay(it.FailCount), true); rerr != nil {
 		return rerr
 	}
 	return err

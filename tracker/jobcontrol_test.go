@@ -1,0 +1,185 @@
+package tracker_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/tracker"
+	"github.com/gomogile/gomogile/tracker/jobs"
+)
+
+// watchStream reads a !watch connection's lines into a channel.
+func watchStream(t *testing.T, tt *testTracker) <-chan string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", tt.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	br := bufio.NewReader(nc)
+	if _, err := nc.Write([]byte("!watch\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Added you to watcher list.\r\n", ".\r\n"} {
+		if l, err := br.ReadString('\n'); err != nil || l != want {
+			t.Fatalf("!watch reply %q, %v; want %q", l, err, want)
+		}
+	}
+	ch := make(chan string, 1024)
+	go func() {
+		defer close(ch)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			ch <- l
+		}
+	}()
+	return ch
+}
+
+// awaitWatch waits up to d for the exact line on a watch stream.
+func awaitWatch(t *testing.T, ch <-chan string, line string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	var seen []string
+	for {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch stream ended waiting for %q; saw %q", line, seen)
+			}
+			if l == line {
+				return
+			}
+			seen = append(seen, l)
+		case <-deadline:
+			t.Fatalf("no watch line %q within %v; saw %q", line, d, seen)
+		}
+	}
+}
+
+// The reply texts below are the original 2.73's, derived from its source
+// (Connection/Client.pm's handle_admin_command and ProcManager.pm), since no
+// original tracker could be run here; see testdata/README.md.
+func TestJobControl_AsOriginal(t *testing.T) {
+	st := openStore(t, testDSN(t))
+	cfg := testConfig() // job_master = 0, as --no-job_master
+	o := tracker.JobsOptions(cfg)
+	o.Hostname = "h9test"
+	o.MonitorInterval = 100 * time.Millisecond
+	o.QueuePoll = 50 * time.Millisecond
+	o.ReplicateWorkers = 2
+	o.DeleteWorkers = 2
+	o.CloseGrace = time.Second
+	o.Logger = quietLogger()
+	if !o.NoJobMaster {
+		t.Fatal("job_master = 0 must mean no job master")
+	}
+	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: tracker.JobsFor(jobs.New(st, o)), Hostname: "h9test"})
+	watch := watchStream(t, tt)
+	c := tt.dial()
+	block := func(cmd string) []string {
+		t.Helper()
+		c.send(cmd + "\r\n")
+		var out []string
+		for {
+			l := c.readLine()
+			if l == ".\r\n" {
+				return out
+			}
+			out = append(out, strings.TrimSuffix(l, "\r\n"))
+		}
+	}
+	one := func(cmd, want string) {
+		t.Helper()
+		if got := block(cmd); len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %q; want %q", cmd, got, want)
+		}
+	}
+	jobList := func() map[string]string {
+		m := map[string]string{}
+		for _, l := range block("!jobs") {
+			f := strings.SplitN(l, " ", 3)
+			if len(f) == 3 {
+				m[f[0]+" "+f[1]] = f[2]
+			} else if len(f) == 2 {
+				m[f[0]+" "+f[1]] = ""
+			}
+		}
+		return m
+	}
+	pid := fmt.Sprint(os.Getpid())
+
+	// Without a job master no queue worker runs, and !jobs lists none.
+	j := jobList()
+	for _, job := range []string{"replicate", "delete", "fsck", "job_master"} {
+		if _, ok := j[job+" count"]; ok {
+			t.Errorf("!jobs lists %s without a job master: %q", job, j)
+		}
+	}
+	if j["monitor count"] != "1" || j["monitor pids"] != pid || j["queryworker desired"] != "20" {
+		t.Errorf("!jobs = %q", j)
+	}
+
+	// Point 1: every job class, 0 included.
+	one("!want 0 queryworker", "Now desiring 0 children doing 'queryworker'.")
+	one("!want 20 queryworker", "Now desiring 20 children doing 'queryworker'.")
+	one("!want 0 reaper", "Now desiring 0 children doing 'reaper'.")
+	one("!want 1 reaper", "Now desiring 1 children doing 'reaper'.")
+	one("!want 1 nosuch", "ERROR: Invalid class 'nosuch'.  Valid classes: delete, fsck, job_master, monitor, queryworker, reaper, replicate")
+	one("!want 2 monitor", "Now desiring 2 children doing 'monitor'.") // ignored, as the original does
+	if j := jobList(); j["monitor desired"] != "1" {
+		t.Errorf("monitor desired %q after !want 2 monitor; want 1", j["monitor desired"])
+	}
+
+	// Point 2: the job master brings the queue workers up and takes them away.
+	one("!want 1 job_master", "Now desiring 1 children doing 'job_master'.")
+	awaitWatch(t, watch, ":: Job job_master has only 0, wants 1, making 1.\r\n", 10*time.Second)
+	waitFor(t, 10*time.Second, "queue workers up", func() bool {
+		j := jobList()
+		return j["fsck count"] == "1" && j["replicate count"] == "2" && j["delete count"] == "2" && j["job_master count"] == "1"
+	})
+	if j := jobList(); j["replicate pids"] != pid+" "+pid {
+		t.Errorf("replicate pids %q; want the tracker's pid once per worker", j["replicate pids"])
+	}
+
+	// Point 3: !to reaches the workers; :shutdown ends them and they are
+	// replaced, with the original's lines on the watch stream.
+	one("!to fsck :shutdown", "Message sent to 1 children.")
+	awaitWatch(t, watch, ":: Child "+pid+" (fsck) died: 0 (UNEXPECTED)\r\n", 10*time.Second)
+	awaitWatch(t, watch, ":: Job fsck has only 0, wants 1, making 1.\r\n", 10*time.Second)
+	one("!to replicate :wake_up", "Message sent to 2 children.")
+	one("!to nosuch hello", "Message sent to 0 children.")
+	one("!to fsck", "ERROR: usage: !to <jobclass> <message>")
+
+	one("!want 0 job_master", "Now desiring 0 children doing 'job_master'.")
+	waitFor(t, 10*time.Second, "queue workers down", func() bool {
+		j := jobList()
+		return j["fsck count"] == "0" && j["replicate count"] == "0" && j["delete count"] == "0" && j["job_master count"] == "0"
+	})
+	if j := jobList(); j["replicate desired"] != "2" || j["replicate pids"] != "" {
+		t.Errorf("replicate after !want 0 job_master: %q", j)
+	}
+}
+
+// Issue 9, point 5: the original's test-rig variables reach the workers:
+// TESTING and, only with it, T_FAKE_IO_DEV<N>.
+func TestJobsOptions_TestingEnv(t *testing.T) {
+	t.Setenv("T_FAKE_IO_DEV3", "80")
+	t.Setenv("TESTING", "")
+	if o := tracker.JobsOptions(testConfig()); o.Testing || o.FakeIOUtil != nil {
+		t.Errorf("without TESTING: Testing %v, FakeIOUtil %v; want off", o.Testing, o.FakeIOUtil)
+	}
+	t.Setenv("TESTING", "1")
+	o := tracker.JobsOptions(testConfig())
+	if !o.Testing || o.FakeIOUtil[3] != "80" || len(o.FakeIOUtil) != 1 {
+		t.Errorf("with TESTING=1: Testing %v, FakeIOUtil %v; want on, {3: 80}", o.Testing, o.FakeIOUtil)
+	}
+}

@@ -1,0 +1,208 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// Job control follows the original's process model with goroutines in
+// place of forked children: every job class has a desired count (!want)
+// and as many workers as that count, each worker has a mailbox for !to
+// messages, and the queue workers (replicate, delete, fsck) run only while
+// a job master is wanted. A worker that a message shuts down is replaced
+// at once, as the original's parent respawned a child that exited; the
+// lines the original's parent logged on either event are logged the same.
+
+// worker is one running goroutine of a job class.
+type worker struct {
+	stop context.CancelFunc
+	wake chan struct{} // :wake_up; buffered 1, so a wake is never lost
+}
+
+type workerKey struct{}
+
+// wakeOf is the channel a worker's idle wait also watches: a !to ":wake_up"
+// ends the wait early, as it ended the original worker's sleep. Nil (never
+// ready) for code not running as a worker.
+func wakeOf(ctx context.Context) <-chan struct{} {
+	if w, ok := ctx.Value(workerKey{}).(*worker); ok {
+		return w.wake
+	}
+	return nil
+}
+
+// effectiveLocked is how many workers jc should have now.
+func (m *Manager) effectiveLocked(jc *jobClass) int {
+	if jc.needsMaster && m.classes[JobMaster].want == 0 {
+		return 0
+	}
+	return jc.want
+}
+
+// reconcileLocked starts or stops workers of every class to match their
+// effective counts. A stopped worker finishes its current item first.
+// m.mu is held and the Manager is open.
+func (m *Manager) reconcileLocked() {
+	// The monitor first, then the others, as the original starts the rest
+	// after the monitor; the job master before the workers it gates.
+	for _, name := range []string{JobMonitor, JobReaper, JobMaster, JobReplicate, JobDelete, JobFsck} {
+		jc := m.classes[name]
+		want := m.effectiveLocked(jc)
+		if need := want - len(jc.workers); need > 0 {
+			m.log.Warn(fmt.Sprintf("Job %s has only %d, wants %d, making %d.", jc.name, len(jc.workers), want, need))
+		}
+		for len(jc.workers) < want {
+			m.startWorkerLocked(jc)
+		}
+		for len(jc.workers) > want {
+			last := len(jc.workers) - 1
+			jc.workers[last].stop()
+			jc.workers = jc.workers[:last]
+		}
+	}
+}
+
+func (m *Manager) startWorkerLocked(jc *jobClass) {
+	stopCtx, stop := context.WithCancel(m.leaseCtx)
+	w := &worker{stop: stop, wake: make(chan struct{}, 1)}
+	stopCtx = context.WithValue(stopCtx, workerKey{}, w)
+	jc.workers = append(jc.workers, w)
+	jc.started = true
+	jc.running.Add(1)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer jc.running.Add(-1)
+		jc.run(stopCtx)
+	}()
+}
+
+// SetWant sets how many workers of a job class run (!want). Every class
+// can be set, 0 included; monitor and job_master take at most 1, as in the
+// original, whose request_job_process ignores more (ErrInvalid here, and
+// nothing changes). Setting job_master to 0 stops the replicate, delete
+// and fsck workers too; setting it back to 1 starts them again.
+func (m *Manager) SetWant(jobClass string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("jobs: want %s %d: %w", jobClass, n, store.ErrInvalid)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	jc, ok := m.classes[jobClass]
+	if !ok {
+		return fmt.Errorf("jobs: want %q: not a job class: %w", jobClass, store.ErrInvalid)
+	}
+	if jc.most > 0 && n > jc.most {
+		return fmt.Errorf("jobs: want %d %s: at most %d: %w", n, jobClass, jc.most, store.ErrInvalid)
+	}
+	if m.isClosed {
+		return fmt.Errorf("jobs: want %s: %w", jobClass, store.ErrClosed)
+	}
+	jc.want = n
+	if m.opened {
+		m.reconcileLocked()
+	}
+	return nil
+}
+
+// Classes are the job class names, sorted, as the original's !want lists
+// them in its error.
+func (m *Manager) Classes() []string {
+	return []string{JobDelete, JobFsck, JobMaster, JobMonitor, JobReaper, JobReplicate}
+}
+
+// Message delivers a !to message to every running worker of jobClass and
+// returns how many it reached, as the original's ImmediateSendToChildrenByJob.
+// ":shutdown" ends each worker (after its current item), and a new one
+// takes its place, as the original respawned a child that exited on it;
+// ":wake_up" ends a worker's idle wait so that it looks for work now. The
+// original's other worker messages are internal to its process model and
+// change nothing here.
+func (m *Manager) Message(jobClass, msg string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	jc, ok := m.classes[jobClass]
+	if !ok || !m.opened || m.isClosed {
+		return 0
+	}
+	n := len(jc.workers)
+	switch {
+	case strings.HasPrefix(msg, ":shutdown"):
+		for _, w := range jc.workers {
+			w.stop()
+			// Goroutines have no pids of their own; the tracker's stands in.
+			m.log.Warn(fmt.Sprintf("Child %d (%s) died: 0 (UNEXPECTED)", os.Getpid(), jc.name))
+		}
+		jc.workers = nil
+		m.reconcileLocked()
+	case strings.HasPrefix(msg, ":wake_up"):
+		for _, w := range jc.workers {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return n
+}
+
+// SetLogger replaces the logger given in Options; it must be called before
+// Open. The tracker passes the logger whose warnings reach "!watch".
+func (m *Manager) SetLogger(l *slog.Logger) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.opened {
+		return
+	}
+	m.opts.Logger = l
+	m.log = l.With("component", "jobs")
+	if m.watch != nil {
+		m.watch.log = m.log.With("job", JobMonitor)
+	}
+}
+
+// MonitorRound is clear_cache and do_monitor_round: it drops the workers'
+// namespace cache, makes the monitor start a pass now, and returns once a
+// pass that started after the call has completed, so that every worker sees
+// what the database said at the time of the call (class hash types, device
+// states) and the monitor's view of every device is fresh, as the original
+// answers only after its monitor ran. It waits at most until ctx ends (the
+// request's deadline): with no monitor running (!want 0 monitor) that is
+// how it ends, where the original waited for ever. Before Open or after
+// Close it only drops the cache.
+func (m *Manager) MonitorRound(ctx context.Context) error {
+	m.ns.Invalidate()
+	m.obs.mu.Lock()
+	target := m.obs.started + 1 // read before the wake: that pass starts after this call
+	m.obs.mu.Unlock()
+	m.mu.Lock()
+	if !m.opened || m.isClosed {
+		m.mu.Unlock()
+		return nil
+	}
+	for _, w := range m.classes[JobMonitor].workers {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	m.mu.Unlock()
+	for {
+		m.obs.mu.Lock()
+		done, ch := m.obs.completed >= target, m.obs.passDone
+		m.obs.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("jobs: monitor round: %w", ctx.Err())
+		}
+	}
+}
