@@ -78,7 +78,12 @@ func StartMariaDB(ctx context.Context, o MyOptions) (*MariaDB, error) {
 	tmpl, err := templateData("mariadb "+install+" "+o.Dir, o.Dir, nil, func(_ context.Context, dir string) (string, error) {
 		data := filepath.Join(dir, "data")
 		args := []string{"--no-defaults", "--datadir=" + data, "--auth-root-authentication-method=normal",
-			"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=" + myDefaults["innodb-log-file-size"]}
+			"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=" + myDefaults["innodb-log-file-size"],
+			// Temporary tables in a directory of the instance's own, not the
+			// shared /tmp, where another server's or a cleanup's files meet
+			// them (seen: "Could not remove temporary table '/tmp/#sql-…'"
+			// aborting a bootstrap while other servers ran).
+			"--tmpdir=" + dir}
 		if m.asUsr != "" {
 			args = append(args, "--user="+m.asUsr)
 		}
@@ -179,7 +184,7 @@ func (m *MariaDB) Start(ctx context.Context) error {
 	sort.Strings(keys)
 	args := []string{"--no-defaults", "--datadir=" + m.data, "--socket=" + m.sock,
 		fmt.Sprintf("--port=%d", m.port), "--pid-file=" + filepath.Join(m.dir, "mariadb.pid"),
-		"--log-error=" + m.logPath()}
+		"--log-error=" + m.logPath(), "--tmpdir=" + m.dir}
 	if m.asUsr != "" {
 		args = append(args, "--user="+m.asUsr)
 	}

@@ -86,6 +86,18 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 				unplaced++
 				break
 			}
+			// Stamped after the coordinator's SIGSTOP stamp, with no SIGCONT
+			// yet: the process ran on for a moment between the stamp and
+			// the signal's arrival (a loaded machine can delay either by
+			// hundreds of milliseconds). Its holding began before it really
+			// stopped and ends, for the time checks, at the stop, like the
+			// holdings the stop found open; what it writes after SIGCONT is
+			// judged by its fence.
+			if from, ok := stoppedAt[pfx]; ok {
+				hd.from, hd.to, hd.end = from, from, endPaused
+				unplaced++
+				break
+			}
 			allHolds = append(allHolds, hd)
 			if open[pfx] == nil {
 				open[pfx] = map[holdKey]*holding{}
