@@ -260,7 +260,7 @@ func TestHostile_WatchStormBounded(t *testing.T) {
 			break
 		}
 		// Lines stay whole however writes were cut by the deadline.
-		if !strings.HasPrefix(l, "command failed ") || !strings.HasSuffix(l, "\r\n") || strings.Count(l, "command failed") != 1 {
+		if !strings.HasPrefix(l, ":: command failed ") || !strings.HasSuffix(l, "\r\n") || strings.Count(l, "command failed") != 1 {
 			t.Fatalf("watch line %d is not one whole line: %.120q", n, l)
 		}
 	}
@@ -592,7 +592,7 @@ func TestHostile_WatchSlowReaderAccounting(t *testing.T) {
 			continue
 		}
 		var n int
-		if !strings.HasPrefix(l, "seq ") || strings.Count(l, "seq ") != 1 || !strings.HasSuffix(l, "\r\n") {
+		if !strings.HasPrefix(l, ":: seq ") || strings.Count(l, "seq ") != 1 || !strings.HasSuffix(l, "\r\n") {
 			t.Fatalf("after n=%d, not one whole line: %.100q", last, l)
 		}
 		if _, err := fmt.Sscanf(strings.Fields(l)[2], "n=%d", &n); err != nil {
