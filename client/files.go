@@ -131,6 +131,9 @@ type dest struct{ devid, path string }
 func parseDests(v url.Values) []dest {
 	var out []dest
 	if n, err := strconv.Atoi(v.Get("dev_count")); err == nil {
+		// Each destination is a reply field: a larger count is a lie
+		// that would loop for minutes (dev_count=2000000000).
+		n = min(n, len(v))
 		for i := 1; i <= n; i++ {
 			p := v.Get("path_" + strconv.Itoa(i))
 			if p == "" {

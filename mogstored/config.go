@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -42,6 +43,34 @@ type Config struct {
 	NoIOStat bool
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+
+	// Protections against hostile clients (see access.go and the README's
+	// "Security"). Zero values take the defaults; a negative duration or
+	// count turns that limit off.
+
+	// WriteNetworks may PUT, DELETE and MKCOL (writenetworks; empty =
+	// everyone, as the original).
+	WriteNetworks []netip.Prefix
+	// MgmtNetworks may use the management port's "shutdown" (mgmtnetworks;
+	// empty = everyone, as the original).
+	MgmtNetworks []netip.Prefix
+	// BodyTimeout is the longest wait for the next byte of a PUT body
+	// (bodytimeout, seconds; default DefaultBodyTimeout).
+	BodyTimeout time.Duration
+	// MinBodyRate is the average rate, in bytes per second, a PUT body must
+	// keep once BodyTimeout has passed since it started (minbodyrate;
+	// default DefaultMinBodyRate).
+	MinBodyRate int64
+	// MaxConnsPerIP bounds open HTTP connections from one remote address
+	// (maxconnsperip; 0 = no bound, the default); the excess gets 503.
+	MaxConnsPerIP int
+	// MgmtMaxConns bounds open management connections (mgmtmaxconns;
+	// default DefaultMgmtMaxConns).
+	MgmtMaxConns int
+	// MgmtIdleTimeout closes a management connection that sends no command
+	// for this long; a "watch" stream is not idle (mgmtidletimeout, seconds;
+	// default DefaultMgmtIdleTimeout).
+	MgmtIdleTimeout time.Duration
 }
 
 // DefaultConfig returns the original mogstored's defaults.
@@ -53,6 +82,10 @@ func DefaultConfig() Config {
 		MaxConns:        DefaultMaxConns,
 		UsageInterval:   DefaultUsageInterval,
 		ShutdownTimeout: DefaultShutdownTimeout,
+		BodyTimeout:     DefaultBodyTimeout,
+		MinBodyRate:     DefaultMinBodyRate,
+		MgmtMaxConns:    DefaultMgmtMaxConns,
+		MgmtIdleTimeout: DefaultMgmtIdleTimeout,
 	}
 }
 
@@ -79,6 +112,10 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.BodyTimeout = limitDefault(c.BodyTimeout, DefaultBodyTimeout)
+	c.MinBodyRate = limitDefault(c.MinBodyRate, DefaultMinBodyRate)
+	c.MgmtMaxConns = limitDefault(c.MgmtMaxConns, DefaultMgmtMaxConns)
+	c.MgmtIdleTimeout = limitDefault(c.MgmtIdleTimeout, DefaultMgmtIdleTimeout)
 	return c
 }
 
@@ -229,11 +266,66 @@ func applySetting(cfg *Config, fo *fileOptions, key, val string) error {
 		// serverbin only mattered for external servers; config and
 		// s(kipconfig) are accepted by the original's parser and have no
 		// effect once the file is being read.
+	case "writenetworks", "mgmtnetworks":
+		nets, err := ParseNetworks(val)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if key == "writenetworks" {
+			cfg.WriteNetworks = nets
+		} else {
+			cfg.MgmtNetworks = nets
+		}
+	case "bodytimeout", "mgmtidletimeout":
+		x, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return fmt.Errorf("%s %q: want a number of seconds", key, val)
+		}
+		d := time.Duration(x * float64(time.Second))
+		if x == 0 {
+			d = -1 // "0" means none, as the tracker's timeouts
+		}
+		if key == "bodytimeout" {
+			cfg.BodyTimeout = d
+		} else {
+			cfg.MgmtIdleTimeout = d
+		}
+	case "maxconnsperip":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			return fmt.Errorf("maxconnsperip %q: want a number, 0 for none", val)
+		}
+		cfg.MaxConnsPerIP = n
+	case "minbodyrate", "mgmtmaxconns":
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s %q: want a number, 0 for none", key, val)
+		}
+		if n == 0 {
+			n = -1
+		}
+		if key == "minbodyrate" {
+			cfg.MinBodyRate = n
+		} else {
+			cfg.MgmtMaxConns = int(n)
+		}
 	default:
 		return fmt.Errorf("unknown config setting %q", key)
 	}
 	return nil
 }
+
+// limitDefault is v, or def when v is zero (a Config built by hand).
+func limitDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// limitKeys are the settings that take a value on the command line too
+// (--key=value), beside the original's options.
+var limitKeys = []string{"writenetworks", "mgmtnetworks", "bodytimeout", "minbodyrate", "maxconnsperip", "mgmtmaxconns", "mgmtidletimeout"}
 
 // parseBool accepts the spellings an operator is likely to use; the Perl
 // parser treated anything but "0" as true, which made "false" mean true, so we

@@ -1,6 +1,7 @@
 package mogstored
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ mgmtlisten=0.0.0.0:7501   # trailing comment
 		t.Fatal(err)
 	}
 	def := DefaultConfig()
-	if cfg != def {
+	if !reflect.DeepEqual(cfg, def) {
 		t.Errorf("original sample parsed to %+v, want the defaults %+v", cfg, def)
 	}
 

@@ -45,6 +45,13 @@
 //     server stops accepting, so further clients wait in the kernel's listen
 //     backlog rather than being refused; that is what the original's file
 //     descriptor limit (Perlbal max_connections = RLIMIT_NOFILE) amounted to.
+//   - Hostile clients: writenetworks limits PUT, DELETE and MKCOL and
+//     mgmtnetworks the management port's "shutdown" (both empty = everyone, as
+//     the original); a device's usage file cannot be written or deleted over
+//     HTTP. A PUT body that sends nothing for BodyTimeout, or averages less
+//     than MinBodyRate after it, is cut with 408; MaxConnsPerIP bounds one
+//     address's HTTP connections (503 beyond), MgmtMaxConns and
+//     MgmtIdleTimeout the management port. See the README's "Security".
 //   - Close stops accepting, lets uploads in flight finish for up to
 //     ShutdownTimeout, then cuts them (their temporary files are removed) and
 //     returns. Temporaries orphaned by a crash or kill -9 are swept by a

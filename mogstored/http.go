@@ -47,6 +47,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
+	if s.writeRefused(w, r, p) {
+		return
+	}
 	root, err := openDevice(s.cfg.DocRoot, p.dev)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -241,11 +244,18 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		sum = md5.New()
 		dst = io.MultiWriter(dst, sum)
 	}
-	n, err := io.Copy(dst, r.Body)
+	n, err := io.Copy(dst, s.pacedBody(w, r))
 	if err != nil {
 		var we *writeError
 		if errors.As(err, &we) {
 			s.fsError(w, r, p, we.err)
+			return
+		}
+		if errors.Is(err, errSlowBody) {
+			s.log.Warn("upload cut: body stopped or too slow", "uri", truncate(r.RequestURI), "remote", r.RemoteAddr, "received", n,
+				"bodytimeout", s.cfg.BodyTimeout, "minbodyrate", s.cfg.MinBodyRate)
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestTimeout, "upload body stopped or too slow")
 			return
 		}
 		// Short body or the client went away (or Close cut us off).

@@ -56,6 +56,15 @@ OPTS:
  --server=perlbal       Accepted for compatibility; only the built-in server exists
  --serverbin=<path>     Accepted for compatibility; ignored
 
+Protections (see the README's "Security"; 0 turns a limit off):
+ --writenetworks=<nets> Networks allowed to PUT/DELETE/MKCOL (default everyone)
+ --mgmtnetworks=<nets>  Networks allowed to "shutdown" on the management port (default everyone)
+ --bodytimeout=<secs>   Longest wait for the next byte of a PUT body (default 30)
+ --minbodyrate=<B/s>    Average rate a PUT body keeps after bodytimeout (default 1024)
+ --maxconnsperip=<n>    Open HTTP connections from one address (default 0, none)
+ --mgmtmaxconns=<n>     Open management connections (default 1000)
+ --mgmtidletimeout=<s>  Close a management connection silent this long (default 600)
+
 Config file lines are "key = value" with the same keys; command-line flags
 override the file.
 `
@@ -86,6 +95,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&pidFile, "pidfile", "", "pid file")
 	fs.StringVar(&server, "server", "perlbal", "HTTP server type")
 	fs.StringVar(&serverBin, "serverbin", "", "ignored")
+	limitFlags := map[string]*string{}
+	for _, k := range limitKeys {
+		limitFlags[k] = fs.String(k, "", k)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -133,6 +146,13 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if set["docroot"] {
 		cfg.DocRoot = docroot
+	}
+	for _, k := range limitKeys {
+		if set[k] {
+			if err := applySetting(&cfg, &fo, k, *limitFlags[k]); err != nil {
+				return fmt.Errorf("mogstored: --%w", err)
+			}
+		}
 	}
 	if set["maxconns"] {
 		if maxConns <= 0 {

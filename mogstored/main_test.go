@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestParseFlags(t *testing.T) {
 		if err := m.ParseFlags(nil); err != nil {
 			t.Fatal(err)
 		}
-		if m.Config != DefaultConfig() || m.ConfigFile != "" || m.Daemonize || m.PIDFile != "" {
+		if !reflect.DeepEqual(m.Config, DefaultConfig()) || m.ConfigFile != "" || m.Daemonize || m.PIDFile != "" {
 			t.Errorf("got %+v", m)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Command forms of Mogstored::SideChannelClient.
@@ -37,6 +38,10 @@ func (s *Server) acceptMgmt() {
 			s.mu.Unlock()
 			c.Close()
 			return
+		}
+		if !s.admitMgmt(c) {
+			s.mu.Unlock()
+			continue
 		}
 		s.conns[c] = struct{}{}
 		s.loops.Add(1)
@@ -64,6 +69,7 @@ func (s *Server) serveMgmt(c net.Conn) {
 		return bw.Flush() == nil
 	}
 	for {
+		s.mgmtIdle(c)
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			reply("ERROR: line too long\r\n")
@@ -97,7 +103,8 @@ func (s *Server) serveMgmt(c net.Conn) {
 				continue
 			}
 			// Like the original, a watching connection only streams from
-			// now on.
+			// now on; it is not idle while it does.
+			c.SetReadDeadline(time.Time{})
 			s.watch(c, br)
 			return
 		case digestCmd.MatchString(cmd):
@@ -107,6 +114,11 @@ func (s *Server) serveMgmt(c net.Conn) {
 			}
 		default:
 			out, shutdown := manageCommand(cmd)
+			if shutdown {
+				if refused := s.shutdownRefused(c); refused != "" {
+					out, shutdown = refused, false
+				}
+			}
 			if !reply("%s\r\n", out) {
 				return
 			}

@@ -97,7 +97,7 @@ func (s *Server) Open(ctx context.Context) (err error) {
 		httpLn.Close()
 		return fmt.Errorf("mogstored: mgmt listener: %w", err)
 	}
-	s.httpLn = newLimitListener(httpLn, s.cfg.MaxConns)
+	s.httpLn = newLimitListener(httpLn, s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.log)
 	s.mgmtLn = mgmtLn
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 
@@ -243,13 +243,15 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 // clients wait in the kernel backlog instead of being refused.
 type limitListener struct {
 	net.Listener
+	perAddr   perAddr
 	sem       chan struct{}
 	closed    chan struct{}
 	closeOnce sync.Once
 }
 
-func newLimitListener(l net.Listener, max int) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, max), closed: make(chan struct{})}
+func newLimitListener(l net.Listener, max, maxPerAddr int, log *slog.Logger) *limitListener {
+	return &limitListener{Listener: l, sem: make(chan struct{}, max), closed: make(chan struct{}),
+		perAddr: perAddr{max: maxPerAddr, log: log}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -258,12 +260,18 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	case <-l.closed:
 		return nil, net.ErrClosed
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.sem
+			return nil, err
+		}
+		addr, ok := l.perAddr.acquire(c)
+		if !ok {
+			continue // refused and closed; the slot stays ours for the next
+		}
+		return &limitConn{Conn: c, release: func() { l.perAddr.release(addr); <-l.sem }}, nil
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
 }
 
 func (l *limitListener) Close() error {

@@ -22,11 +22,23 @@ echo "go test ./... (log: $log)"
 go test -count=1 -v -timeout 40m ./... >"$log" 2>&1
 status=$?
 
-# A short fuzz smoke run of the tracker's request parser: it must find nothing.
-if [ $status -eq 0 ] && grep -q 'func FuzzParseRequest' tracker/*_test.go 2>/dev/null; then
-	echo "go test -fuzz=FuzzParseRequest ./tracker (smoke)"
-	go test -run='^$' -fuzz='^FuzzParseRequest$' -fuzztime=15s ./tracker >>"$log" 2>&1 || status=1
-fi
+# A short fuzz smoke run of what a peer or an operator's file can feed us:
+# the tracker's request parser, then (a few seconds each) the config and
+# DSN parsers, the storage node's path cleaning and management commands,
+# and the client's reply parsing. They must find nothing.
+fuzz() { # package target seconds
+	if [ $status -eq 0 ] && grep -q "func $2(" "$1"/*_test.go 2>/dev/null; then
+		echo "go test -fuzz=$2 ./$1 (smoke)"
+		go test -run='^$' -fuzz="^$2\$" -fuzztime="$3s" "./$1" >>"$log" 2>&1 || { echo "fuzz: $2 failed (see $log)"; status=1; }
+	fi
+}
+fuzz tracker FuzzParseRequest 15
+fuzz tracker FuzzParseConfig 5
+fuzz store FuzzParseDSN 5
+fuzz mogstored FuzzParseReqPath 5
+fuzz mogstored FuzzMgmtCommand 5
+fuzz client FuzzParseReply 5
+fuzz client FuzzReplyDecoders 5
 
 grep -E '^\s*--- FAIL|^panic:' "$log" | head -50
 grep -E '^(ok|FAIL)\s' "$log" || true

@@ -170,7 +170,8 @@ type Files interface {
 	// CreateTempFile reserves a fid: unique across every Store on the
 	// database, never reused, never at or below a committed or reserved fid;
 	// the first fid of an empty database is 1, as in MogileFS.
-	// t.Fid may name the fid (ErrDuplicate if taken); CreateTime is set from
+	// t.Fid may name the fid (ErrDuplicate if taken; ErrInvalid above
+	// MaxNamedFid); CreateTime is set from
 	// the database clock.
 	// Not idempotent: a retry reserves another fid (with t.Fid it fails with ErrDuplicate).
 	CreateTempFile(ctx context.Context, t TempFile) (int64, error)

@@ -83,7 +83,7 @@ func cmdCreateDomain(t *Tracker, ctx context.Context, r *request) (*Reply, error
 		return nil, perr("domain_exists")
 	}
 	if err != nil {
-		return nil, perr("failure", err.Error())
+		return nil, err // logged by handleLine; store text is not for clients
 	}
 	res := &Reply{}
 	res.Set("domain", name)
@@ -224,7 +224,7 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, perr("class_not_found")
 		}
-		return nil, perr("failure", err.Error())
+		return nil, err // logged by handleLine; store text is not for clients
 	}
 	res := &Reply{}
 	res.Set("class", cname)
@@ -564,8 +564,8 @@ func (t *Tracker) deviceOfHost(ctx context.Context, hostname string, devid int) 
 func cmdSetWeight(t *Tracker, ctx context.Context, r *request) (*Reply, error) {
 	host := r.Args.Get("host")
 	devid := int(perlNum(r.Args.Get("device")))
-	weight := perlNum(r.Args.Get("weight"))
-	if !perlTrue(host) || devid == 0 || weight < 0 {
+	weight, ok := numArg(r.Args.Get("weight"))
+	if !perlTrue(host) || devid == 0 || !ok || weight < 0 || weight > maxWeightArg {
 		return nil, perr("bad_params")
 	}
 	d, err := t.deviceOfHost(ctx, host, devid)

@@ -378,9 +378,9 @@ func cmdCreateOpen(t *Tracker, ctx context.Context, r *request) (*Reply, error) 
 	}
 	multi := perlTrue(r.Args.Get("multi_dest"))
 	size := perlNum(r.Args.Get("size"))
-	expFid := perlNum(r.Args.Get("fid"))
-	if expFid < 0 {
-		return nil, perr("bad_params", "fid must be positive")
+	expFid, ok := numArg(r.Args.Get("fid"))
+	if !ok || expFid < 0 || expFid > store.MaxNamedFid {
+		return nil, perr("bad_params", fmt.Sprintf("fid must be between 1 and %d", store.MaxNamedFid))
 	}
 	classid := 0
 	if cname := r.Args.Get("class"); cname != "" {

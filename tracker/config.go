@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -75,9 +76,10 @@ type Config struct {
 
 	// gomogile's own keys.
 
-	// IdleTimeout closes a client connection silent this long (idle_timeout,
-	// seconds; 0 = never). Clients keep tracker connections open between
-	// requests, so the default is generous.
+	// IdleTimeout closes a client connection silent this long between
+	// requests (idle_timeout, seconds; 0 = never, the default: long-lived
+	// Perl clients keep tracker connections open between requests, as the
+	// original allowed). A partial request line is bounded by LineTimeout.
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing one reply (write_timeout, seconds); the
 	// original closed slow writers after 120s.
@@ -92,6 +94,19 @@ type Config struct {
 	CacheTTL time.Duration
 	// SleepMax caps the sleep command (sleep_max, seconds).
 	SleepMax time.Duration
+
+	// Protections against hostile clients (see the README's "Security").
+
+	// AdminNetworks are the networks allowed to use the "!" admin commands
+	// (admin_networks: comma-separated addresses or address/bits; empty =
+	// everyone, as in the original).
+	AdminNetworks []netip.Prefix
+	// LineTimeout bounds how long a request line may take to arrive once
+	// its first byte has (line_timeout, seconds; 0 = no bound).
+	LineTimeout time.Duration
+	// MaxConnsPerIP bounds open client connections from one remote address
+	// (max_conns_per_ip; 0 = no bound).
+	MaxConnsPerIP int
 }
 
 // DefaultConfig returns the defaults of MogileFS::Config::load_config (and
@@ -113,7 +128,7 @@ func DefaultConfig() Config {
 		NodeTimeout:         2 * time.Second,
 		ConnTimeout:         2 * time.Second,
 		ConnPoolSize:        20,
-		IdleTimeout:         15 * time.Minute,
+		LineTimeout:         30 * time.Second,
 		WriteTimeout:        120 * time.Second,
 		ShutdownTimeout:     10 * time.Second,
 		MaxConns:            10000,
@@ -206,8 +221,8 @@ func (c Config) Validate() error {
 			bad(d.key, "must be positive")
 		}
 	}
-	if c.IdleTimeout < 0 || c.SleepMax < 0 {
-		bad("idle_timeout/sleep_max", "must not be negative")
+	if c.IdleTimeout < 0 || c.SleepMax < 0 || c.LineTimeout < 0 || c.MaxConnsPerIP < 0 {
+		bad("idle_timeout/sleep_max/line_timeout/max_conns_per_ip", "must not be negative")
 	}
 	if len(c.Plugins) > 0 {
 		bad("plugins", "Perl plugins %q cannot be loaded by gomogile", c.Plugins)
@@ -418,6 +433,15 @@ var configKeys = map[string]keySetter{
 	"max_conns":        intKey(func(c *Config) *int { return &c.MaxConns }),
 	"cache_ttl":        secondsKey(func(c *Config) *time.Duration { return &c.CacheTTL }),
 	"sleep_max":        secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
+
+	// Protections against hostile clients.
+	"admin_networks": func(c *Config, v string) error {
+		nets, err := parseNetworks(v)
+		c.AdminNetworks = nets
+		return err
+	},
+	"line_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.LineTimeout }),
+	"max_conns_per_ip": intKey(func(c *Config) *int { return &c.MaxConnsPerIP }),
 }
 
 // ConfigKeys lists the accepted keys, sorted.

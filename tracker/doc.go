@@ -56,4 +56,17 @@
 // With no db_dsn at all the tracker uses an embedded SQLite database,
 // /var/lib/mogilefs/mogilefs.db, or ./mogilefs.db when that directory
 // cannot be written.
+//
+// # Hostile clients
+//
+// Nothing a client sends may stop, exhaust or corrupt the tracker.
+// admin_networks limits the "!" commands (empty = everyone, as the
+// original); line_timeout bounds a partial request line while idle
+// connections stay open (idle_timeout 0, as the original); max_conns_per_ip
+// and max_conns bound connections. A client may name a fid up to
+// store.MaxNamedFid; numeric arguments that overflow are refused; the
+// "!watch" stream is a shared ring that a slow watcher skips through (it is
+// told how many lines it lost); log values are cut to 256 bytes; store
+// error texts are logged, not sent. The README's "Security" section lists
+// the keys, defaults and a hardened example.
 package tracker

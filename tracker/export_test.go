@@ -1,5 +1,7 @@
 package tracker
 
+import "log/slog"
+
 // Test hooks.
 var DefaultDSNIn = defaultDSN
 
@@ -10,3 +12,7 @@ func SetDefaultDSNFunc(f func() string) (restore func()) {
 	defaultDSNFunc = f
 	return func() { defaultDSNFunc = old }
 }
+
+// Logger is the tracker's own logger (the one "!watch" streams), so tests
+// can log at a rate no request could.
+func Logger(t *Tracker) *slog.Logger { return t.log }

@@ -93,6 +93,7 @@ type Tracker struct {
 	mkcols  mkcolCache
 	limiter *limiter
 	watch   *watchers
+	perAddr perAddr
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -133,7 +134,7 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 	if parent == nil {
 		parent = slog.Default()
 	}
-	w := &watchers{set: map[*conn]struct{}{}}
+	w := newWatchers()
 	t := &Tracker{
 		cfg:     cfg,
 		st:      st,
@@ -144,8 +145,9 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		limiter: newLimiter(cfg.QueryJobs),
 		watch:   w,
 		conns:   map[*conn]struct{}{},
+		perAddr: perAddr{max: cfg.MaxConnsPerIP},
 	}
-	t.log = slog.New(&watchHandler{Handler: parent.Handler(), w: w}).With("component", "tracker")
+	t.log = slog.New(newLogHandler(parent.Handler(), w)).With("component", "tracker")
 	if t.host == "" {
 		t.host, _ = os.Hostname()
 	}
@@ -293,10 +295,15 @@ func (t *Tracker) acceptLoop(ln net.Listener) {
 				continue
 			}
 		}
+		if !t.admit(nc) {
+			t.releaseSlot()
+			continue
+		}
 		c := &conn{t: t, nc: nc}
 		t.mu.Lock()
 		if t.closing {
 			t.mu.Unlock()
+			t.perAddr.release(nc)
 			nc.Close()
 			t.releaseSlot()
 			continue
@@ -380,6 +387,7 @@ func (c *conn) serve() {
 		t.mu.Lock()
 		delete(t.conns, c)
 		t.mu.Unlock()
+		t.perAddr.release(c.nc)
 		t.releaseSlot()
 		t.wg.Done()
 	}()
@@ -387,6 +395,9 @@ func (c *conn) serve() {
 	for {
 		if !c.idle() {
 			return
+		}
+		if c.awaitLine(br) != nil {
+			return // EOF, idle timeout, reset, or shutdown
 		}
 		line, err := readLine(br, MaxLineBytes)
 		// A line read before shutdown is in flight: answer it, then stop.
@@ -447,6 +458,9 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	}
 	req, err := ParseRequest(line)
 	if req.Admin {
+		if refused := t.adminRefused(c, req); refused != "" {
+			return refused, false
+		}
 		return t.admin(c, req), false
 	}
 	var callid *string
@@ -486,7 +500,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	res, herr := t.run(h, r)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
-	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, req.Raw, time.Since(start).Seconds()))
+	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, truncate(req.Raw, maxLogValue), time.Since(start).Seconds()))
 
 	if herr != nil {
 		var pe *protoError
@@ -495,6 +509,9 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 		}
 		if errors.Is(herr, store.ErrDuplicate) {
 			return errLine("dup", "", callid), false
+		}
+		if errors.Is(herr, store.ErrInvalid) {
+			return errLine("bad_params", "", callid), false // the store's text is not for clients
 		}
 		t.log.Error("command failed", "cmd", req.Cmd, "err", herr)
 		return errLine("failure", "", callid), false
@@ -594,79 +611,6 @@ func (r *recentQueries) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.list...)
-}
-
-// watchers are connections that asked "!watch" for the tracker's warnings
-// and errors, as the original streamed its children's errors.
-type watchers struct {
-	mu  sync.Mutex
-	set map[*conn]struct{}
-}
-
-func (w *watchers) toggle(c *conn) (added bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.set[c]; ok {
-		delete(w.set, c)
-		return false
-	}
-	w.set[c] = struct{}{}
-	return true
-}
-
-func (w *watchers) remove(c *conn) {
-	w.mu.Lock()
-	delete(w.set, c)
-	w.mu.Unlock()
-}
-
-func (w *watchers) send(line string) {
-	w.mu.Lock()
-	list := make([]*conn, 0, len(w.set))
-	for c := range w.set {
-		list = append(list, c)
-	}
-	w.mu.Unlock()
-	for _, c := range list {
-		// A slow watcher must not stall logging: short deadline, drop on error.
-		go func(c *conn) {
-			c.wmu.Lock()
-			c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(c.nc, line+"\r\n")
-			c.wmu.Unlock()
-		}(c)
-	}
-}
-
-// watchHandler copies warnings and errors to watchers.
-type watchHandler struct {
-	slog.Handler
-	w     *watchers
-	attrs []slog.Attr
-}
-
-func (h *watchHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		var b strings.Builder
-		b.WriteString(r.Message)
-		for _, a := range h.attrs {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		}
-		r.Attrs(func(a slog.Attr) bool {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-			return true
-		})
-		h.w.send(b.String())
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h *watchHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &watchHandler{Handler: h.Handler.WithAttrs(as), w: h.w, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
-}
-
-func (h *watchHandler) WithGroup(name string) slog.Handler {
-	return &watchHandler{Handler: h.Handler.WithGroup(name), w: h.w, attrs: h.attrs}
 }
 
 // admin answers the ProcManager "!" commands; the reply always ends ".\r\n".

@@ -9,14 +9,29 @@
 //	sqlite:///var/lib/mogilefs/meta.db   sqlite:relative/meta.db
 //	sqlite3:///path   file:/path         DBI:SQLite:dbname=/path
 //
-// The database is the file path; it is created when missing. The
-// parameters are busy_timeout (milliseconds, default 10000), how long a
-// statement waits for another connection's write before the transaction is
-// retried, and op_timeout, every backend's default deadline of a Store call
-// (default store.DefaultOpTimeout, 10s; 0 = none); any other parameter is an
-// error. ":memory:" is refused: the
-// Stores of a tracker must share one database, and an in-memory database
-// belongs to one connection.
+// The database is the file path; it is created when missing. Parameters:
+//
+//   - busy_timeout (milliseconds, default 10000): how long a statement waits
+//     for another connection's write before the transaction is retried.
+//
+//   - synchronous (normal, the default, or full; also off and extra): when
+//     SQLite waits for the disk. With normal, a crash of the process or of
+//     the tracker loses nothing and the database never corrupts, but a power
+//     failure or an operating-system crash can roll back the last commits
+//     acknowledged before it: an uploaded file a client was told is stored
+//     may be missing after the reboot (its blob stays on the storage node,
+//     unreferenced). With full every commit waits for the write-ahead log to
+//     reach the disk, so nothing acknowledged is lost, at the cost of one
+//     fsync per commit (a few milliseconds on most disks, which bounds the
+//     commits per second). extra also syncs the directory; off never syncs
+//     and can corrupt the database on power failure (tests only).
+//
+//   - op_timeout, every backend's default deadline of a Store call (default
+//     store.DefaultOpTimeout, 10s; 0 = none).
+//
+// Any other parameter is an error. ":memory:" is refused: the Stores of a
+// tracker must share one database, and an in-memory database belongs to
+// one connection.
 //
 // Connections run in WAL mode, so readers never wait for the writer, and
 // start every transaction with BEGIN IMMEDIATE, so concurrent writers queue
@@ -24,8 +39,8 @@
 //
 // # Locks
 //
-// Named locks live in this process: a table of one-slot semaphores keyed by
-// the canonical absolute path of the database, shared (and reference
+// Named locks live in this process: a table of one-slot semaphores for the
+// database file (the file itself, found by os.SameFile, not its path), shared (and reference
 // counted) by every Store open on that file, so two Stores exclude each
 // other. Waiting honours the timeout and the context; locks are not
 // reentrant. Closing a Store frees its locks and closes their Lost channels
@@ -33,11 +48,25 @@
 // process takes its locks with it.
 //
 // Because the lock table cannot be seen from another process, a second
-// gomogile process opening the same database is refused: while any Store of
-// the file is open, this process holds an exclusive flock on a side file,
-// the database path plus "-gomogile.lock", which records its pid. Other
-// programs (the sqlite3 shell, backups) still read and write the database
-// itself.
+// gomogile process opening the same database is refused with ErrInUse:
+// while any Store of the file is open, this process holds an exclusive
+// flock(2) on the database file itself, so every path that reaches the
+// file (a symbolic link, a hard link, a bind mount, another container) meets
+// the same lock. A second process that opened a hard link beside the first
+// used its own WAL index and corrupted the database within seconds. SQLite
+// locks with fcntl byte ranges, which flock does not conflict with on local
+// filesystems, so other programs (the sqlite3 shell, backups) still read
+// and write the database. Stores in one process share the lock table of the
+// file whatever path each was opened by (and open it by the first Store's
+// path, since SQLite names the write-ahead log after the path; for the same
+// reason, open a database by one path only, or a crash can leave committed
+// transactions in a log another path does not see). The guard is released only after
+// the Store's connections are closed, because closing any descriptor of the
+// file drops the process's fcntl locks on it. On Windows, where file locks
+// are mandatory and would block SQLite's own reads, the lock is on a side
+// file, the database path plus GuardSuffix. On NFS, Linux emulates flock
+// with fcntl locks, which then conflict with other programs' SQLite locks:
+// keep the database on a local filesystem.
 //
 // # Capabilities
 //
@@ -52,10 +81,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+
+	"github.com/gofrs/flock"
 
 	_ "modernc.org/sqlite" // registers the database/sql driver "sqlite"
 
@@ -78,6 +109,8 @@ const defaultBusyTimeout = 10000
 
 type driver struct{}
 
+var synchronousModes = map[string]string{"off": "OFF", "normal": "NORMAL", "full": "FULL", "extra": "EXTRA"}
+
 func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Store, error) {
 	s, err := Open(ctx, dsn)
 	if err != nil {
@@ -89,8 +122,15 @@ func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Store, error) {
 // Open opens the SQLite database named by dsn as a new, independent Store.
 func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	busy := defaultBusyTimeout
+	sync := "NORMAL"
 	for k, v := range dsn.Params {
 		switch k {
+		case "synchronous":
+			m, ok := synchronousModes[strings.ToLower(v[len(v)-1])]
+			if !ok {
+				return nil, fmt.Errorf("%w: synchronous %q (want normal, full, extra or off)", store.ErrBadDSN, v[len(v)-1])
+			}
+			sync = m
 		case "busy_timeout":
 			n, err := strconv.Atoi(v[len(v)-1])
 			if err != nil || n < 0 {
@@ -98,7 +138,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 			}
 			busy = n
 		default:
-			return nil, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout)", store.ErrBadDSN, k)
+			return nil, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, synchronous)", store.ErrBadDSN, k)
 		}
 	}
 	path, err := canonicalPath(dsn.Database)
@@ -109,10 +149,14 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// SQLite names the WAL and its index after the path: every Store of
+	// the file in this process must use one path, or they would write two
+	// logs of one database.
+	path = f.f.path
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.Itoa(busy)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
@@ -134,8 +178,11 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		Dialect:      dialect{},
 		Locks:        newLockBackend(f.f.locks),
 		Capabilities: capabilities,
-		OnClose:      f.release,
-		OpTimeout:    dsn.OpTimeout,
+		// The guard goes only after every connection of this Store: closing
+		// the guard's descriptor while SQLite holds fcntl locks on the file
+		// would drop them (sqlstore closes the DB again; that is a no-op).
+		OnClose:   func() error { return errors.Join(db.Close(), f.release()) },
+		OpTimeout: dsn.OpTimeout,
 	})
 	if err != nil {
 		db.Close()
@@ -172,39 +219,59 @@ func canonicalPath(p string) (string, error) {
 
 // dbFile is what the Stores of one database file share in this process.
 type dbFile struct {
-	path  string
-	refs  int // guarded by filesMu
-	guard *os.File
+	path  string      // the path it was first opened by
+	info  os.FileInfo // identifies the file (os.SameFile) whatever the path
+	refs  int         // guarded by filesMu
+	guard *flock.Flock
 	locks *lockTable
 }
 
 var (
 	filesMu sync.Mutex
-	files   = map[string]*dbFile{}
+	files   []*dbFile
 )
 
-// GuardSuffix is appended to the database path to name the file whose
-// flock marks the database as owned by one gomogile process.
+// GuardSuffix is appended to the database path to name the side file
+// locked instead of the database where locking the database itself would
+// get in SQLite's way (Windows; see the package doc).
 const GuardSuffix = "-gomogile.lock"
 
 // ErrInUse reports a database held by another gomogile process.
 var ErrInUse = errors.New("sqlite: database in use by another gomogile process")
 
-// openFile joins (or creates) the shared state of path, taking the
-// process guard when this is the first Store of the file.
+// openFile joins (or creates) the shared state of the file at path, taking
+// the process guard when this is the first Store of the file.
 func openFile(path string) (*handle, error) {
+	// The file must exist to be locked and identified; an empty file is an
+	// empty SQLite database.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	} else if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	filesMu.Lock()
 	defer filesMu.Unlock()
-	f := files[path]
-	if f == nil {
-		guard, err := lockGuard(path + GuardSuffix)
-		if err != nil {
-			return nil, err
+	for _, f := range files {
+		if os.SameFile(f.info, info) {
+			f.refs++
+			return &handle{f: f}, nil
 		}
-		f = &dbFile{path: path, guard: guard, locks: &lockTable{sems: map[string]chan struct{}{}}}
-		files[path] = f
 	}
-	f.refs++
+	guard := flock.New(guardPath(path))
+	ok, err := guard.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: lock %s: %w", guard.Path(), err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is locked by %s (SQLite locks live in one process; run one tracker per SQLite database, or use MySQL or PostgreSQL)",
+			ErrInUse, describeFile(guard.Path(), info), lockHolder(info))
+	}
+	f := &dbFile{path: path, info: info, refs: 1, guard: guard, locks: &lockTable{sems: map[string]chan struct{}{}}}
+	files = append(files, f)
 	return &handle{f: f}, nil
 }
 
@@ -223,41 +290,11 @@ func (h *handle) release() error {
 		if h.f.refs > 0 {
 			return
 		}
-		delete(files, h.f.path)
-		// Unlock before close so the next process's flock never sees a
-		// stale holder; the side file stays, unlinking it would race.
-		if uerr := syscall.Flock(int(h.f.guard.Fd()), syscall.LOCK_UN); uerr != nil {
-			err = uerr
-		}
-		if cerr := h.f.guard.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
+		files = slices.DeleteFunc(files, func(f *dbFile) bool { return f == h.f })
+		err = h.f.guard.Unlock() // unlocks, then closes the descriptor
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: release %s%s: %w", h.f.path, GuardSuffix, err)
+		return fmt.Errorf("sqlite: release %s: %w", h.f.guard.Path(), err)
 	}
 	return nil
-}
-
-func lockGuard(name string) (*os.File, error) {
-	g, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open guard file: %w", err)
-	}
-	if err := syscall.Flock(int(g.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		pid := "unknown"
-		if b, rerr := os.ReadFile(name); rerr == nil && len(strings.TrimSpace(string(b))) > 0 {
-			pid = strings.TrimSpace(string(b))
-		}
-		g.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is locked by pid %s (SQLite locks live in one process; run one tracker per SQLite database, or use MySQL or PostgreSQL)",
-				ErrInUse, name, pid)
-		}
-		return nil, fmt.Errorf("sqlite: lock guard file %s: %w", name, err)
-	}
-	if err := g.Truncate(0); err == nil {
-		_, _ = g.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return g, nil
 }

@@ -23,6 +23,9 @@ const childEnv = "GOMOGILE_SQLITE_TEST_CHILD_DB"
 // TestMain lets the test binary act as a second gomogile process: with
 // childEnv set it only tries to open that database and reports the error.
 func TestMain(m *testing.M) {
+	if path := os.Getenv(childRawEnv); path != "" {
+		os.Exit(rawChild(path))
+	}
 	if path := os.Getenv(childEnv); path != "" {
 		s, err := store.Open(context.Background(), "sqlite://"+path)
 		if err != nil {
@@ -64,7 +67,7 @@ func TestOpen_SecondProcessRefused(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("child exit %d (%s); want 3 (refused with ErrInUse)", code, strings.TrimSpace(out))
 	}
-	for _, want := range []string{h.path + sqlite.GuardSuffix, fmt.Sprint(os.Getpid())} {
+	for _, want := range []string{h.path, "pid " + fmt.Sprint(os.Getpid())} {
 		if !strings.Contains(out, want) {
 			t.Errorf("child error %q does not name %q", strings.TrimSpace(out), want)
 		}

@@ -124,6 +124,11 @@ func (s *Store) CreateTempFile(ctx context.Context, t store.TempFile) (int64, er
 	if err == nil && t.Fid < 0 {
 		err = invalid("negative fid %d", t.Fid)
 	}
+	if err == nil && t.Fid > store.MaxNamedFid {
+		// A named fid raises the counter; above the bound it could raise it
+		// to where allocation overflows (see store.MaxNamedFid).
+		err = invalid("fid %d above the largest fid a caller may name (%d)", t.Fid, store.MaxNamedFid)
+	}
 	if err != nil {
 		return 0, s.wrap(op, err)
 	}
