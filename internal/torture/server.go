@@ -153,6 +153,19 @@ func (s *servers) primaryNode() int {
 	return 0
 }
 
+// failedOverAt reports when the run's failover (if any) ended.
+func (s *servers) failedOverAt() (time.Time, bool) {
+	if s == nil || s.mode != PrivateFailover {
+		return time.Time{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.down) == 0 || s.standby != nil {
+		return time.Time{}, false
+	}
+	return s.down[len(s.down)-1].to, true
+}
+
 // kinds lists the faults the private servers can make.
 func (s *servers) kinds() []string {
 	if s == nil {
