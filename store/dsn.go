@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,11 @@ type DSN struct {
 	Password string
 	Host     string // host name, IP, or a Unix socket directory/path
 	Port     int    // 0 = the backend's default
+	// Hosts is every host the DSN names, in order; Host and Port are
+	// Hosts[0]. A backend that connects to one server only refuses more
+	// than one; PostgreSQL tries them in turn (libpq's multi-host
+	// failover, see target_session_attrs).
+	Hosts    []HostPort
 	Database string // database name; for SQLite the file path
 	Params   url.Values
 	// OpTimeout is the op_timeout parameter, common to every backend and
@@ -29,6 +35,28 @@ type DSN struct {
 	// this). DefaultOpTimeout when the DSN does not set it; 0
 	// (op_timeout=0) means no default deadline.
 	OpTimeout time.Duration
+}
+
+// AllHosts is the host list to connect to: Hosts, whose first entry is
+// Host and Port (so a caller that amends those two changes the first host),
+// or Host and Port alone when Hosts is empty; nil when the DSN names no
+// host at all.
+func (d *DSN) AllHosts() []HostPort {
+	if len(d.Hosts) == 0 {
+		if d.Host == "" && d.Port == 0 {
+			return nil
+		}
+		return []HostPort{{d.Host, d.Port}}
+	}
+	hs := slices.Clone(d.Hosts)
+	hs[0] = HostPort{d.Host, d.Port}
+	return hs
+}
+
+// HostPort is one entry of a DSN's host list.
+type HostPort struct {
+	Host string // name, IP (IPv6 without brackets) or Unix socket path; "" = default
+	Port int    // 0 = the backend's default
 }
 
 // dbiDrivers maps Perl DBI driver names to ours.
@@ -112,7 +140,7 @@ func (d *DSN) takeOpTimeout() error {
 func parseDBI(s string) (*DSN, error) {
 	parts := strings.SplitN(s, ":", 3)
 	if len(parts) < 3 || parts[1] == "" {
-		return nil, fmt.Errorf("%w: %q: want DBI:<driver>:<attributes>", ErrBadDSN, s)
+		return nil, fmt.Errorf("%w: %s: want DBI:<driver>:<attributes>", ErrBadDSN, redactRaw(s))
 	}
 	d := &DSN{Params: url.Values{}}
 	if drv, ok := dbiDrivers[strings.ToLower(parts[1])]; ok {
@@ -120,6 +148,7 @@ func parseDBI(s string) (*DSN, error) {
 	} else {
 		d.Driver = strings.ToLower(parts[1])
 	}
+	var hosts, ports string
 	for _, attr := range strings.Split(parts[2], ";") {
 		attr = strings.TrimSpace(attr)
 		if attr == "" {
@@ -129,7 +158,7 @@ func parseDBI(s string) (*DSN, error) {
 		if !hasEq {
 			// DBI allows the bare database name (DBI:mysql:mogilefs).
 			if d.Database != "" {
-				return nil, fmt.Errorf("%w: %q: attribute %q has no '='", ErrBadDSN, s, attr)
+				return nil, fmt.Errorf("%w: %s: attribute %q has no '='", ErrBadDSN, redactRaw(s), attr)
 			}
 			d.Database = attr
 			continue
@@ -139,13 +168,9 @@ func parseDBI(s string) (*DSN, error) {
 		case "db":
 			d.Database = v
 		case "host":
-			d.Host = v
+			hosts = v
 		case "port":
-			p, err := parsePort(v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %q: %v", ErrBadDSN, s, err)
-			}
-			d.Port = p
+			ports = v
 		case "user":
 			d.User = v
 		case "password":
@@ -154,13 +179,60 @@ func parseDBI(s string) (*DSN, error) {
 			d.Params.Add(k, v)
 		}
 	}
+	if err := d.setHosts(hosts, ports); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, redactRaw(s), err)
+	}
 	return d, nil
 }
 
+// setHosts fills Hosts, Host and Port from DBI's host=a,b and port=p1,p2
+// (libpq's lists: one port for every host, or one per host).
+func (d *DSN) setHosts(hosts, ports string) error {
+	if hosts == "" && ports == "" {
+		return nil
+	}
+	hl := strings.Split(hosts, ",")
+	var pl []string
+	if ports != "" {
+		pl = strings.Split(ports, ",")
+	}
+	if len(pl) > 1 && len(pl) != len(hl) {
+		return fmt.Errorf("%d ports for %d hosts", len(pl), len(hl))
+	}
+	for i, h := range hl {
+		h = strings.TrimSpace(h)
+		if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+			h = h[1 : len(h)-1]
+		}
+		hp := HostPort{Host: h}
+		p := ""
+		switch len(pl) {
+		case 0:
+		case 1:
+			p = pl[0]
+		default:
+			p = pl[i]
+		}
+		if p = strings.TrimSpace(p); p != "" {
+			n, err := parsePort(p)
+			if err != nil {
+				return err
+			}
+			hp.Port = n
+		}
+		d.Hosts = append(d.Hosts, hp)
+	}
+	d.Host, d.Port = d.Hosts[0].Host, d.Hosts[0].Port
+	return nil
+}
+
+// parseURL reads scheme://[user[:password]@]host[:port][,host[:port]…]/path?query.
+// It does not use net/url for the authority: that takes one host only, and
+// refuses the %-escaped socket paths libpq accepts (%2Fvar%2Frun%2Fpostgresql).
 func parseURL(s string) (*DSN, error) {
 	scheme, rest, ok := strings.Cut(s, ":")
-	if !ok || scheme == "" {
-		return nil, fmt.Errorf("%w: %q: want scheme://… or DBI:driver:…", ErrBadDSN, s)
+	if !ok || scheme == "" || strings.ContainsAny(scheme, "/?@") {
+		return nil, fmt.Errorf("%w: %s: want scheme://… or DBI:driver:…", ErrBadDSN, redactRaw(s))
 	}
 	scheme = strings.ToLower(scheme)
 	d := &DSN{Driver: scheme, Params: url.Values{}}
@@ -175,37 +247,105 @@ func parseURL(s string) (*DSN, error) {
 		path, query, _ := strings.Cut(rest, "?")
 		q, err := url.ParseQuery(query)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrBadDSN, s, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, redactRaw(s), err)
 		}
 		d.Database, d.Params = path, q
 		return d, nil
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrBadDSN, redactURL(s), err)
+	if !strings.HasPrefix(rest, "//") {
+		return nil, fmt.Errorf("%w: %s: want %s://…", ErrBadDSN, redactRaw(s), scheme)
 	}
-	if u.Opaque != "" {
-		return nil, fmt.Errorf("%w: %q: want %s://…", ErrBadDSN, redactURL(s), scheme)
+	rest = rest[2:]
+	if strings.Contains(rest, "#") {
+		return nil, fmt.Errorf("%w: %s: '#' must be escaped as %%23", ErrBadDSN, redactRaw(s))
 	}
-	if u.User != nil {
-		d.User = u.User.Username()
-		d.Password, _ = u.User.Password()
+	auth, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		auth, tail = rest[:i], rest[i:]
 	}
-	d.Host = u.Hostname()
-	if p := u.Port(); p != "" {
-		if d.Port, err = parsePort(p); err != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrBadDSN, redactURL(s), err)
+	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
+		user, pass, hasPass := strings.Cut(auth[:i], ":")
+		var err error
+		if d.User, err = url.PathUnescape(user); err != nil {
+			return nil, fmt.Errorf("%w: %s: bad escape in the user name", ErrBadDSN, redactRaw(s))
 		}
+		if hasPass {
+			if d.Password, err = url.PathUnescape(pass); err != nil {
+				return nil, fmt.Errorf("%w: %s: bad escape in the password", ErrBadDSN, redactRaw(s))
+			}
+		}
+		auth = auth[i+1:]
+	}
+	if err := d.parseHostList(auth); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, d.Redacted(), err)
+	}
+	path, query, _ := strings.Cut(tail, "?")
+	path, err := url.PathUnescape(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, d.Redacted(), err)
+	}
+	if d.Params, err = url.ParseQuery(query); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, d.Redacted(), err)
 	}
 	if d.Driver == "sqlite" {
 		// sqlite:///abs/path and sqlite://host/… (host is not meaningful).
-		d.Database = u.Host + u.Path
-		d.Host = ""
+		d.Database = auth + path
+		d.Host, d.Port, d.Hosts = "", 0, nil
 	} else {
-		d.Database = strings.TrimPrefix(u.Path, "/")
+		d.Database = strings.TrimPrefix(path, "/")
 	}
-	d.Params = u.Query()
 	return d, nil
+}
+
+// parseHostList reads a URL authority's host list: host, host:port,
+// [v6], [v6]:port, or a %-escaped socket path, separated by commas.
+func (d *DSN) parseHostList(auth string) error {
+	if auth == "" {
+		return nil
+	}
+	for _, h := range strings.Split(auth, ",") {
+		var hp HostPort
+		port := ""
+		if strings.HasPrefix(h, "[") {
+			end := strings.IndexByte(h, ']')
+			if end < 0 {
+				return fmt.Errorf("host %q: missing ']'", h)
+			}
+			hp.Host = h[1:end]
+			if t := h[end+1:]; t != "" {
+				if t[0] != ':' {
+					return fmt.Errorf("host %q: junk after ']'", h)
+				}
+				port = t[1:]
+				if port == "" {
+					return fmt.Errorf("host %q: empty port", h)
+				}
+			}
+		} else if i := strings.LastIndexByte(h, ':'); i >= 0 {
+			hp.Host, port = h[:i], h[i+1:]
+			if strings.Contains(hp.Host, ":") {
+				return fmt.Errorf("host %q: an IPv6 address needs brackets ([%s])", h, h)
+			}
+			if port == "" {
+				return fmt.Errorf("host %q: empty port", h)
+			}
+		} else {
+			hp.Host = h
+		}
+		host, err := url.PathUnescape(hp.Host)
+		if err != nil {
+			return fmt.Errorf("host %q: %v", hp.Host, err)
+		}
+		hp.Host = host
+		if port != "" {
+			if hp.Port, err = parsePort(port); err != nil {
+				return err
+			}
+		}
+		d.Hosts = append(d.Hosts, hp)
+	}
+	d.Host, d.Port = d.Hosts[0].Host, d.Hosts[0].Port
+	return nil
 }
 
 func parsePort(p string) (int, error) {
@@ -216,12 +356,35 @@ func parsePort(p string) (int, error) {
 	return n, nil
 }
 
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
+// redactRaw hides the password of a DSN that could not be parsed, for an
+// error message: a URL's userinfo after the first ':' (up to the last '@',
+// which may hide more than the password but never less) and the value of a
+// DBI password attribute.
+func redactRaw(s string) string {
+	if len(s) >= 4 && strings.EqualFold(s[:4], "dbi:") {
+		attrs := strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ':' })
+		out := s
+		for _, a := range attrs {
+			k, v, ok := strings.Cut(a, "=")
+			if ok && v != "" && dbiKeys[strings.ToLower(strings.TrimSpace(k))] == "password" {
+				out = strings.ReplaceAll(out, a, k+"=xxxxx")
+			}
+		}
+		return strconv.Quote(out)
 	}
-	return u.Redacted()
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return strconv.Quote(s)
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < i {
+		return strconv.Quote(s)
+	}
+	ui := s[i+3 : at]
+	if c := strings.IndexByte(ui, ':'); c >= 0 {
+		return strconv.Quote(s[:i+3] + ui[:c] + ":xxxxx" + s[at:])
+	}
+	return strconv.Quote(s)
 }
 
 // Redacted prints the DSN as a URL with the password hidden, for logs and
@@ -234,7 +397,6 @@ func (d *DSN) Redacted() string {
 	if d.OpTimeout != DefaultOpTimeout {
 		q.Set("op_timeout", d.OpTimeout.String())
 	}
-	u := url.URL{Scheme: d.Driver, RawQuery: q.Encode()}
 	if d.Driver == "sqlite" {
 		tail := ""
 		if len(q) > 0 {
@@ -245,17 +407,45 @@ func (d *DSN) Redacted() string {
 		}
 		return "sqlite:" + d.Database + tail
 	}
+	var b strings.Builder
+	b.WriteString(d.Driver + "://")
 	if d.User != "" {
 		if d.Password != "" {
-			u.User = url.UserPassword(d.User, "xxxxx")
+			b.WriteString(url.UserPassword(d.User, "xxxxx").String())
 		} else {
-			u.User = url.User(d.User)
+			b.WriteString(url.User(d.User).String())
 		}
+		b.WriteString("@")
 	}
-	u.Host = d.Host
-	if d.Port != 0 {
-		u.Host += ":" + strconv.Itoa(d.Port)
+	for i, h := range d.AllHosts() {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(h.String())
 	}
-	u.Path = "/" + d.Database
-	return u.String()
+	b.WriteString((&url.URL{Path: "/" + d.Database}).EscapedPath())
+	if len(q) > 0 {
+		b.WriteString("?" + q.Encode())
+	}
+	return b.String()
+}
+
+// String writes h as it appears in a URL's host list, which parses back
+// to h: IPv6 in brackets, a socket path %-escaped.
+func (h HostPort) String() string {
+	s := h.Host
+	switch {
+	case strings.ContainsAny(s, "/%,@?#[]"):
+		s = url.PathEscape(s)
+		s = strings.NewReplacer(",", "%2C", "@", "%40", "[", "%5B", "]", "%5D").Replace(s)
+		if strings.Contains(h.Host, ":") && !strings.Contains(h.Host, "/") {
+			s = "[" + strings.ReplaceAll(s, "%3A", ":") + "]"
+		}
+	case strings.Contains(s, ":"):
+		s = "[" + s + "]"
+	}
+	if h.Port != 0 {
+		s += ":" + strconv.Itoa(h.Port)
+	}
+	return s
 }

@@ -21,14 +21,14 @@ func TestParseDSN(t *testing.T) {
 		{"sqlite3:///x.db", store.DSN{Driver: "sqlite", Database: "/x.db", Params: url.Values{}}},
 		{"DBI:SQLite:dbname=/tmp/m.db", store.DSN{Driver: "sqlite", Database: "/tmp/m.db", Params: url.Values{}}},
 		{"DBI:SQLite:/tmp/m.db", store.DSN{Driver: "sqlite", Database: "/tmp/m.db", Params: url.Values{}}},
-		{"mysql://mog:s%40cret@db.example:3307/mogilefs?tls=false", store.DSN{Driver: "mysql", User: "mog", Password: "s@cret", Host: "db.example", Port: 3307, Database: "mogilefs", Params: url.Values{"tls": {"false"}}}},
-		{"DBI:mysql:database=mogilefs;host=10.0.0.5;port=3306", store.DSN{Driver: "mysql", Host: "10.0.0.5", Port: 3306, Database: "mogilefs", Params: url.Values{}}},
+		{"mysql://mog:s%40cret@db.example:3307/mogilefs?tls=false", store.DSN{Driver: "mysql", User: "mog", Password: "s@cret", Host: "db.example", Port: 3307, Hosts: []store.HostPort{{"db.example", 3307}}, Database: "mogilefs", Params: url.Values{"tls": {"false"}}}},
+		{"DBI:mysql:database=mogilefs;host=10.0.0.5;port=3306", store.DSN{Driver: "mysql", Host: "10.0.0.5", Port: 3306, Hosts: []store.HostPort{{"10.0.0.5", 3306}}, Database: "mogilefs", Params: url.Values{}}},
 		{"DBI:mysql:mogilefs", store.DSN{Driver: "mysql", Database: "mogilefs", Params: url.Values{}}},
 		{"dbi:mysql:mogilefs;mysql_connect_timeout=2", store.DSN{Driver: "mysql", Database: "mogilefs", Params: url.Values{"mysql_connect_timeout": {"2"}}}},
-		{"DBI:Pg:dbname=mogilefs;host=/var/run/postgresql", store.DSN{Driver: "postgres", Host: "/var/run/postgresql", Database: "mogilefs", Params: url.Values{}}},
-		{"postgres://root@127.0.0.1:5432/test?sslmode=disable", store.DSN{Driver: "postgres", User: "root", Host: "127.0.0.1", Port: 5432, Database: "test", Params: url.Values{"sslmode": {"disable"}}}},
-		{"postgresql://u:p@h/d", store.DSN{Driver: "postgres", User: "u", Password: "p", Host: "h", Database: "d", Params: url.Values{}}},
-		{"cockroach://h:26257/mog", store.DSN{Driver: "cockroach", Host: "h", Port: 26257, Database: "mog", Params: url.Values{}}},
+		{"DBI:Pg:dbname=mogilefs;host=/var/run/postgresql", store.DSN{Driver: "postgres", Host: "/var/run/postgresql", Hosts: []store.HostPort{{"/var/run/postgresql", 0}}, Database: "mogilefs", Params: url.Values{}}},
+		{"postgres://root@127.0.0.1:5432/test?sslmode=disable", store.DSN{Driver: "postgres", User: "root", Host: "127.0.0.1", Port: 5432, Hosts: []store.HostPort{{"127.0.0.1", 5432}}, Database: "test", Params: url.Values{"sslmode": {"disable"}}}},
+		{"postgresql://u:p@h/d", store.DSN{Driver: "postgres", User: "u", Password: "p", Host: "h", Hosts: []store.HostPort{{"h", 0}}, Database: "d", Params: url.Values{}}},
+		{"cockroach://h:26257/mog", store.DSN{Driver: "cockroach", Host: "h", Port: 26257, Hosts: []store.HostPort{{"h", 26257}}, Database: "mog", Params: url.Values{}}},
 	}
 	for _, tt := range tests {
 		tt.want.OpTimeout = store.DefaultOpTimeout
@@ -114,6 +114,64 @@ func TestParseDSN_OpTimeout(t *testing.T) {
 	for _, in := range []string{"mysql://h/db?op_timeout=soon", "mysql://h/db?op_timeout=-1s", "mysql://h/db?op_timeout=1s&op_timeout=2s"} {
 		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
 			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+		}
+	}
+}
+
+func TestParseDSN_HostList(t *testing.T) {
+	for in, want := range map[string][]store.HostPort{
+		"postgres://root@127.0.0.1:5433,127.0.0.1:5434/test?target_session_attrs=read-write": {{"127.0.0.1", 5433}, {"127.0.0.1", 5434}},
+		"postgres://[::1]:5433,[2001:db8::2]/test":                                           {{"::1", 5433}, {"2001:db8::2", 0}},
+		"postgres://%2Fvar%2Frun%2Fpostgresql/test":                                          {{"/var/run/postgresql", 0}},
+		"DBI:Pg:dbname=test;host=a,b;port=5433,5434":                                         {{"a", 5433}, {"b", 5434}},
+		"DBI:Pg:dbname=test;host=a,b;port=6432":                                              {{"a", 6432}, {"b", 6432}},
+		"DBI:Pg:dbname=test;host=::1":                                                        {{"::1", 0}},
+		"mysql:///m":                                                                         nil,
+	} {
+		d, err := store.ParseDSN(in)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", in, err)
+			continue
+		}
+		if !reflect.DeepEqual(d.AllHosts(), want) {
+			t.Errorf("ParseDSN(%q) hosts %v; want %v", in, d.AllHosts(), want)
+		}
+		if len(want) > 0 && (d.Host != want[0].Host || d.Port != want[0].Port) {
+			t.Errorf("ParseDSN(%q) Host, Port = %q, %d; want the first of %v", in, d.Host, d.Port, want)
+		}
+		again, err := store.ParseDSN(d.Redacted())
+		if err != nil || !reflect.DeepEqual(again.AllHosts(), want) {
+			t.Errorf("ParseDSN(Redacted(%q) = %q): %v, %v; want hosts %v", in, d.Redacted(), again, err, want)
+		}
+	}
+	for _, in := range []string{
+		"postgres://::1:5432/test",            // IPv6 without brackets
+		"postgres://[::1/test",                // unclosed
+		"postgres://a:1,b:x/test",             // bad second port
+		"DBI:Pg:dbname=t;host=a,b,c;port=1,2", // port count
+	} {
+		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+		}
+	}
+}
+
+func TestParseDSN_ErrorsHidePassword(t *testing.T) {
+	for _, in := range []string{
+		"mysql://mog:s3cret@h:99999/db",
+		"postgres://mog:s3cret@a,b:x/db",
+		"mysql://mog:s3cret@h/db#frag",
+		"mysql://mog:s3cret@h/db?op_timeout=soon",
+		"DBI:mysql:database=db;password=s3cret;port=abc",
+		"DBI:Pg:dbname=db;password=s3cret;host=a,b;port=1,2,3",
+	} {
+		_, err := store.ParseDSN(in)
+		if !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseDSN(%q) error %q shows the password", in, err)
 		}
 	}
 }

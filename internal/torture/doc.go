@@ -42,12 +42,23 @@
 //     PostgreSQL pg_terminate_backend), all or a random half.
 //   - partition, delay, cut, ambiguous: made by an in-process fault proxy
 //     (internal/faultproxy) between each process's Store and the server —
-//     one proxy per process slot, the coordinator connecting directly. A
-//     partition blackholes every connection of one proxy (no FIN, no RST)
+//     per process slot one proxy per database node the DSN names (two for
+//     a failover pair), the coordinator connecting directly; a fault takes
+//     all of one slot's proxies, so it hits the slot's connections to
+//     whichever node is primary. A partition blackholes them (no FIN, no RST)
 //     for 0.3–1s, a third of them past max(DeadOwnerBound, 1s); a delay adds
 //     10–160ms to every packet for 0.5–2s; a cut closes every connection; an
 //     ambiguous commit lets the next COMMITs through and drops their replies,
-//     cutting the connection. SQLite has no network: these print "-".
+//     cutting the connection (armed on the primary's proxy only). SQLite
+//     has no network: these print "-".
+//   - failover (Private = postgres-failover): SIGKILL of a private primary
+//     that has a synchronous streaming standby, so no acknowledged commit is
+//     lost, and promotion of the standby. Every Store names both nodes in a
+//     multi-host DSN with target_session_attrs=read-write and reconnects by
+//     itself — pool, lock renewer and listener — to the node that accepts
+//     writes; there is no service address in front of the pair. Once per
+//     run: the new primary gets a synchronous standby of its own, which the
+//     DSN does not name.
 //
 // A seed drives every random choice; the interleaving of processes and
 // the database cannot be repeated.

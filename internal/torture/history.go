@@ -399,6 +399,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 			judged = append(judged, check.Op{Proc: ev.P, Name: ev.Op, Start: start, End: ret, Deadline: dl})
 		}
 	}
+	h.judgeFailover(rep)
 	rep.check("deadlines: no operation past its deadline", violations(check.Deadlines(judged, cfg.DeadlineSlack)), fmt.Sprintf("%d operations with a deadline of %v (%d in a paused process not judged), slack %v",
 		len(judged), cfg.OpTimeout, len(deadlineOps)-len(judged), cfg.DeadlineSlack))
 
@@ -479,4 +480,36 @@ func violations(vs []check.Violation) []string {
 		out[i] = v.String()
 	}
 	return out
+}
+
+// judgeFailover checks, after a failover, that every worker slot got
+// acknowledged work done on the promoted primary: the Stores are to find it
+// through their multi-host DSN by themselves, and every acknowledged commit
+// being there says nothing if none came after the failover.
+func (h *history) judgeFailover(rep *Report) {
+	r := h.r
+	at, ok := r.srv.failedOverAt()
+	if !ok {
+		return
+	}
+	after := map[int]int{}
+	for _, ev := range h.events {
+		var slot int
+		if ev.K != "op" || ev.E != "ok" || ev.S <= nanos(at) {
+			continue
+		}
+		if _, err := fmt.Sscanf(ev.P, "p%d.", &slot); err == nil {
+			after[slot]++
+		}
+	}
+	var problems []string
+	total := 0
+	for slot := 0; slot < r.cfg.Procs; slot++ {
+		total += after[slot]
+		if after[slot] == 0 {
+			problems = append(problems, fmt.Sprintf("slot %d: no acknowledged operation started after the failover ended at %s", slot, at.Format("15:04:05.000")))
+		}
+	}
+	rep.check("failover: every slot works on the promoted primary", problems,
+		fmt.Sprintf("%d acknowledged operations started after the failover, in %d slots", total, len(after)))
 }

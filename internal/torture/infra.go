@@ -13,49 +13,66 @@ import (
 	"github.com/gomogile/gomogile/internal/faultproxy"
 )
 
-// proxies are the in-process fault proxies, one per tracker slot, between
-// each tracker process's Store and the server; the coordinator's own Store
+// proxies are the in-process fault proxies between each tracker process's
+// Store and the server: per tracker slot, one per database node the DSN
+// names (a failover pair has two), so that a slot's fault hits its
+// connections to whichever node is primary. The coordinator's own Store
 // connects directly, so that it can watch and judge through the faults.
 type proxies struct {
 	mu   sync.Mutex
-	list []*faultproxy.Proxy
-	busy map[int]bool // a slot's proxy in a timed fault (partition, delay)
+	list [][]*faultproxy.Proxy // [slot][node], nodes in the DSN's order
+	busy map[int]bool          // a slot's proxies in a timed fault (partition, delay)
 	wg   sync.WaitGroup
 }
 
-// startProxies starts a proxy per slot when the DSN is a URL naming a TCP
-// server; otherwise the run has none and the network faults print "-".
+// startProxies starts the proxies of every slot when the DSN is a URL
+// naming TCP servers; otherwise the run has none and the network faults
+// print "-".
 func (r *run) startProxies() error {
 	if !r.caps.CrossProcess {
 		return nil
 	}
 	u, err := url.Parse(r.workerBase)
-	if err != nil || u.Host == "" || strings.Contains(u.Host, ",") || strings.HasPrefix(u.Host, "/") {
+	if err != nil || u.Host == "" || strings.Contains(u.Host, "/") || strings.Contains(u.Host, "%") {
 		return nil
 	}
 	proto, port := faultproxy.Postgres, "5432"
 	if r.driver == "mysql" || r.driver == "mariadb" {
 		proto, port = faultproxy.MySQL, "3306"
 	}
-	target := u.Host
-	if _, _, err := net.SplitHostPort(target); err != nil {
-		target = net.JoinHostPort(target, port)
+	var targets []string
+	for _, h := range strings.Split(u.Host, ",") {
+		if h == "" {
+			return nil
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(strings.Trim(h, "[]"), port)
+		}
+		targets = append(targets, h)
 	}
 	r.px = &proxies{busy: map[int]bool{}}
 	for i := 0; i < r.cfg.Procs; i++ {
-		p, err := faultproxy.Start(target, faultproxy.Options{Protocol: proto})
-		if err != nil {
-			r.closeProxies()
-			return fmt.Errorf("torture: %w", err)
+		var slot []*faultproxy.Proxy
+		for _, target := range targets {
+			p, err := faultproxy.Start(target, faultproxy.Options{Protocol: proto})
+			if err != nil {
+				for _, p := range slot {
+					_ = p.Close()
+				}
+				r.closeProxies()
+				return fmt.Errorf("torture: %w", err)
+			}
+			slot = append(slot, p)
 		}
-		r.px.list = append(r.px.list, p)
+		r.px.list = append(r.px.list, slot)
 	}
 	return nil
 }
 
-// slotDSN is the DSN slot's process opens: through its proxy, if any,
-// and on PostgreSQL with the slot's own lock_owner identity, which each
-// new process of the slot takes over from the last.
+// slotDSN is the DSN slot's process opens: through its proxies, if any
+// (one host per node, in the DSN's order, so target_session_attrs picks
+// the primary's), and on PostgreSQL with the slot's own lock_owner
+// identity, which each new process of the slot takes over from the last.
 func (r *run) slotDSN(slot int) string {
 	dsn := r.workerBase
 	if r.driver == "postgres" {
@@ -68,7 +85,11 @@ func (r *run) slotDSN(slot int) string {
 	if err != nil {
 		return dsn
 	}
-	u.Host = r.px.list[slot].Addr()
+	hosts := make([]string, len(r.px.list[slot]))
+	for i, p := range r.px.list[slot] {
+		hosts[i] = p.Addr()
+	}
+	u.Host = strings.Join(hosts, ",")
 	return u.String()
 }
 
@@ -79,8 +100,10 @@ func (r *run) closeProxies() {
 		return
 	}
 	r.px.wg.Wait()
-	for _, p := range r.px.list {
-		_ = p.Close()
+	for _, slot := range r.px.list {
+		for _, p := range slot {
+			_ = p.Close()
+		}
 	}
 	r.px = nil
 }
@@ -91,10 +114,12 @@ func (r *run) healProxies() {
 		return
 	}
 	r.px.wg.Wait()
-	for _, p := range r.px.list {
-		p.Blackhole(false)
-		p.SetDelay(0)
-		p.DropCommitReplies(0)
+	for _, slot := range r.px.list {
+		for _, p := range slot {
+			p.Blackhole(false)
+			p.SetDelay(0)
+			p.DropCommitReplies(0)
+		}
 	}
 }
 
@@ -123,7 +148,14 @@ func (r *run) infraFault(ctx context.Context, rng *rand.Rand, kind string) error
 		return fmt.Errorf("fault %q not available", kind)
 	}
 	slot := rng.IntN(len(px.list))
-	p := px.list[slot]
+	ps := px.list[slot]
+	all := func(f func(p *faultproxy.Proxy)) func() {
+		return func() {
+			for _, p := range ps {
+				f(p)
+			}
+		}
+	}
 	timed := func(d time.Duration, on, off func()) bool {
 		px.mu.Lock()
 		if px.busy[slot] {
@@ -159,25 +191,27 @@ func (r *run) infraFault(ctx context.Context, rng *rand.Rand, kind string) error
 		if rng.IntN(3) == 0 {
 			d = long + time.Duration(rng.IntN(1000))*time.Millisecond
 		}
-		if timed(d, func() { p.Blackhole(true) }, func() { p.Blackhole(false) }) {
+		if timed(d, all(func(p *faultproxy.Proxy) { p.Blackhole(true) }), all(func(p *faultproxy.Proxy) { p.Blackhole(false) })) {
 			r.countFault(kind)
 			r.cfg.Logf("torture: partition of slot %d for %v", slot, d)
 		}
 	case faultDelay:
 		d := time.Duration(10+rng.IntN(150)) * time.Millisecond
 		span := time.Duration(500+rng.IntN(1500)) * time.Millisecond
-		if timed(span, func() { p.SetDelay(d) }, func() { p.SetDelay(0) }) {
+		if timed(span, all(func(p *faultproxy.Proxy) { p.SetDelay(d) }), all(func(p *faultproxy.Proxy) { p.SetDelay(0) })) {
 			r.countFault(kind)
 			r.cfg.Logf("torture: delay of %v on slot %d for %v", d, slot, span)
 		}
 	case faultCut:
-		p.Cut()
+		all((*faultproxy.Proxy).Cut)()
 		r.trouble(slot)
 		r.countFault(kind)
 		r.cfg.Logf("torture: cut the connections of slot %d", slot)
 	case faultAmbiguous:
+		// Only on the primary's proxy: a drop armed on the standby's would
+		// fire at some commit after a failover, long after this fault.
 		n := 1 + rng.IntN(2)
-		p.DropCommitReplies(n)
+		ps[r.srv.primaryNode()].DropCommitReplies(n)
 		r.trouble(slot)
 		r.countFault(kind)
 		r.cfg.Logf("torture: drop the next %d commit replies of slot %d", n, slot)

@@ -19,7 +19,7 @@ const (
 	PrivatePostgres  = "postgres"           // a private PostgreSQL; dbcrash = SIGKILL and restart
 	PrivateMySQL     = "mysql"              // a private MariaDB; dbcrash = SIGKILL and restart
 	PrivatePgBouncer = "postgres-pgbouncer" // a private PostgreSQL behind a private PgBouncer in transaction mode
-	PrivateFailover  = "postgres-failover"  // a private PostgreSQL primary with a synchronous streaming standby, behind a service address
+	PrivateFailover  = "postgres-failover"  // a private PostgreSQL primary with a synchronous streaming standby, reached through a multi-host DSN
 )
 
 // servers is a run's private servers.
@@ -29,7 +29,7 @@ type servers struct {
 	standby *dbinstance.Postgres // failover mode: the standby, nil once promoted and not yet replaced
 	my      *dbinstance.MariaDB
 	bouncer *dbinstance.PgBouncer
-	vip     *vip                           // failover mode: the service address, forwarding to the primary
+	nodes   []string                       // failover mode: the nodes' addresses, in the DSN's order
 	old     []interface{ Cleanup() error } // killed primaries, cleaned up at the end
 
 	mu   sync.Mutex
@@ -80,12 +80,12 @@ func (r *run) startServers(ctx context.Context) error {
 		if err := pg.SetSynchronousStandby(ctx, true); err != nil {
 			return fmt.Errorf("torture: private postgres: %w", err)
 		}
-		v, err := startVIP(pg.Addr())
-		if err != nil {
-			return fmt.Errorf("torture: %w", err)
-		}
-		s.vip = v
-		r.cfg.DSN = fmt.Sprintf("postgres://root@%s/test?sslmode=disable", v.Addr())
+		// Every Store names both nodes: pgx tries them in turn and
+		// target_session_attrs=read-write skips one that is down or a
+		// standby, so after a promotion the pool, the lock renewer and
+		// the listener all reconnect to the new primary by themselves.
+		s.nodes = []string{pg.Addr(), sb.Addr()}
+		r.cfg.DSN = dbinstance.FailoverDSN("test", pg, sb)
 	case PrivateMySQL:
 		my, err := dbinstance.StartMariaDB(ctx, dbinstance.MyOptions{Logf: logf})
 		if err != nil {
@@ -117,9 +117,6 @@ func (s *servers) cleanup() {
 		return
 	}
 	var errs []error
-	if s.vip != nil {
-		s.vip.close()
-	}
 	if s.bouncer != nil {
 		errs = append(errs, s.bouncer.Cleanup())
 	}
@@ -138,6 +135,35 @@ func (s *servers) cleanup() {
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(os.Stderr, "torture: clean up private servers:", err)
 	}
+}
+
+// primaryNode is the index, in the DSN's host list, of the node that is
+// primary now (0 when the DSN names one node).
+func (s *servers) primaryNode() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, n := range s.nodes {
+		if s.pg != nil && n == s.pg.Addr() {
+			return i
+		}
+	}
+	return 0
+}
+
+// failedOverAt reports when the run's failover (if any) ended.
+func (s *servers) failedOverAt() (time.Time, bool) {
+	if s == nil || s.mode != PrivateFailover {
+		return time.Time{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.down) == 0 || s.standby != nil {
+		return time.Time{}, false
+	}
+	return s.down[len(s.down)-1].to, true
 }
 
 // kinds lists the faults the private servers can make.
@@ -245,10 +271,11 @@ func (r *run) dbcrash(ctx context.Context) error {
 	return nil
 }
 
-// failover SIGKILLs the primary, promotes the standby and points the
-// service address (vip) at it; the workers' Stores reconnect there. A run
-// fails over once: the new primary gets a synchronous standby so its
-// commits stay durable, but the run does not promote that one.
+// failover SIGKILLs the primary and promotes the standby; the Stores find
+// it through their multi-host DSN (the dead node refuses, the promoted one
+// accepts writes). A run fails over once: the new primary gets a
+// synchronous standby so its commits stay durable, but the run does not
+// promote that one.
 func (r *run) failover(ctx context.Context) error {
 	s := r.srv
 	if s.standby == nil {
@@ -261,9 +288,10 @@ func (r *run) failover(ctx context.Context) error {
 	if err := s.standby.Promote(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.old = append(s.old, s.pg)
 	s.pg, s.standby = s.standby, nil
-	s.vip.switchTo(s.pg.Addr())
+	s.mu.Unlock()
 	// Give the new primary a standby of its own, synchronous in its turn
 	// (it has a port the DSN does not name: it keeps commits durable, and
 	// is not promoted in its turn).

@@ -68,6 +68,8 @@ func TestConfigure_Refuses(t *testing.T) {
 		"mysql://h/m?timeout=1s&timeout=2s",        // twice
 		"DBI:mysql:database=m;mysql_ssl=yes",       // DBD::mysql takes 0 or 1
 		"DBI:mysql:database=m;mysql_compression=1", // known to DBD::mysql, not here
+		"mysql://h1,h2/m",                          // one server only
+		"DBI:mysql:database=m;host=h1,h2",          // the same in DBI form
 	} {
 		d, err := store.ParseDSN(dsn)
 		if err != nil {

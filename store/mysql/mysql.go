@@ -167,6 +167,11 @@ func configure(d *store.DSN) (*configs, error) {
 	if d.Database == "" {
 		return nil, fmt.Errorf("%w: mysql: no database name", store.ErrBadDSN)
 	}
+	if hs := d.AllHosts(); len(hs) > 1 {
+		// GET_LOCK sessions are per server: failing over between servers
+		// would hand a held lock to a second holder.
+		return nil, fmt.Errorf("%w: mysql: %d hosts given; one server only", store.ErrBadDSN, len(hs))
+	}
 	cfg := gomysql.NewConfig()
 	cfg.Logger = driverLogger{}
 	cfg.User, cfg.Passwd = d.User, d.Password

@@ -11,14 +11,24 @@
 //	postgres://user:password@host:5432/mogilefs?sslmode=disable
 //	postgresql://…                      (the same)
 //	DBI:Pg:dbname=mogilefs;host=db1;port=5432   (MogileFS's form)
+//	postgres://u@db1:5432,db2:5432/mogilefs?target_session_attrs=read-write
+//	DBI:Pg:dbname=mogilefs;host=db1,db2;port=5432,5432;target_session_attrs=read-write
 //
 // The database name is required. Host defaults to 127.0.0.1; a host
-// beginning with "/" is a Unix socket directory. Port defaults to 5432. A
-// missing user or password is found as libpq finds it (PGUSER, ~/.pgpass).
+// beginning with "/" is a Unix socket directory (%2F-escaped in a URL). Port
+// defaults to 5432. A list of hosts is libpq's failover: every connection
+// (the pool's and the lock sessions') tries them in order and, with
+// target_session_attrs=read-write, keeps the first that accepts writes, so
+// after a standby is promoted the Store reaches it. A missing user or
+// password is found as libpq finds it (PGUSER, ~/.pgpass).
 // Parameters, all optional; any other is refused with store.ErrBadDSN:
 //
-//	sslmode, sslrootcert, sslcert, sslkey, connect_timeout, application_name
-//	    as in libpq.
+//	sslmode, sslrootcert, sslcert, sslkey, sslpassword, sslsni,
+//	sslnegotiation, sslcertmode, channel_binding, require_auth, krbsrvname,
+//	krbspn, passfile, connect_timeout, target_session_attrs,
+//	application_name, options
+//	    as in libpq (how to reach and authenticate to the server; nothing
+//	    that changes what the SQL means, such as search_path).
 //	default_query_exec_mode, statement_cache_capacity, description_cache_capacity
 //	    as in pgx; see # Poolers.
 //	lock_lease=10s     the owner lease (minimum 300ms).
