@@ -49,10 +49,16 @@ func setUser(uid, gid int) error {
 
 // raiseNoFile sets the open-file limit to n (the original's max_handles).
 func raiseNoFile(n int) error {
-	lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
+	var lim syscall.Rlimit
+	setRlim(&lim.Cur, n)
+	setRlim(&lim.Max, n)
 	var cur syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err == nil && cur.Max > lim.Max {
 		lim.Max = cur.Max // never lower the hard limit
 	}
 	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 }
+
+// setRlim stores n in an Rlimit field, which is a uint64 on Linux and
+// Darwin but an int64 on FreeBSD.
+func setRlim[T int64 | uint64](f *T, n int) { *f = T(n) }
