@@ -82,10 +82,16 @@ var dbiKeys = map[string]string{
 //	mysql://user:pass@host:3306/db?param=value
 //	postgres://user:pass@host:5432/db?param=value (also postgresql://)
 //	DBI:mysql:database=db;host=h;port=3306      DBI:mysql:db
+//	DBI:mysql:db:host=h     DBI:mysql:db:h:3306  (DBD::mysql: ':' or ';', positional db, host, port)
 //	DBI:Pg:dbname=db;host=h;port=5432
+//	postgres://u@a:5432,b:5432/db?target_session_attrs=read-write
+//	DBI:Pg:dbname=db;host=a,b;port=5432,5432     (host lists, see DSN.Hosts)
 //	DBI:SQLite:dbname=/path.db                  DBI:SQLite:/path.db
 //
-// and any other schename://… form for backends registered elsewhere.
+// and any other scheme://… form for backends registered elsewhere. The
+// "dbi:" prefix and driver names are case-insensitive; database, db and
+// dbname are one DBI attribute. A URL host is a name, an IP ([v6] in
+// brackets) or a %2F-escaped socket path. No error shows the password.
 //
 // The parameter op_timeout (a Go duration, or whole seconds; default
 // [DefaultOpTimeout], 0 for none) is read here for every backend and moved
@@ -149,19 +155,33 @@ func parseDBI(s string) (*DSN, error) {
 		d.Driver = strings.ToLower(parts[1])
 	}
 	var hosts, ports string
-	for _, attr := range strings.Split(parts[2], ";") {
+	// DBD::mysql splits its attributes at ':' as well as ';' and takes
+	// bare ones as database, host and port in that order
+	// (DBI:mysql:mogilefs:db1:3306, or the sample config's
+	// DBI:mysql:mogilefs:host=127.0.0.1); the other drivers take ';' and
+	// one bare database name (a path for SQLite).
+	seps := ";"
+	positional := []string{"db"}
+	if d.Driver == "mysql" {
+		seps = ";:"
+		positional = []string{"db", "host", "port"}
+	}
+	attrs := splitAttrs(parts[2], seps)
+	if d.Driver == "sqlite" && !strings.Contains(parts[2], "=") {
+		attrs = []string{parts[2]} // a bare path may hold ';'
+	}
+	for _, attr := range attrs {
 		attr = strings.TrimSpace(attr)
 		if attr == "" {
 			continue
 		}
 		k, v, hasEq := strings.Cut(attr, "=")
 		if !hasEq {
-			// DBI allows the bare database name (DBI:mysql:mogilefs).
-			if d.Database != "" {
+			if len(positional) == 0 {
 				return nil, fmt.Errorf("%w: %s: attribute %q has no '='", ErrBadDSN, redactRaw(s), attr)
 			}
-			d.Database = attr
-			continue
+			k, v = positional[0], attr
+			positional = positional[1:]
 		}
 		k = strings.TrimSpace(k)
 		switch dbiKeys[strings.ToLower(k)] {
@@ -183,6 +203,25 @@ func parseDBI(s string) (*DSN, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, redactRaw(s), err)
 	}
 	return d, nil
+}
+
+// splitAttrs splits s at any of seps outside brackets, so that an IPv6
+// host ([::1]) survives ':' as a separator.
+func splitAttrs(s, seps string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch {
+		case r == '[':
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+		case depth == 0 && strings.ContainsRune(seps, r):
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
 }
 
 // setHosts fills Hosts, Host and Port from DBI's host=a,b and port=p1,p2

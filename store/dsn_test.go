@@ -50,7 +50,9 @@ func TestParseDSN_Errors(t *testing.T) {
 		"nocolon",
 		"DBI:",
 		"DBI::dbname=x",
-		"DBI:mysql:a;b",
+		"DBI:mysql:a;b;3306;c", // DBD::mysql has three positional attributes
+		"DBI:Pg:a;b",           // DBD::Pg one
+		"DBI:mysql:m:h:notaport",
 		"DBI:mysql:database=x;port=notaport",
 		"mysql://h:99999/db",
 		"mysql:opaque",
@@ -114,6 +116,47 @@ func TestParseDSN_OpTimeout(t *testing.T) {
 	for _, in := range []string{"mysql://h/db?op_timeout=soon", "mysql://h/db?op_timeout=-1s", "mysql://h/db?op_timeout=1s&op_timeout=2s"} {
 		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
 			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+		}
+	}
+}
+
+// TestParseDSN_DBIForms: the db_dsn spellings of real MogileFS configs, as
+// Perl's DBD::mysql, DBD::Pg and DBD::SQLite read them.
+func TestParseDSN_DBIForms(t *testing.T) {
+	my := func(db, host string, port int) store.DSN {
+		d := store.DSN{Driver: "mysql", Database: db, Host: host, Port: port, Params: url.Values{}}
+		if host != "" || port != 0 {
+			d.Hosts = []store.HostPort{{host, port}}
+		}
+		return d
+	}
+	tests := map[string]store.DSN{
+		"DBI:mysql:mogilefs:host=127.0.0.1":                   my("mogilefs", "127.0.0.1", 0), // the original's sample config
+		"dbi:mysql:mogilefs:127.0.0.1":                        my("mogilefs", "127.0.0.1", 0),
+		"DBI:mysql:mogilefs:db1.example.com:3307":             my("mogilefs", "db1.example.com", 3307),
+		"DBI:mysql:database=mogilefs:host=db1:port=3307":      my("mogilefs", "db1", 3307),
+		"DBI:MySQL:db=mogilefs;host=db1;port=3307":            my("mogilefs", "db1", 3307),
+		"DBI:mysql:dbname=mogilefs;host=db1":                  my("mogilefs", "db1", 0),
+		"DBI:mysql:mogilefs;host=/var/run/mysqld/mysqld.sock": my("mogilefs", "/var/run/mysqld/mysqld.sock", 0),
+		"DBI:mariadb:mogilefs;host=db1":                       my("mogilefs", "db1", 0),
+		"DBI:Pg:dbname=mogilefs;host=db1;port=5433": {Driver: "postgres", Database: "mogilefs", Host: "db1", Port: 5433,
+			Hosts: []store.HostPort{{"db1", 5433}}, Params: url.Values{}},
+		"DBI:pg:db=mogilefs": {Driver: "postgres", Database: "mogilefs", Params: url.Values{}},
+		"DBI:Pg:database=mogilefs;options=-c statement_timeout=0": {Driver: "postgres", Database: "mogilefs",
+			Params: url.Values{"options": {"-c statement_timeout=0"}}},
+		"DBI:SQLite:db=/var/lib/mogilefs/m.db":       {Driver: "sqlite", Database: "/var/lib/mogilefs/m.db", Params: url.Values{}},
+		"dbi:sqlite:database=/var/lib/mogilefs/m.db": {Driver: "sqlite", Database: "/var/lib/mogilefs/m.db", Params: url.Values{}},
+		"DBI:SQLite:/srv/mog;fs/m.db":                {Driver: "sqlite", Database: "/srv/mog;fs/m.db", Params: url.Values{}},
+	}
+	for in, want := range tests {
+		want.OpTimeout = store.DefaultOpTimeout
+		got, err := store.ParseDSN(in)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", in, err)
+			continue
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Errorf("ParseDSN(%q) = %+v; want %+v", in, *got, want)
 		}
 	}
 }

@@ -261,7 +261,7 @@ func (in *injector) sigstop(ctx context.Context) error {
 		pause = time.Second
 	}
 	names := r.openNames(p)
-	r.signal(p, syscall.SIGSTOP)
+	r.signal(p, sigStop)
 	r.trouble(p.slot)
 	r.countFault(faultSigstop)
 	r.cfg.Logf("torture: SIGSTOP %s for %v", p.prefix, pause)
@@ -285,7 +285,7 @@ func (in *injector) sigstop(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 		}
-		r.signal(p, syscall.SIGCONT)
+		r.signal(p, sigCont)
 		r.trouble(p.slot)
 	}()
 	return nil

@@ -387,12 +387,12 @@ func (r *run) signal(p *wproc, sig syscall.Signal) {
 	case syscall.SIGKILL:
 		r.coord("kill", p.prefix, t)
 		<-p.exited
-	case syscall.SIGSTOP:
+	case sigStop:
 		r.coord("stop", p.prefix, t)
 		r.mu.Lock()
 		r.stopped[p.prefix] = true
 		r.mu.Unlock()
-	case syscall.SIGCONT:
+	case sigCont:
 		r.coord("cont", p.prefix, t)
 		r.mu.Lock()
 		delete(r.stopped, p.prefix)
@@ -448,7 +448,7 @@ func (r *run) stopAll() {
 	procs := append([]*wproc(nil), r.procs...)
 	r.mu.Unlock()
 	for _, p := range procs {
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.cmd.Process.Signal(sigCont)
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, p := range procs {

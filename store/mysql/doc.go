@@ -13,7 +13,11 @@
 //
 //	mysql://user:password@host:port/database?param=value
 //	DBI:mysql:database=mogilefs;host=db1;port=3306
+//	DBI:mysql:mogilefs:host=db1       DBI:mysql:mogilefs:db1:3306
 //
+// As in DBD::mysql, DBI attributes are separated by ';' or ':', and bare
+// ones are the database, host and port in that order; database, db and
+// dbname are the same attribute. One host only (locks are per server).
 // The host defaults to 127.0.0.1 and the port to 3306; a host that is an
 // absolute path, or the socket parameter, selects a Unix socket. The
 // database must exist and be named. Accepted parameters (any other is
@@ -24,6 +28,8 @@
 //	readTimeout=30s     I/O read timeout   (read_timeout, mysql_read_timeout)
 //	writeTimeout=30s    I/O write timeout  (write_timeout, mysql_write_timeout)
 //	socket=/path        Unix socket        (mysql_socket)
+//	mysql_enable_utf8, mysql_enable_utf8mb4
+//	                    accepted and ignored: connections always use utf8mb4
 //	op_timeout=10s      default deadline of every Store call (store.DefaultOpTimeout;
 //	                    0 = none; a Lock call gets its wait timeout on top)
 //

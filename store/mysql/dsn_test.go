@@ -26,6 +26,8 @@ func TestConfigure(t *testing.T) {
 		{dsn: "mysql://u@/m?socket=/tmp/my.sock", net: "unix", addr: "/tmp/my.sock", user: "u", db: "m"},
 		{dsn: "mysql://h/m?tls=skip-verify&timeout=2s&readTimeout=1.5s&writeTimeout=3", net: "tcp", addr: "h:3306", db: "m",
 			tls: "skip-verify", dial: 2 * time.Second, read: 1500 * time.Millisecond, write: 3 * time.Second},
+		{dsn: "DBI:mysql:mogilefs:host=db3:mysql_enable_utf8=1", net: "tcp", addr: "db3:3306", db: "mogilefs"},
+		{dsn: "DBI:mysql:mogilefs:[::1]:3307", net: "tcp", addr: "[::1]:3307", db: "mogilefs"},
 		{dsn: "DBI:mysql:database=m;mysql_ssl=1;mysql_read_timeout=4", net: "tcp", addr: "127.0.0.1:3306", db: "m", tls: "true", read: 4 * time.Second},
 	}
 	for _, tt := range tests {

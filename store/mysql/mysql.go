@@ -159,6 +159,9 @@ var dsnParams = map[string]string{
 	"mysql_write_timeout":   "writeTimeout",
 	"socket":                "socket",
 	"mysql_socket":          "socket",
+	// Harmless: every connection uses utf8mb4 already.
+	"mysql_enable_utf8":    "utf8",
+	"mysql_enable_utf8mb4": "utf8",
 }
 
 // configure turns a parsed DSN into driver settings. It is pure: no
@@ -186,13 +189,17 @@ func configure(d *store.DSN) (*configs, error) {
 	for k, vs := range d.Params {
 		name, ok := dsnParams[strings.ToLower(k)]
 		if !ok {
-			return nil, fmt.Errorf("%w: mysql: unknown parameter %q (known: tls, timeout, readTimeout, writeTimeout, socket)", store.ErrBadDSN, k)
+			return nil, fmt.Errorf("%w: mysql: unknown parameter %q (known: tls, timeout, readTimeout, writeTimeout, socket, their DBD::mysql spellings, mysql_enable_utf8, mysql_enable_utf8mb4)", store.ErrBadDSN, k)
 		}
 		if len(vs) != 1 {
 			return nil, fmt.Errorf("%w: mysql: parameter %q given %d times", store.ErrBadDSN, k, len(vs))
 		}
 		v := vs[0]
 		switch name {
+		case "utf8":
+			if _, err := strconv.ParseBool(v); err != nil {
+				return nil, fmt.Errorf("%w: mysql: parameter %q=%q: want 0 or 1", store.ErrBadDSN, k, v)
+			}
 		case "tls":
 			t, err := tlsMode(strings.ToLower(k), v)
 			if err != nil {

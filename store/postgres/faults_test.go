@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,7 +88,7 @@ func TestLocks_PausedDuplicateLearnsLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Signal(sigCont)
 		stdin.Close()
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -125,7 +124,7 @@ func TestLocks_PausedDuplicateLearnsLoss(t *testing.T) {
 		t.Fatalf("child: %q; want held", got)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := cmd.Process.Signal(sigStop); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
@@ -133,7 +132,7 @@ func TestLocks_PausedDuplicateLearnsLoss(t *testing.T) {
 	t.Logf("successor opened %v into the pause (lease %v)", time.Since(stopped), lease)
 	l := lock(t, successor, "paused", 0)
 
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := cmd.Process.Signal(sigCont); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()

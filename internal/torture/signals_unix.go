@@ -1,0 +1,11 @@
+//go:build unix
+
+package torture
+
+import "syscall"
+
+// The pause fault's signals.
+const (
+	sigStop = syscall.SIGSTOP
+	sigCont = syscall.SIGCONT
+)
