@@ -65,7 +65,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 		db.Close()
 		return nil, err
 	}
-	bytewise, err := bytewiseColumns(ctx, db)
+	dialect, err := NewDialect(ctx, db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mysql: inspect schema: %w", err)
@@ -73,7 +73,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 	locks := newLockBackend(sql.OpenDB(lc), dial, db, database)
 	s, err := sqlstore.New(ctx, sqlstore.Config{
 		DB:      db,
-		Dialect: dialect{bytewise: bytewise},
+		Dialect: dialect,
 		Locks:   locks,
 		Capabilities: store.Capabilities{
 			LockMechanism:  "session",

@@ -296,7 +296,7 @@ func (b *lockBackend) registerOnce(ctx context.Context, conn *pgx.Conn) error {
 		var until *time.Time
 		err := conn.QueryRow(ctx, registerSQL, b.cfg.identity, id, b.hostname, b.pid, b.cfg.lease.Microseconds(), prev).Scan(&n, &until, &freed)
 		if err != nil {
-			if (dialect{}).Classify(err) == sqlstore.ErrKindDuplicate {
+			if (Dialect{}).Classify(err) == sqlstore.ErrKindDuplicate {
 				continue // owner_id collision: draw again
 			}
 			return fmt.Errorf("postgres: register lock owner %q: %w", b.cfg.identity, lockErr(ctx, err))
@@ -803,7 +803,7 @@ func (b *lockBackend) try(ctx context.Context, key []byte, name string, inc *inc
 				b.forget(key, inc.id, token)
 				return nil, tryOwnerGone, nil
 			}
-			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
+			if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
 				// The row may have gone in; the token recognises it.
 				continue
 			}
@@ -886,7 +886,7 @@ func (l *pgLock) Release(ctx context.Context) error {
 		err := b.db.QueryRowContext(ctx, releaseSQL, []byte(l.name), l.inc.id, l.token).Scan(&n)
 		if err != nil {
 			l.tried = true
-			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
+			if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
 				continue
 			}
 			return lockErr(ctx, err)
@@ -1020,7 +1020,7 @@ func lockErr(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
-	if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
+	if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err

@@ -45,7 +45,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 	locks := newLockBackend(db, cfg.conn, cfg.locks, host, os.Getpid())
 	s, err := sqlstore.New(ctx, sqlstore.Config{
 		DB:           db,
-		Dialect:      dialect{},
+		Dialect:      Dialect{},
 		Locks:        locks,
 		Capabilities: capabilities(cfg.locks),
 		OpTimeout:    d.OpTimeout,

@@ -195,11 +195,29 @@ BEGIN
 END
 $$`
 
-// schema and tableColumns are derived from tables once.
+// schema and tableColumns are derived from tables once; the lock tables
+// are the last two of tables.
 var (
 	tableSchema, tableColumns = buildSchema(tables)
 	schema                    = append(tableSchema[:len(tableSchema):len(tableSchema)], epochSchema)
+	schema17, _               = buildSchema(tables[:len(tables)-2])
+	lockSchema, _             = buildSchema(tables[len(tables)-2:])
 )
+
+// Schema17 returns MogileFS schema 17 in PostgreSQL DDL (the tables named
+// by sqlstore.Schema17Tables, with their indexes), idempotent statements in
+// dependency order. A PostgreSQL-like backend returns it from its
+// Dialect.Schema, followed by whatever its own locks need.
+func Schema17() []string { return append([]string(nil), schema17...) }
+
+// LockSchema returns the DDL of the lease-lock tables (LockTables) that
+// this package's locks use: the owner and lock tables and the lock epoch.
+func LockSchema() []string { return append(append([]string(nil), lockSchema...), epochSchema) }
+
+// LockTables names the tables of LockSchema, for a harness that empties a
+// database: emptied together they read as a crash of the server (no lock is
+// granted for a lease), unless the epoch row is set back to -infinity.
+var LockTables = []string{ownerTable, lockTable, epochTable}
 
 func buildSchema(ts []table) ([]string, map[string][]string) {
 	var stmts []string
