@@ -177,7 +177,11 @@ type lockBackend struct {
 	notifyWakeups atomic.Int64 // waits ended by a notification, for tests
 }
 
-var _ sqlstore.LockBackend = (*lockBackend)(nil)
+var (
+	_ sqlstore.LockBackend = (*lockBackend)(nil)
+	_ sqlstore.LockStarter = (*lockBackend)(nil)
+	_ sqlstore.LockFaults  = (*lockBackend)(nil)
+)
 
 // incarnation is one registration of the owner: a sentinel row and the
 // locks that reference it.
@@ -241,10 +245,10 @@ func newLockBackend(db *sql.DB, connCfg *pgx.ConnConfig, cfg lockConfig, hostnam
 	}
 }
 
-// start registers the first incarnation (evicting an older one of the same
+// Start registers the first incarnation (evicting an older one of the same
 // identity) and starts the renewer and, with notifications, the listener.
 // The lock tables must exist.
-func (b *lockBackend) start(ctx context.Context) error {
+func (b *lockBackend) Start(ctx context.Context) error {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
 		return fmt.Errorf("postgres: lock session: %w", lockErr(ctx, err))
@@ -969,6 +973,31 @@ func (b *lockBackend) evictSelf() {
 	var n int64
 	_ = b.db.QueryRowContext(ctx, evictOwnerSQL, inc.id).Scan(&n)
 }
+
+// KillSession terminates the renewer's session, whose death forfeits every
+// lock of the Store, and the listener's (sqlstore.LockFaults), from a
+// session of its own.
+func (b *lockBackend) KillSession(ctx context.Context, _ sqlstore.BackendLock) error {
+	renew, listen := b.sessionPIDs()
+	var ids []int32
+	for _, p := range []uint32{renew, listen} {
+		if p != 0 {
+			ids = append(ids, int32(p))
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+	if err != nil {
+		return fmt.Errorf("postgres: kill lock session: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", ids); err != nil {
+		return fmt.Errorf("postgres: kill lock session: %w", err)
+	}
+	return nil
+}
+
+// Crash is crash, for sqlstore.LockFaults.
+func (b *lockBackend) Crash() { b.crash() }
 
 // crash stops renewal and drops the lock sessions without deleting
 // anything, as a tracker that dies does; the pool is the caller's to drop.
