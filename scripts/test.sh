@@ -22,6 +22,14 @@ echo "go test ./... (log: $log)"
 go test -count=1 -v -timeout 40m ./... >"$log" 2>&1
 status=$?
 
+# The example backend in its own module (examples/outside-backend): built
+# only from the exported pieces, it must pass the same suite, and the suite
+# must fail its broken variants.
+if [ $status -eq 0 ]; then
+	echo "go vet + go test ./examples/outside-backend (own module)"
+	(cd examples/outside-backend && go vet ./... && go test -count=1 -v -timeout 20m ./...) >>"$log" 2>&1 || status=1
+fi
+
 # A short fuzz smoke run of the tracker's request parser: it must find nothing.
 if [ $status -eq 0 ] && grep -q 'func FuzzParseRequest' tracker/*_test.go 2>/dev/null; then
 	echo "go test -fuzz=FuzzParseRequest ./tracker (smoke)"
