@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -49,7 +48,11 @@ func Run(t *testing.T, h Harness) {
 	if err != nil {
 		t.Errorf("Info: %v", err)
 	}
-	e := &env{h: h, caps: s.Capabilities(), pkg: pkgPath(s)}
+	e := &env{h: h, caps: s.Capabilities()}
+	if _, err := e.faultsOf(s); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -235,7 +238,6 @@ func Run(t *testing.T, h Harness) {
 type env struct {
 	h    Harness
 	caps store.Capabilities
-	pkg  string // package path of the backend's Store type
 
 	mu      sync.Mutex
 	crashed map[store.Store]bool
@@ -271,9 +273,38 @@ func (e *env) crash(t *testing.T, s store.Store) {
 	}
 	e.crashed[s] = true
 	e.mu.Unlock()
-	if err := e.h.CrashOwner(t.Context(), s); err != nil {
+	if err := e.faults(t, s).CrashOwner(t.Context()); err != nil {
 		t.Fatalf("CrashOwner: %v", err)
 	}
+}
+
+// kill ends the database session holding l of s, through Faults.
+func (e *env) kill(t *testing.T, s store.Store, l store.Lock) {
+	t.Helper()
+	ok(t, e.faults(t, s).KillLockSession(t.Context(), l), "KillLockSession")
+}
+
+// faultsOf is the one place the suite finds a Store's Faults: the
+// Harness's FaultOverride if it has one, else the Store itself.
+func (e *env) faultsOf(s store.Store) (Faults, error) {
+	if o, ok := e.h.(FaultOverride); ok {
+		if f := o.FaultsFor(s); f != nil {
+			return f, nil
+		}
+	}
+	if f, ok := s.(Faults); ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("backend %s: Store %T implements neither conformance.Faults nor does the harness %T implement conformance.FaultOverride; the lock cases need both faults", e.h.Name(), s, e.h)
+}
+
+func (e *env) faults(t *testing.T, s store.Store) Faults {
+	t.Helper()
+	f, err := e.faultsOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // deadBound is how long a dead owner's lock may stay taken, slack included.
@@ -308,26 +339,42 @@ func (e *env) expectFree(t *testing.T, names ...string) {
 	})
 }
 
-// checkGoroutines fails the test if goroutines started by the backend's
-// code outlive the test's Stores (renewers, watchers, reapers).
+// checkGoroutines fails the test if any goroutine that was not running
+// before the case began outlives the case's Stores (renewers, watchers,
+// reapers, driver goroutines), whichever package started it: a backend in
+// another module is checked like gomogile's own. The test's own goroutines
+// (the testing package's and the suite's) are not the backend's.
 func (e *env) checkGoroutines(t *testing.T) {
-	before := backendGoroutines(e.pkg)
+	before := map[string]bool{}
+	for _, g := range goroutines() {
+		before[g.id] = true
+	}
 	t.Cleanup(func() {
 		var leaked []string
 		waitFor(2*time.Second, func() bool {
-			leaked = backendGoroutines(e.pkg)
-			return len(leaked) <= len(before)
+			leaked = leaked[:0]
+			for _, g := range goroutines() {
+				if !before[g.id] && !g.suites {
+					leaked = append(leaked, g.stack)
+				}
+			}
+			return len(leaked) == 0
 		})
-		if len(leaked) > len(before) {
-			t.Errorf("teardown: %d backend goroutines still running after every Store closed (had %d before); want %d:\n%s",
-				len(leaked), len(before), len(before), strings.Join(leaked, "\n\n"))
+		if len(leaked) > 0 {
+			t.Errorf("teardown: %d goroutines started during the case still running after every Store closed; want 0:\n%s",
+				len(leaked), strings.Join(leaked, "\n\n"))
 		}
 	})
 }
 
-// backendGoroutines returns the stacks of goroutines that run in, or were
-// started by, the backend's packages.
-func backendGoroutines(pkg string) []string {
+type goroutine struct {
+	id     string
+	stack  string
+	suites bool // runs the test itself: testing's or the suite's code
+}
+
+// goroutines lists every goroutine of the program but the runtime's.
+func goroutines() []goroutine {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -337,24 +384,19 @@ func backendGoroutines(pkg string) []string {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	var out []string
+	var out []goroutine
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "gomogile/conformance.") || strings.Contains(g, "testing.tRunner") {
-			continue
-		}
-		if strings.Contains(g, "github.com/gomogile/gomogile/store") || (pkg != "" && strings.Contains(g, pkg+".")) {
-			out = append(out, g)
-		}
+		head, rest, _ := strings.Cut(g, "\n")
+		id, _, _ := strings.Cut(strings.TrimPrefix(head, "goroutine "), " ")
+		top, _, _ := strings.Cut(rest, "\n")
+		out = append(out, goroutine{
+			id:    id,
+			stack: g,
+			suites: strings.Contains(g, "testing.tRunner") || strings.Contains(g, "testing.(*T).Run") ||
+				strings.Contains(top, "gomogile/gomogile/conformance."),
+		})
 	}
 	return out
-}
-
-func pkgPath(s store.Store) string {
-	t := reflect.TypeOf(s)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.PkgPath()
 }
 
 // waitFor polls cond every few milliseconds until it holds or d has passed,

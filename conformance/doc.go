@@ -7,10 +7,12 @@
 // on the DSN the [Harness] gives, once per simulated tracker, so that every
 // exclusion, hand-off and reaping case involves independently opened Stores
 // (two trackers), never two calls on one instance. Each case starts from a
-// database the Harness has reset. Fault hooks on the Harness kill the
-// session behind a lock or crash a lock owner, to prove that holder death
-// frees the lock within [store.Capabilities.DeadOwnerBound] and that loss is
-// reported.
+// database the Harness has reset. Fault hooks ([Faults], which the
+// backend's Store implements, or the Harness through [FaultOverride]) kill
+// the session behind a lock or crash a lock owner, to prove that holder
+// death frees the lock within [store.Capabilities.DeadOwnerBound] and that
+// loss is reported. Each case's teardown fails if a goroutine started
+// during the case outlives its Stores, whatever package started it.
 //
 // No case may be skipped and no core case depends on the backend's
 // Capabilities; the suite only logs them and uses DeadOwnerBound as the
@@ -36,11 +38,10 @@
 //	func (h *harness) Name() string { return "cockroach" }
 //	func (h *harness) DSN() string  { return h.dsn }
 //	func (h *harness) Reset(ctx context.Context) error {
-//		_, err := h.admin.ExecContext(ctx, "TRUNCATE domain, class, file, tempfile, …")
+//		tables := append(slices.Clone(sqlstore.Schema17Tables), sqlstore.OwnTables...)
+//		_, err := h.admin.ExecContext(ctx, "TRUNCATE "+strings.Join(tables, ", ")) // and lock tables
 //		return err
 //	}
-//	func (h *harness) KillLockSession(ctx context.Context, s store.Store, l store.Lock) error { … }
-//	func (h *harness) CrashOwner(ctx context.Context, s store.Store) error { … }
 //
 //	func TestConformance(t *testing.T) {
 //		conformance.Run(t, newHarness(t))
@@ -49,6 +50,10 @@
 //	func BenchmarkConformance(b *testing.B) {
 //		conformance.RunBenchmarks(b, newHarness(b))
 //	}
+//
+// A Store built on sqlstore has the [Faults] when its lock backend
+// implements sqlstore.LockFaults. examples/outside-backend in the
+// repository is a complete backend in a module of its own.
 //
 // A backend whose test can restart its database server (a private instance,
 // never a shared one) also implements [RestartHarness] and calls

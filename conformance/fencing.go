@@ -176,7 +176,7 @@ func testFenceStaleAfterKill(t *testing.T, e *env) {
 	stale := store.WithFence(t.Context(), la)
 	// The holder is paused, not told: its session is killed behind its
 	// back, and another Store is granted the lock.
-	ok(t, e.h.KillLockSession(t.Context(), a, la), "KillLockSession")
+	e.kill(t, a, la)
 	lb, err := b.Lock(t.Context(), name, e.deadBound())
 	ok(t, err, "Lock by another Store after the holder's session was killed")
 	tokenAfter(t, lb, la.Token(), "grant after the kill")

@@ -11,12 +11,9 @@ import (
 //
 // How the suite uses it: Run calls Reset once before its first Open and
 // again before every case, always with every Store of the previous case
-// closed. After KillLockSession the suite expects l.Lost() to close and
-// another Store to get the lock within Capabilities.DeadOwnerBound (plus two
-// seconds of slack), and l.Release to fail with store.ErrLockLost. After
-// CrashOwner it expects every lock of s to be free within the same bound, and
-// it ignores the error of the Close that follows. Every method is called from
-// the test's goroutine, one at a time.
+// closed. Every method is called from the test's goroutine, one at a time.
+// The faults the lock cases need come from the backend's Stores (Faults),
+// or from the Harness where it implements FaultOverride.
 type Harness interface {
 	// Name is the backend's registered name, for the suite's summary.
 	Name() string
@@ -29,14 +26,36 @@ type Harness interface {
 	// schema, so each test starts from a fresh database. The suite calls it
 	// before each test, when none of the suite's Stores is open.
 	Reset(ctx context.Context) error
+}
+
+// Faults is the fault injection a backend's Store provides to the suite,
+// checked once by Run (a backend without it fails the suite at once, not
+// case by case). sqlstore.Store implements it through its lock backend's
+// sqlstore.LockFaults.
+//
+// After KillLockSession the suite expects l.Lost() to close and another
+// Store to get the lock within Capabilities.DeadOwnerBound (plus two
+// seconds of slack), and l.Release to fail with store.ErrLockLost. After
+// CrashOwner it expects every lock of the Store to be free within the same
+// bound, and it ignores the error of the Close that follows.
+type Faults interface {
 	// KillLockSession ends, the way a crash or an operator would, whatever
-	// holds lock l of Store s at the database: KILL of the pinned
-	// connection, pg_terminate_backend of the lock's session, or for an
-	// embedded backend the close of s. The Store itself is not told.
-	KillLockSession(ctx context.Context, s store.Store, l store.Lock) error
-	// CrashOwner makes s behave like a tracker that died: its background
-	// work (renewal, watchers) stops and its connections drop without
-	// releasing anything. s is unusable afterwards; the suite still calls
-	// its Close, which must not fail the test by panicking.
-	CrashOwner(ctx context.Context, s store.Store) error
+	// holds lock l of this Store at the database: KILL of the pinned
+	// connection, pg_terminate_backend of the lock's session. The rest of
+	// the Store is not told.
+	KillLockSession(ctx context.Context, l store.Lock) error
+	// CrashOwner makes the Store behave like a tracker that died: its
+	// background work (renewal, watchers) stops and its connections drop
+	// without releasing anything. The Store is unusable afterwards; the
+	// suite still calls its Close, which must not panic.
+	CrashOwner(ctx context.Context) error
+}
+
+// FaultOverride is implemented by a Harness whose faults the Store cannot
+// cause itself: an embedded database whose locks live and die with the
+// Store, or a pooler in front of the server, behind which a session's
+// death is the pooler's server restarting. FaultsFor returns the Faults of
+// s; Run then uses it instead of s's own.
+type FaultOverride interface {
+	FaultsFor(s store.Store) Faults
 }

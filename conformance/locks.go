@@ -600,7 +600,7 @@ func testLockLostOnKilledSession(t *testing.T, e *env) {
 		got <- result{lb, err, closed(l.Lost())}
 	}()
 	start := time.Now()
-	ok(t, e.h.KillLockSession(t.Context(), a, l), "KillLockSession")
+	e.kill(t, a, l)
 	if !waitFor(bound, func() bool { return closed(l.Lost()) }) {
 		t.Errorf("Lost() not closed %v after the lock's session was killed; want within %v", time.Since(start), bound)
 	}
@@ -631,7 +631,7 @@ func testLockReleaseAfterLoss(t *testing.T, e *env) {
 	e.expectFree(t, name)
 	a, b, c := e.open(t), e.open(t), e.open(t)
 	l := mustLock(t, a, name, 0)
-	ok(t, e.h.KillLockSession(t.Context(), a, l), "KillLockSession")
+	e.kill(t, a, l)
 	if !waitFor(e.deadBound(), func() bool { return closed(l.Lost()) }) {
 		t.Fatalf("Lost() not closed within %v of the kill", e.deadBound())
 	}

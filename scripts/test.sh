@@ -25,6 +25,14 @@ echo "go test ./... (log: $log)"
 go test -count=1 -v -timeout 40m ./... >"$log" 2>&1
 status=$?
 
+# The example backend in its own module (examples/outside-backend): built
+# only from the exported pieces, it must pass the same suite, and the suite
+# must fail its broken variants.
+if [ $status -eq 0 ]; then
+	echo "go vet + go test ./examples/outside-backend (own module)"
+	(cd examples/outside-backend && go vet ./... && go test -count=1 -v -timeout 20m ./...) >>"$log" 2>&1 || status=1
+fi
+
 # A short fuzz smoke run of what a peer or an operator's file can feed us:
 # the tracker's request parser, then (a few seconds each) the config and
 # DSN parsers, the storage node's path cleaning and management commands,

@@ -33,14 +33,32 @@ const (
 	erNoSuchTable      = 1146
 )
 
-// dialect is MySQL's and MariaDB's SQL for the shared layer.
-type dialect struct {
+// Dialect is MySQL's and MariaDB's SQL for the shared layer, exported so
+// that a backend for a MySQL-like database (TiDB, Vitess) can build on it:
+// embed it and override the methods whose SQL differs. Build it with
+// NewDialect, which looks at the database's column types; the zero value
+// treats every name column as needing a byte-order cast.
+type Dialect struct {
+	// BackendName is what Name reports (Info.Driver); "" means "mysql".
+	BackendName string
 	// bytewise names the columns (by bare name) that already compare and
 	// sort by bytes in this database, so ByteOrder can leave them alone.
 	bytewise map[string]bool
 }
 
-var _ sqlstore.Dialect = dialect{}
+var _ sqlstore.Dialect = Dialect{}
+
+// NewDialect returns the Dialect for the database db is connected to:
+// ByteOrder leaves alone the name columns that already compare by bytes
+// there (VARBINARY, as Schema17 creates them; a mogdbsetup database's
+// VARCHAR columns get a cast).
+func NewDialect(ctx context.Context, db *sql.DB) (Dialect, error) {
+	bytewise, err := bytewiseColumns(ctx, db)
+	if err != nil {
+		return Dialect{}, err
+	}
+	return Dialect{bytewise: bytewise}, nil
+}
 
 // byteExact lists the name columns the shared layer orders or compares
 // by bytes, by bare column name, with the tables they appear in.
@@ -85,12 +103,18 @@ func bytewiseColumns(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 	return out, nil
 }
 
-func (dialect) Name() string { return "mysql" }
+// Name is BackendName, or "mysql".
+func (d Dialect) Name() string {
+	if d.BackendName != "" {
+		return d.BackendName
+	}
+	return "mysql"
+}
 
 // Rebind is the identity: the driver takes '?' placeholders.
-func (dialect) Rebind(query string) string { return query }
+func (Dialect) Rebind(query string) string { return query }
 
-func (dialect) UnixNow() string { return "UNIX_TIMESTAMP()" }
+func (Dialect) UnixNow() string { return "UNIX_TIMESTAMP()" }
 
 // ByteOrder casts to a binary string, so a database made by mogdbsetup with
 // a case-insensitive collation still compares and sorts keys by bytes
@@ -99,7 +123,7 @@ func (dialect) UnixNow() string { return "UNIX_TIMESTAMP()" }
 // compare by bytes, and a cast would keep the server from using their
 // index for ranges and order, scanning and sorting a whole domain's keys
 // for each page of list_keys.
-func (d dialect) ByteOrder(col string) string {
+func (d Dialect) ByteOrder(col string) string {
 	bare := col
 	if i := strings.LastIndexByte(col, '.'); i >= 0 {
 		bare = col[i+1:]
@@ -117,7 +141,7 @@ func (d dialect) ByteOrder(col string) string {
 // first key column to itself rather than using INSERT IGNORE, which would
 // also turn errors other than the conflict (bad values, missing parents)
 // into warnings.
-func (dialect) Upsert(table string, cols, key []string, update string) string {
+func (Dialect) Upsert(table string, cols, key []string, update string) string {
 	var b strings.Builder
 	b.WriteString(sqlstore.Insert(table, cols))
 	b.WriteString(" ON DUPLICATE KEY UPDATE ")
@@ -134,16 +158,16 @@ func (dialect) Upsert(table string, cols, key []string, update string) string {
 
 // Excluded uses VALUES(col): MariaDB lacks the row-alias form MySQL 8.0.19
 // introduced, and MySQL 8 still accepts VALUES() (with a deprecation note).
-func (dialect) Excluded(col string) string { return "VALUES(" + col + ")" }
+func (Dialect) Excluded(col string) string { return "VALUES(" + col + ")" }
 
-func (dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
+func (Dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
 
-func (dialect) Schema() []string { return schema }
+func (Dialect) Schema() []string { return schema }
 
-func (dialect) VersionQuery() string { return "SELECT VERSION()" }
+func (Dialect) VersionQuery() string { return "SELECT VERSION()" }
 
 // Classify sorts driver errors for the shared layer.
-func (dialect) Classify(err error) sqlstore.ErrorKind {
+func (Dialect) Classify(err error) sqlstore.ErrorKind {
 	if err == nil {
 		return sqlstore.ErrOther
 	}
@@ -200,7 +224,7 @@ func mysqlErrno(err error) uint16 {
 // collation, and an InnoDB table (durable). LAST_INSERT_ID(expr) hands the
 // new token back in the OK packet, so the bump is one round trip; LOCK IN
 // SHARE MODE is understood by MariaDB and MySQL 8 alike.
-func (dialect) Fencing() sqlstore.Fencing {
+func (Dialect) Fencing() sqlstore.Fencing {
 	return sqlstore.Fencing{
 		Schema: "CREATE TABLE IF NOT EXISTS gomogile_fence (\n" +
 			"	name  VARBINARY(255) NOT NULL PRIMARY KEY,\n" +

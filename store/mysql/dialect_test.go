@@ -26,7 +26,7 @@ func (h *harness) db(t testing.TB) *sql.DB {
 func TestDialect_Classify(t *testing.T) {
 	h := newHarness(t)
 	db := h.db(t)
-	d := mysql.Dialect()
+	d := (mysql.Dialect{})
 	ctx := context.Background()
 	exec := func(q string, args ...any) {
 		t.Helper()
@@ -128,7 +128,7 @@ func conn(t testing.TB, db *sql.DB) *sql.Conn {
 func TestDialect_Upsert(t *testing.T) {
 	h := newHarness(t)
 	db := h.db(t)
-	d := mysql.Dialect()
+	d := (mysql.Dialect{})
 	ctx := context.Background()
 	nothing := d.Upsert("server_settings", []string{"field", "value"}, []string{"field"}, "")
 	replace := d.Upsert("server_settings", []string{"field", "value"}, []string{"field"}, "value = "+d.Excluded("value"))
@@ -188,7 +188,7 @@ func TestDialect_Upsert(t *testing.T) {
 func TestDialect_ByteOrder(t *testing.T) {
 	h := newHarness(t)
 	db := h.db(t)
-	d := mysql.Dialect()
+	d := (mysql.Dialect{})
 	ctx := context.Background()
 	if _, err := db.ExecContext(ctx, "CREATE TABLE ci (k VARCHAR(50) COLLATE utf8mb4_general_ci) DEFAULT CHARSET=utf8mb4"); err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestOpen_MogdbsetupDatabase(t *testing.T) {
 		"VARBINARY(50)", "VARCHAR(50)",
 		"DEFAULT CHARSET=utf8mb4", "DEFAULT CHARSET=latin1",
 	)
-	for _, q := range mysql.Dialect().Schema() {
+	for _, q := range (mysql.Dialect{}).Schema() {
 		if _, err := h.admin.ExecContext(ctx, legacy.Replace(q)); err != nil {
 			t.Fatalf("%s: %v", legacy.Replace(q), err)
 		}

@@ -22,8 +22,6 @@ const (
 	TailPoll       = tailPoll
 )
 
-func Dialect() sqlstore.Dialect { return dialect{} }
-
 func Configure(d *store.DSN) (main, lock *gomysql.Config, err error) {
 	c, err := configure(d)
 	if err != nil {

@@ -410,10 +410,28 @@ func (b *lockBackend) Close() error {
 	return errors.Join(errs...)
 }
 
+// KillSession KILLs, from the Store's pool, the session pinned to l, as an
+// operator would (sqlstore.LockFaults); its watcher then reports the loss.
+func (b *lockBackend) KillSession(ctx context.Context, l sqlstore.BackendLock) error {
+	ml, ok := l.(*lock)
+	if !ok || ml.b != b {
+		return fmt.Errorf("mysql: kill lock session: %T is not a lock of this backend", l)
+	}
+	if _, err := b.admin.ExecContext(ctx, "KILL "+strconv.FormatUint(ml.sessionID(), 10)); err != nil {
+		return fmt.Errorf("mysql: kill lock session: %w", err)
+	}
+	return nil
+}
+
+// Crash is crash, for sqlstore.LockFaults.
+func (b *lockBackend) Crash() { b.crash() }
+
+var _ sqlstore.LockFaults = (*lockBackend)(nil)
+
 // crash stops every watcher and drops every session without RELEASE_LOCK
 // or even a polite COM_QUIT where the socket is known, as a dying process
 // would; the server frees the locks when it sees the sockets close. For
-// the conformance harness.
+// fault drills (Crash).
 func (b *lockBackend) crash() {
 	b.mu.Lock()
 	b.closed = true

@@ -30,19 +30,40 @@ var _ store.Driver = Driver{}
 // Open connects, pings, creates or checks the schema and returns a Store.
 // The database must exist. See the package documentation for the DSN.
 func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
-	cfg, err := configure(d)
+	cfg, err := NewConfig(ctx, d)
 	if err != nil {
 		return nil, err
 	}
+	s, err := sqlstore.New(ctx, cfg)
+	if err != nil {
+		cfg.Locks.Close()
+		cfg.DB.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewConfig connects to the database d names and returns what
+// sqlstore.New needs for a MySQL Store: the pool, the Dialect for that
+// database (NewDialect), the GET_LOCK lock backend on sessions of its own,
+// and the capabilities. A backend for a MySQL-like database builds on it:
+// it may replace the Dialect or the Locks before calling sqlstore.New.
+// Until then the caller owns cfg.DB and cfg.Locks and closes both on
+// failure.
+func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
+	cfg, err := configure(d)
+	if err != nil {
+		return sqlstore.Config{}, err
+	}
 	mc, err := gomysql.NewConnector(cfg.main)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
+		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
 	dial := newDialer()
 	cfg.lock.DialFunc = dial.dial
 	lc, err := gomysql.NewConnector(cfg.lock)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
+		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
 	db := sql.OpenDB(readCommitted{mc})
 	db.SetMaxIdleConns(8)
@@ -52,42 +73,35 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 		if sessionGone(err) {
 			// Down, unreachable or dropping connections: worth retrying,
 			// unlike a refused login or a missing database.
-			return nil, fmt.Errorf("%w: mysql: connect: %w", store.ErrUnavailable, err)
+			return sqlstore.Config{}, fmt.Errorf("%w: mysql: connect: %w", store.ErrUnavailable, err)
 		}
-		return nil, fmt.Errorf("mysql: connect: %w", err)
+		return sqlstore.Config{}, fmt.Errorf("mysql: connect: %w", err)
 	}
 	database, err := canonicalDatabase(ctx, db)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("mysql: %w", err)
+		return sqlstore.Config{}, fmt.Errorf("mysql: %w", err)
 	}
 	if err := checkOldSchema(ctx, db); err != nil {
 		db.Close()
-		return nil, err
+		return sqlstore.Config{}, err
 	}
-	bytewise, err := bytewiseColumns(ctx, db)
+	dialect, err := NewDialect(ctx, db)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("mysql: inspect schema: %w", err)
+		return sqlstore.Config{}, fmt.Errorf("mysql: inspect schema: %w", err)
 	}
-	locks := newLockBackend(sql.OpenDB(lc), dial, db, database)
-	s, err := sqlstore.New(ctx, sqlstore.Config{
+	return sqlstore.Config{
 		DB:      db,
-		Dialect: dialect{bytewise: bytewise},
-		Locks:   locks,
+		Dialect: dialect,
+		Locks:   newLockBackend(sql.OpenDB(lc), dial, db, database),
 		Capabilities: store.Capabilities{
 			LockMechanism:  "session",
 			CrossProcess:   true,
 			DeadOwnerBound: deadOwnerBound,
 		},
 		OpTimeout: d.OpTimeout,
-	})
-	if err != nil {
-		locks.Close()
-		db.Close()
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 // checkOldSchema refuses a MogileFS database below schema 17: its tables

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"testing"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -76,20 +75,4 @@ func (h *harness) Reset(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// KillLockSession KILLs the session pinned to l, as an operator would.
-func (h *harness) KillLockSession(ctx context.Context, s store.Store, l store.Lock) error {
-	id, err := mysql.LockSessionID(s, l)
-	if err != nil {
-		return err
-	}
-	_, err = h.admin.ExecContext(ctx, "KILL "+strconv.FormatUint(id, 10))
-	return err
-}
-
-// CrashOwner drops s's lock sessions and pool without a RELEASE_LOCK and
-// stops its watchers, as a dying tracker process would.
-func (h *harness) CrashOwner(ctx context.Context, s store.Store) error {
-	return mysql.Crash(s)
 }

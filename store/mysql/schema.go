@@ -162,3 +162,8 @@ var schema = []string{
 	checksum VARBINARY(64) NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 }
+
+// Schema17 returns MogileFS schema 17 in MySQL DDL (the tables named by
+// sqlstore.Schema17Tables), idempotent statements in dependency order; it
+// is what Dialect.Schema returns, as MySQL's locks need no table.
+func Schema17() []string { return append([]string(nil), schema...) }

@@ -14,16 +14,29 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// dialect is PostgreSQL's sqlstore.Dialect.
-type dialect struct{}
+// Dialect is PostgreSQL's sqlstore.Dialect, exported so that a backend for
+// a PostgreSQL-like database (CockroachDB, YugabyteDB, a PostgreSQL behind
+// another driver) can build on it: embed it and override the methods whose
+// SQL differs. Its Schema is Schema17 followed by LockSchema; a backend that
+// brings its own locks overrides Schema with Schema17 alone.
+type Dialect struct {
+	// BackendName is what Name reports (Info.Driver); "" means "postgres".
+	BackendName string
+}
 
-var _ sqlstore.Dialect = dialect{}
+var _ sqlstore.Dialect = Dialect{}
 
-func (dialect) Name() string { return "postgres" }
+// Name is BackendName, or "postgres".
+func (d Dialect) Name() string {
+	if d.BackendName != "" {
+		return d.BackendName
+	}
+	return "postgres"
+}
 
 // Rebind numbers '?' placeholders as $1, $2, … Question marks inside string
 // literals, quoted identifiers and comments are left alone.
-func (dialect) Rebind(query string) string {
+func (Dialect) Rebind(query string) string {
 	if !strings.Contains(query, "?") {
 		return query
 	}
@@ -86,19 +99,19 @@ func skipQuoted(s string, i int) int {
 // unlike clock_timestamp() it is stable within a statement, so a comparison
 // against it can still use an index (nexttry, delafter). FLOOR truncates as
 // UNIX_TIMESTAMP() and strftime('%s') do, where a bare cast would round up.
-func (dialect) UnixNow() string {
+func (Dialect) UnixNow() string {
 	return "CAST(FLOOR(EXTRACT(EPOCH FROM statement_timestamp())) AS BIGINT)"
 }
 
 // ByteOrder uses the "C" collation, which compares bytes whatever the
 // database's locale. New databases declare file.dkey COLLATE "C" so that
 // this still walks the (dmid, dkey) index.
-func (dialect) ByteOrder(col string) string { return col + ` COLLATE "C"` }
+func (Dialect) ByteOrder(col string) string { return col + ` COLLATE "C"` }
 
 // Upsert uses ON CONFLICT. PostgreSQL finds a bare column name in DO UPDATE
 // ambiguous (existing row or EXCLUDED?), so the existing row's columns in
 // update are qualified with the table name, which names the existing row.
-func (dialect) Upsert(table string, cols, key []string, update string) string {
+func (Dialect) Upsert(table string, cols, key []string, update string) string {
 	var b strings.Builder
 	b.WriteString(sqlstore.Insert(table, cols))
 	b.WriteString(" ON CONFLICT (")
@@ -204,17 +217,18 @@ func prevNonSpace(s string, i int) byte {
 	return 0
 }
 
-func (dialect) Excluded(col string) string { return "EXCLUDED." + col }
+func (Dialect) Excluded(col string) string { return "EXCLUDED." + col }
 
-func (dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
+func (Dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
 
-func (dialect) Schema() []string { return schema }
+// Schema is Schema17 followed by LockSchema.
+func (Dialect) Schema() []string { return schema }
 
-func (dialect) VersionQuery() string { return "SHOW server_version" }
+func (Dialect) VersionQuery() string { return "SHOW server_version" }
 
 // Classify maps SQLSTATEs and connection failures onto the shared layer's
 // error kinds.
-func (dialect) Classify(err error) sqlstore.ErrorKind {
+func (Dialect) Classify(err error) sqlstore.ErrorKind {
 	if err == nil {
 		return sqlstore.ErrOther
 	}
@@ -262,7 +276,7 @@ func (dialect) Classify(err error) sqlstore.ErrorKind {
 // rows), names as bytea, compared byte for byte (text cannot hold the NUL
 // a lock name may contain). FOR
 // SHARE holds the row against a concurrent grant's bump until COMMIT.
-func (dialect) Fencing() sqlstore.Fencing {
+func (Dialect) Fencing() sqlstore.Fencing {
 	return sqlstore.Fencing{
 		Schema: `CREATE TABLE IF NOT EXISTS gomogile_fence (
 	name  BYTEA NOT NULL PRIMARY KEY,

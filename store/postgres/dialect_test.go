@@ -29,14 +29,14 @@ func TestDialect_Rebind(t *testing.T) {
 		{"SELECT /* ? */ ?", "SELECT /* ? */ $1"},
 		{"VALUES (?,?,?,?,?,?,?,?,?,?,?)", "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)"},
 	} {
-		if got := postgres.Dialect.Rebind(tc.in); got != tc.want {
+		if got := (postgres.Dialect{}).Rebind(tc.in); got != tc.want {
 			t.Errorf("Rebind(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
 func TestDialect_UpsertText(t *testing.T) {
-	d := postgres.Dialect
+	d := postgres.Dialect{}
 	for _, tc := range []struct {
 		table     string
 		cols, key []string
@@ -72,7 +72,7 @@ func testDB(t *testing.T) (string, *sql.DB) {
 // unqualified column of the existing row would be ambiguous.
 func TestDialect_UpsertRuns(t *testing.T) {
 	_, db := testDB(t)
-	d := postgres.Dialect
+	d := postgres.Dialect{}
 	ctx := t.Context()
 	if _, err := db.ExecContext(ctx, "CREATE TEMP TABLE counter (name TEXT PRIMARY KEY, n BIGINT NOT NULL)"); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestDialect_UpsertRuns(t *testing.T) {
 
 func TestDialect_UnixNowAndByteOrder(t *testing.T) {
 	_, db := testDB(t)
-	d := postgres.Dialect
+	d := postgres.Dialect{}
 	ctx := t.Context()
 	var now int64
 	var exact float64
@@ -170,7 +170,7 @@ func TestDialect_UnixNowAndByteOrder(t *testing.T) {
 
 func TestDialect_Classify(t *testing.T) {
 	dsn, db := testDB(t)
-	d := postgres.Dialect
+	d := postgres.Dialect{}
 	ctx := t.Context()
 
 	// Real server errors.

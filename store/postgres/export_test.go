@@ -9,8 +9,6 @@ import (
 
 // Hooks for the external tests; see postgres_test.go.
 
-var Dialect sqlstore.Dialect = dialect{}
-
 func backendOf(s store.Store) (*lockBackend, error) {
 	ss, ok := s.(*sqlstore.Store)
 	if !ok {

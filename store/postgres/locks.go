@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -56,96 +55,6 @@ func (c lockConfig) margin() time.Duration { return c.lease / 5 }
 // (at most reap later) frees them; a waiter reaps at once on its next try.
 func (c lockConfig) deadOwnerBound() time.Duration { return c.lease + c.reap }
 
-// SQL of the lock backend. Names are BYTEA, so they compare byte for byte
-// whatever the collation. clock_timestamp() (not now(), frozen at
-// transaction start) is the database clock for leases. Every statement that
-// frees locks notifies the freed names, hex-encoded, in the same
-// transaction, so waiters retry as soon as it commits.
-const (
-	// $1 identity, $2 owner_id, $3 hostname, $4 pid, $5 lease µs, $6 this
-	// Store's previous incarnation (0 if none). It frees that incarnation
-	// and every expired one of the identity, with their locks, and inserts
-	// the new sentinel unless another live incarnation has the identity; it
-	// then reports that one's expires_at, so the caller can tell a live
-	// Store (it renews) from a dead one (it expires). It also starts the
-	// lock epoch if crash recovery or a promotion emptied it.
-	registerSQL = `WITH live AS (
-	SELECT max(expires_at) AS until FROM ` + ownerTable + `
-	WHERE identity = $1 AND owner_id <> $6 AND expires_at > clock_timestamp()
-), gone AS (
-	DELETE FROM ` + ownerTable + `
-	WHERE identity = $1 AND (owner_id = $6 OR expires_at <= clock_timestamp())
-	RETURNING owner_id
-), freed AS (
-	DELETE FROM ` + lockTable + ` WHERE owner_id IN (SELECT owner_id FROM gone) RETURNING name
-), epoch AS (
-	INSERT INTO ` + epochTable + ` (id, started_at) VALUES (1, clock_timestamp())
-	ON CONFLICT (id) DO NOTHING
-), me AS (
-	INSERT INTO ` + ownerTable + ` (owner_id, identity, hostname, pid, expires_at)
-	SELECT $2, $1, $3, $4, clock_timestamp() + $5::bigint * interval '1 microsecond'
-	WHERE (SELECT until FROM live) IS NULL
-	RETURNING owner_id
-)
-SELECT (SELECT count(*) FROM me), (SELECT until FROM live),
-	(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n)`
-
-	// $1 owner_id, $2 lease µs. Renewal only extends: it never re-creates
-	// an owner that was reaped, so a Store learns it lost its locks.
-	renewSQL = `UPDATE ` + ownerTable + `
-SET expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond'
-WHERE owner_id = $1`
-
-	// evictSQL frees the owners matching the condition that follows, with
-	// their locks. The FOREIGN KEY's cascade would delete the locks too, but
-	// without telling anyone which names came free.
-	evictSQL = `WITH gone AS (
-	DELETE FROM ` + ownerTable + ` WHERE %s RETURNING owner_id
-), freed AS (
-	DELETE FROM ` + lockTable + ` WHERE owner_id IN (SELECT owner_id FROM gone) RETURNING name
-)
-SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n`
-
-	// $1 name, $2 owner_id, $3 token, $4 lease µs. One round trip whether
-	// the lock is free or not: it checks that our sentinel is alive (and
-	// holds it against the reaper until commit) and that the lock epoch is
-	// a lease old (no holder from before a crash or a promotion can still
-	// believe it holds), inserts, and otherwise reports the holder's token
-	// and whether the holder's lease has run out.
-	acquireSQL = `WITH me AS (
-	SELECT owner_id FROM ` + ownerTable + `
-	WHERE owner_id = $2 AND expires_at > clock_timestamp()
-	FOR KEY SHARE
-), open AS (
-	SELECT 1 FROM ` + epochTable + `
-	WHERE started_at <= clock_timestamp() - $4::bigint * interval '1 microsecond'
-), ins AS (
-	INSERT INTO ` + lockTable + ` (name, owner_id, token)
-	SELECT $1, owner_id, $3 FROM me WHERE EXISTS (SELECT 1 FROM open)
-	ON CONFLICT (name) DO NOTHING
-	RETURNING token
-)
-SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM open), (SELECT count(*) FROM ins),
-	h.token, COALESCE(h.dead, false)
-FROM (SELECT 1) AS one
-LEFT JOIN (
-	SELECT l.token, (o.expires_at IS NULL OR o.expires_at <= clock_timestamp()) AS dead
-	FROM ` + lockTable + ` l LEFT JOIN ` + ownerTable + ` o ON o.owner_id = l.owner_id
-	WHERE l.name = $1
-) AS h ON true`
-
-	// $1 name, $2 owner_id, $3 token.
-	releaseSQL = `WITH d AS (
-	DELETE FROM ` + lockTable + ` WHERE name = $1 AND owner_id = $2 AND token = $3 RETURNING name
-)
-SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM d) n`
-)
-
-var (
-	evictOwnerSQL   = fmt.Sprintf(evictSQL, "owner_id = $1")
-	evictExpiredSQL = fmt.Sprintf(evictSQL, "expires_at <= clock_timestamp()")
-)
-
 // lockBackend is the sqlstore.LockBackend of one Store: one owner
 // incarnation at a time, renewed by a background goroutine on its own
 // session, plus an optional LISTEN session.
@@ -177,7 +86,11 @@ type lockBackend struct {
 	notifyWakeups atomic.Int64 // waits ended by a notification, for tests
 }
 
-var _ sqlstore.LockBackend = (*lockBackend)(nil)
+var (
+	_ sqlstore.LockBackend = (*lockBackend)(nil)
+	_ sqlstore.LockStarter = (*lockBackend)(nil)
+	_ sqlstore.LockFaults  = (*lockBackend)(nil)
+)
 
 // incarnation is one registration of the owner: a sentinel row and the
 // locks that reference it.
@@ -241,10 +154,10 @@ func newLockBackend(db *sql.DB, connCfg *pgx.ConnConfig, cfg lockConfig, hostnam
 	}
 }
 
-// start registers the first incarnation (evicting an older one of the same
+// Start registers the first incarnation (evicting an older one of the same
 // identity) and starts the renewer and, with notifications, the listener.
 // The lock tables must exist.
-func (b *lockBackend) start(ctx context.Context) error {
+func (b *lockBackend) Start(ctx context.Context) error {
 	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
 	if err != nil {
 		return fmt.Errorf("postgres: lock session: %w", lockErr(ctx, err))
@@ -296,7 +209,7 @@ func (b *lockBackend) registerOnce(ctx context.Context, conn *pgx.Conn) error {
 		var until *time.Time
 		err := conn.QueryRow(ctx, registerSQL, b.cfg.identity, id, b.hostname, b.pid, b.cfg.lease.Microseconds(), prev).Scan(&n, &until, &freed)
 		if err != nil {
-			if (dialect{}).Classify(err) == sqlstore.ErrKindDuplicate {
+			if (Dialect{}).Classify(err) == sqlstore.ErrKindDuplicate {
 				continue // owner_id collision: draw again
 			}
 			return fmt.Errorf("postgres: register lock owner %q: %w", b.cfg.identity, lockErr(ctx, err))
@@ -349,21 +262,6 @@ func (b *lockBackend) expire(inc *incarnation) {
 	}
 	b.loseLocked(inc)
 	b.poke() // the renewer registers a new incarnation
-}
-
-func (b *lockBackend) listenConn(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		conn.Close(context.Background())
-		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
-	}
-	b.mu.Lock()
-	b.listenPID = conn.PgConn().PID()
-	b.mu.Unlock()
-	return conn, nil
 }
 
 // renewLoop keeps the incarnation alive, reaps dead owners, and replaces the
@@ -583,102 +481,6 @@ func (b *lockBackend) reapOn(conn *pgx.Conn, inc *incarnation) {
 	_ = conn.QueryRow(ctx, evictExpiredSQL).Scan(&n)
 }
 
-// listenLoop wakes waiters named in notifications. It owns conn. While it is
-// down, waiters fall back to polling.
-func (b *lockBackend) listenLoop(conn *pgx.Conn) {
-	defer b.wg.Done()
-	retry := minBackoff
-	for {
-		if conn != nil {
-			for {
-				n, err := conn.WaitForNotification(b.ctx)
-				if err != nil {
-					break
-				}
-				if name, err := hex.DecodeString(n.Payload); err == nil {
-					b.wake(string(name))
-				}
-			}
-			conn.Close(context.Background())
-			conn = nil
-			if b.ctx.Err() != nil {
-				return
-			}
-			// Notifications may have been missed; and the same thing
-			// may have ended the renewer's session, which must be
-			// noticed before the next scheduled renewal.
-			b.wakeAll()
-			b.poke()
-		}
-		if !sleepCtx(b.ctx, retry) {
-			return
-		}
-		c, err := b.listenConn(b.ctx)
-		if err != nil {
-			retry = min(retry*2, time.Second)
-			continue
-		}
-		retry = minBackoff
-		conn = c
-		b.wakeAll()
-	}
-}
-
-func (b *lockBackend) poke() {
-	select {
-	case b.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (b *lockBackend) addWaiter(name string) chan struct{} {
-	ch := make(chan struct{}, 1)
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	m := b.waiters[name]
-	if m == nil {
-		m = map[chan struct{}]struct{}{}
-		b.waiters[name] = m
-	}
-	m[ch] = struct{}{}
-	return ch
-}
-
-func (b *lockBackend) removeWaiter(name string, ch chan struct{}) {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	if m := b.waiters[name]; m != nil {
-		delete(m, ch)
-		if len(m) == 0 {
-			delete(b.waiters, name)
-		}
-	}
-}
-
-func (b *lockBackend) wake(name string) {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	for ch := range b.waiters[name] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (b *lockBackend) wakeAll() {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	for _, m := range b.waiters {
-		for ch := range m {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
 // current returns the live incarnation; or nil and, between a loss and the
 // next registration, a channel closed at that registration and why the last
 // registration failed (nil if none has yet).
@@ -803,7 +605,7 @@ func (b *lockBackend) try(ctx context.Context, key []byte, name string, inc *inc
 				b.forget(key, inc.id, token)
 				return nil, tryOwnerGone, nil
 			}
-			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
+			if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
 				// The row may have gone in; the token recognises it.
 				continue
 			}
@@ -886,7 +688,7 @@ func (l *pgLock) Release(ctx context.Context) error {
 		err := b.db.QueryRowContext(ctx, releaseSQL, []byte(l.name), l.inc.id, l.token).Scan(&n)
 		if err != nil {
 			l.tried = true
-			if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
+			if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
 				continue
 			}
 			return lockErr(ctx, err)
@@ -970,6 +772,31 @@ func (b *lockBackend) evictSelf() {
 	_ = b.db.QueryRowContext(ctx, evictOwnerSQL, inc.id).Scan(&n)
 }
 
+// KillSession terminates the renewer's session, whose death forfeits every
+// lock of the Store, and the listener's (sqlstore.LockFaults), from a
+// session of its own.
+func (b *lockBackend) KillSession(ctx context.Context, _ sqlstore.BackendLock) error {
+	renew, listen := b.sessionPIDs()
+	var ids []int32
+	for _, p := range []uint32{renew, listen} {
+		if p != 0 {
+			ids = append(ids, int32(p))
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+	if err != nil {
+		return fmt.Errorf("postgres: kill lock session: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", ids); err != nil {
+		return fmt.Errorf("postgres: kill lock session: %w", err)
+	}
+	return nil
+}
+
+// Crash is crash, for sqlstore.LockFaults.
+func (b *lockBackend) Crash() { b.crash() }
+
 // crash stops renewal and drops the lock sessions without deleting
 // anything, as a tracker that dies does; the pool is the caller's to drop.
 func (b *lockBackend) crash() {
@@ -1020,7 +847,7 @@ func lockErr(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
-	if (dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
+	if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err

@@ -26,33 +26,43 @@ const DefaultPort = 5432
 // Store's lock owner and starts its renewal. ctx bounds all of that; the
 // Store's background work outlives it until Close.
 func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
-	cfg, err := parseDSN(d)
+	cfg, err := NewConfig(ctx, d)
 	if err != nil {
 		return nil, err
+	}
+	s, err := sqlstore.New(ctx, cfg)
+	if err != nil {
+		cfg.DB.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewConfig connects to the database d names and returns what
+// sqlstore.New needs for a PostgreSQL Store: the pool, Dialect, the
+// lease-lock backend (started by sqlstore.New once the schema exists) and
+// the capabilities. A backend for a PostgreSQL-like database builds on it:
+// it may replace the Dialect (keeping LockSchema in its Schema, which the
+// locks need) before calling sqlstore.New. Until then the caller owns
+// cfg.DB and closes it on failure.
+func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
+	cfg, err := parseDSN(d)
+	if err != nil {
+		return sqlstore.Config{}, err
 	}
 	db := openDB(cfg.conn)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return sqlstore.Config{}, fmt.Errorf("postgres: connect: %w", err)
 	}
 	host, _ := os.Hostname()
-	locks := newLockBackend(db, cfg.conn, cfg.locks, host, os.Getpid())
-	s, err := sqlstore.New(ctx, sqlstore.Config{
+	return sqlstore.Config{
 		DB:           db,
-		Dialect:      dialect{},
-		Locks:        locks,
+		Dialect:      Dialect{},
+		Locks:        newLockBackend(db, cfg.conn, cfg.locks, host, os.Getpid()),
 		Capabilities: capabilities(cfg.locks),
 		OpTimeout:    d.OpTimeout,
-	})
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	if err := locks.start(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 func capabilities(c lockConfig) store.Capabilities {

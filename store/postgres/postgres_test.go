@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gomogile/gomogile/conformance"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/postgres"
@@ -67,33 +69,40 @@ func (h *harness) Reset(ctx context.Context) error {
 	return err
 }
 
-// KillLockSession terminates the sessions that hold s's locks: the
-// renewer's, whose death forfeits them, and the listener's.
-//
-// Behind a transaction pooler a Store's lock state lives in no session (the
-// PIDs it sees are the pooler's), and ending the server connections it
-// happens to use changes nothing for it. What stands for a session's death
-// there is what a crash restart of the server behind the pooler does to the
-// lock state: the three unlogged lock tables are emptied, for every Store.
-func (h *harness) KillLockSession(ctx context.Context, s store.Store, _ store.Lock) error {
-	if h.pooled {
-		conn, err := adminConn(ctx, h.adminDSN())
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		_, err = conn.Exec(ctx, "TRUNCATE "+postgres.LockTable+", "+postgres.OwnerTable+", "+postgres.EpochTable)
-		return err
+// FaultsFor: a Store's own faults (sqlstore.LockFaults) end its lock
+// sessions, except behind a transaction pooler, where a Store's lock state
+// lives in no session (the PIDs it sees are the pooler's), and ending the
+// server connections it happens to use changes nothing for it. What stands
+// for a session's death there is what a crash restart of the server behind
+// the pooler does to the lock tables: they come back empty.
+func (h *harness) FaultsFor(s store.Store) conformance.Faults {
+	if !h.pooled {
+		return nil
 	}
-	renew, listen, err := postgres.LockSessionPIDs(s)
+	own, _ := s.(conformance.Faults)
+	return pooledFaults{h: h, own: own}
+}
+
+type pooledFaults struct {
+	h   *harness
+	own conformance.Faults
+}
+
+func (f pooledFaults) KillLockSession(ctx context.Context, _ store.Lock) error {
+	conn, err := adminConn(ctx, f.h.adminDSN())
 	if err != nil {
 		return err
 	}
-	return terminate(ctx, h.dsn, renew, listen)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "TRUNCATE "+postgres.LockTable+", "+postgres.OwnerTable+", "+postgres.EpochTable)
+	return err
 }
 
-func (h *harness) CrashOwner(ctx context.Context, s store.Store) error {
-	return postgres.CrashLocks(s)
+func (f pooledFaults) CrashOwner(ctx context.Context) error {
+	if f.own == nil {
+		return fmt.Errorf("Store has no conformance.Faults")
+	}
+	return f.own.CrashOwner(ctx)
 }
 
 func terminate(ctx context.Context, dsn string, pids ...uint32) error {

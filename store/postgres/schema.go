@@ -146,60 +146,30 @@ var tables = []table{
 	// vanish with it (PostgreSQL truncates unlogged tables on crash
 	// recovery) are exactly right, and writing them skips the WAL flush a
 	// durable INSERT+DELETE pays per lock cycle.
-	{name: ownerTable, unlogged: true, columns: []string{
-		"owner_id BIGINT NOT NULL PRIMARY KEY", // random incarnation id
-		"identity TEXT NOT NULL",               // lock_owner, or host:pid:n
-		"hostname TEXT NOT NULL",               // for operators
-		"pid INT NOT NULL",                     // for operators
-		"started_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()",
-		"expires_at TIMESTAMPTZ NOT NULL", // database clock
-	}, indexes: []string{
-		"CREATE INDEX IF NOT EXISTS " + ownerTable + "_identity ON " + ownerTable + " (identity)",
-		"CREATE INDEX IF NOT EXISTS " + ownerTable + "_expires_at ON " + ownerTable + " (expires_at)",
-	}},
-	{name: lockTable, unlogged: true, columns: []string{
-		"name BYTEA NOT NULL PRIMARY KEY", // compared byte for byte
-		"owner_id BIGINT NOT NULL REFERENCES " + ownerTable + " (owner_id) ON DELETE CASCADE",
-		"token BIGINT NOT NULL", // one per Acquire: tells our row from a retry's
-		"acquired_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()",
-	}, indexes: []string{
-		"CREATE INDEX IF NOT EXISTS " + lockTable + "_owner_id ON " + lockTable + " (owner_id)",
-	}},
 }
 
-const (
-	ownerTable = "gomogile_lock_owner"
-	lockTable  = "gomogile_lock"
-	epochTable = "gomogile_lock_epoch"
-)
-
-// epochSchema creates the lock epoch: one UNLOGGED row whose started_at is
-// when the lock tables last started out empty. Crash recovery and a
-// standby's promotion empty it together with the lock tables, and the next
-// registration writes the current time, so no lock is granted until a lease
-// has passed (see the package doc, # Locks). A table created here, on a
-// database that never had locks, starts at -infinity instead: nobody can
-// have held a lock on it, so there is nothing to wait for. The check and the
-// CREATE are one DO block, so a later Open never mistakes an emptied table
-// for a new one; two Opens racing on a new database trip over the catalog's
-// unique index and the loser's retry finds the table.
-var epochSchema = `DO $$
-BEGIN
-	IF to_regclass('` + epochTable + `') IS NULL THEN
-		CREATE UNLOGGED TABLE ` + epochTable + ` (
-			id INT NOT NULL PRIMARY KEY CHECK (id = 1),
-			started_at TIMESTAMPTZ NOT NULL
-		);
-		INSERT INTO ` + epochTable + ` (id, started_at) VALUES (1, '-infinity');
-	END IF;
-END
-$$`
-
-// schema and tableColumns are derived from tables once.
+// schema and tableColumns are derived from tables and lockTables once.
 var (
-	tableSchema, tableColumns = buildSchema(tables)
+	tableSchema, tableColumns = buildSchema(append(tables[:len(tables):len(tables)], lockTables...))
 	schema                    = append(tableSchema[:len(tableSchema):len(tableSchema)], epochSchema)
+	schema17, _               = buildSchema(tables)
+	lockSchema, _             = buildSchema(lockTables)
 )
+
+// Schema17 returns MogileFS schema 17 in PostgreSQL DDL (the tables named
+// by sqlstore.Schema17Tables, with their indexes), idempotent statements in
+// dependency order. A PostgreSQL-like backend returns it from its
+// Dialect.Schema, followed by whatever its own locks need.
+func Schema17() []string { return append([]string(nil), schema17...) }
+
+// LockSchema returns the DDL of the lease-lock tables (LockTables) that
+// this package's locks use: the owner and lock tables and the lock epoch.
+func LockSchema() []string { return append(append([]string(nil), lockSchema...), epochSchema) }
+
+// LockTables names the tables of LockSchema, for a harness that empties a
+// database: emptied together they read as a crash of the server (no lock is
+// granted for a lease), unless the epoch row is set back to -infinity.
+var LockTables = []string{ownerTable, lockTable, epochTable}
 
 func buildSchema(ts []table) ([]string, map[string][]string) {
 	var stmts []string

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gomogile/gomogile/conformance"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/sqlite"
 )
@@ -55,15 +56,15 @@ func (h *harness) Reset(ctx context.Context) error {
 	return nil
 }
 
-// KillLockSession: the lock's "session" is the Store itself.
-func (h *harness) KillLockSession(ctx context.Context, s store.Store, l store.Lock) error {
-	return s.Close()
-}
+// FaultsFor: a SQLite Store's locks live in its process and die with the
+// Store, so killing a lock's "session" and crashing its owner are both the
+// Store's Close.
+func (h *harness) FaultsFor(s store.Store) conformance.Faults { return closeFaults{s} }
 
-// CrashOwner: a Store's locks die with it, as they die with its process.
-func (h *harness) CrashOwner(ctx context.Context, s store.Store) error {
-	return s.Close()
-}
+type closeFaults struct{ s store.Store }
+
+func (f closeFaults) KillLockSession(context.Context, store.Lock) error { return f.s.Close() }
+func (f closeFaults) CrashOwner(context.Context) error                  { return f.s.Close() }
 
 // rawDB opens the file the way another program (the sqlite3 shell) would,
 // without gomogile.

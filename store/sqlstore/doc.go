@@ -5,6 +5,17 @@
 // here; a backend supplies a [Dialect], an open *sql.DB and a [LockBackend],
 // and calls [New].
 //
+// [New] is the one lifecycle of every backend: it migrates the schema, then
+// starts the lock backend ([LockStarter]), then returns the ready Store;
+// Close stops the locks, runs Config.OnClose, and closes the DB. A backend
+// in another module builds on the same pieces: postgres.NewConfig and
+// mysql.NewConfig return a ready Config (pool, exported Dialect, locks)
+// that it may adjust before New; postgres.Schema17, mysql.Schema17 and
+// [Schema17Tables] give the schema. A lock backend that implements
+// [LockFaults] gives its Store the conformance suite's fault hooks
+// (Store.KillLockSession, Store.CrashOwner). examples/outside-backend in
+// the repository is such a backend.
+//
 // # Implementing a dialect
 //
 // A backend may rely on these guarantees from this package:

@@ -62,7 +62,9 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// New checks and migrates the schema of cfg.DB and returns a ready Store.
+// New is the one lifecycle of every SQL backend: it checks and migrates the
+// schema of cfg.DB, then starts cfg.Locks (LockStarter), then returns the
+// ready Store; Close undoes it in reverse (locks, OnClose, DB).
 // It fails with store.ErrSchemaMismatch (wrapped) when the database has a
 // schema newer than store.SchemaVersion. New takes ownership of cfg.DB,
 // cfg.Locks and cfg.OnClose only when it succeeds.
@@ -82,6 +84,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
+	}
+	if st, ok := cfg.Locks.(LockStarter); ok {
+		if err := st.Start(ctx); err != nil {
+			// Stop whatever Start got going; DB and OnClose stay the
+			// caller's, as on every failure.
+			_ = cfg.Locks.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }

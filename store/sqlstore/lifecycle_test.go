@@ -1,0 +1,100 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/postgres"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// recLocks records the lifecycle calls New and Close make on a real lock
+// backend, and what the database held when Start ran.
+type recLocks struct {
+	sqlstore.LockBackend
+	cfg      sqlstore.Config
+	calls    *[]string
+	startErr error
+	schemaAt int // schema_version seen by Start
+}
+
+func (r *recLocks) Start(ctx context.Context) error {
+	*r.calls = append(*r.calls, "start")
+	var v string
+	if err := r.cfg.DB.QueryRowContext(ctx, "SELECT value FROM server_settings WHERE field = 'schema_version'").Scan(&v); err == nil {
+		r.schemaAt, _ = strconv.Atoi(v)
+	}
+	if r.startErr != nil {
+		return r.startErr
+	}
+	return r.LockBackend.(sqlstore.LockStarter).Start(ctx)
+}
+
+func (r *recLocks) Close() error {
+	*r.calls = append(*r.calls, "locks.Close")
+	return r.LockBackend.Close()
+}
+
+func newRec(t *testing.T, startErr error) (sqlstore.Config, *recLocks, *[]string) {
+	t.Helper()
+	d, err := store.ParseDSN(testdb.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := postgres.NewConfig(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := &[]string{}
+	r := &recLocks{LockBackend: cfg.Locks, cfg: cfg, calls: calls, startErr: startErr}
+	cfg.Locks = r
+	cfg.OnClose = func() error { *calls = append(*calls, "OnClose"); return nil }
+	return cfg, r, calls
+}
+
+// TestLifecycleOrder: New migrates, then starts the locks, then returns a
+// Store that can lock; Close stops the locks before OnClose and the DB.
+func TestLifecycleOrder(t *testing.T) {
+	cfg, r, calls := newRec(t, nil)
+	s, err := sqlstore.New(t.Context(), cfg)
+	if err != nil {
+		cfg.DB.Close()
+		t.Fatal(err)
+	}
+	if r.schemaAt != store.SchemaVersion {
+		t.Errorf("Start ran with schema_version %d; want %d (migrate first)", r.schemaAt, store.SchemaVersion)
+	}
+	l, err := s.Lock(t.Context(), "lifecycle", 0)
+	if err != nil {
+		t.Fatalf("Lock right after New: %v", err)
+	}
+	_ = l.Release(t.Context())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"start", "locks.Close", "OnClose"}; !slices.Equal(*calls, want) {
+		t.Errorf("calls %v; want %v", *calls, want)
+	}
+}
+
+// TestLifecycleStartFails: a Start error comes back from New as it is, the
+// locks are closed, and the DB stays the caller's.
+func TestLifecycleStartFails(t *testing.T) {
+	boom := errors.New("boom")
+	cfg, _, calls := newRec(t, boom)
+	defer cfg.DB.Close()
+	if _, err := sqlstore.New(t.Context(), cfg); !errors.Is(err, boom) {
+		t.Fatalf("New: %v; want %v", err, boom)
+	}
+	if want := []string{"start", "locks.Close"}; !slices.Equal(*calls, want) {
+		t.Errorf("calls %v; want %v", *calls, want)
+	}
+	if err := cfg.DB.PingContext(t.Context()); err != nil {
+		t.Errorf("DB closed by a failed New: %v", err)
+	}
+}
