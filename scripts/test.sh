@@ -21,6 +21,13 @@ go mod tidy -diff || { echo "test: go.mod/go.sum are not tidy; run go mod tidy a
 echo "go vet ./..."
 go vet ./... || exit 1
 
+# Portable by construction: every package builds and vets for the other
+# systems an operator may run it on.
+for os in windows darwin freebsd; do
+	echo "GOOS=$os go build ./... && go vet ./..."
+	GOOS=$os go build ./... && GOOS=$os go vet ./... || exit 1
+done
+
 echo "go test ./... (log: $log)"
 go test -count=1 -v -timeout 40m ./... >"$log" 2>&1
 status=$?
