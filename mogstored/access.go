@@ -1,13 +1,13 @@
 package mogstored
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/gomogile/gomogile/internal/netlist"
 )
 
 // Protections against hostile clients (the README's "Security"). The
@@ -28,48 +28,13 @@ const (
 // ParseNetworks reads a comma-separated list of addresses or
 // address/bits prefixes, as the writenetworks and mgmtnetworks keys take
 // them. An empty list is nil (everyone).
-func ParseNetworks(v string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.Split(v, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		var p netip.Prefix
-		var err error
-		if strings.Contains(f, "/") {
-			p, err = netip.ParsePrefix(f)
-		} else {
-			var a netip.Addr
-			if a, err = netip.ParseAddr(f); err == nil {
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a network (want an address or address/bits)", f)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
-}
+func ParseNetworks(v string) ([]netip.Prefix, error) { return netlist.Parse(v) }
 
 // inNetworks reports whether the peer at remote (host:port) is in one of
 // nets; no nets allows everyone.
 func inNetworks(nets []netip.Prefix, remote string) bool {
-	if len(nets) == 0 {
-		return true
-	}
-	ap, err := netip.ParseAddrPort(remote)
-	if err != nil {
-		return false
-	}
-	a := ap.Addr().Unmap()
-	for _, p := range nets {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	ap, _ := netip.ParseAddrPort(remote) // unparsable: an invalid address, refused by a list
+	return netlist.Allows(nets, ap.Addr())
 }
 
 // writeRefused answers a request that may not change the node: a write

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
+
+	"github.com/gomogile/gomogile/internal/netlist"
 )
 
 // Access control for the "!" admin commands. The original answered them
@@ -14,28 +15,8 @@ import (
 // default) keeps the original's behaviour, so existing single-host setups
 // and tools keep working.
 
-// parseNetworks reads a comma-separated list of CIDR prefixes or single
-// addresses ("127.0.0.1" means 127.0.0.1/32). An empty list is nil.
-func parseNetworks(v string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range splitList(v) {
-		var p netip.Prefix
-		var err error
-		if strings.Contains(f, "/") {
-			p, err = netip.ParsePrefix(f)
-		} else {
-			var a netip.Addr
-			if a, err = netip.ParseAddr(f); err == nil {
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a network (want an address or address/bits)", f)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
-}
+// parseNetworks reads an admin_networks value (see netlist.Parse).
+func parseNetworks(v string) ([]netip.Prefix, error) { return netlist.Parse(v) }
 
 // remoteAddr is the peer's address, IPv4-mapped IPv6 unmapped; ok is false
 // when the connection is not IP.
@@ -48,20 +29,13 @@ func remoteAddr(nc net.Conn) (netip.Addr, bool) {
 	return a.Unmap(), ok
 }
 
-// allowed reports whether addr is in one of nets; no nets allows everyone.
+// allowed reports whether addr is in one of nets; no nets allows everyone,
+// and a peer that is not IP (ok false) is refused by a list.
 func allowed(nets []netip.Prefix, addr netip.Addr, ok bool) bool {
-	if len(nets) == 0 {
-		return true
-	}
 	if !ok {
-		return false
+		addr = netip.Addr{}
 	}
-	for _, p := range nets {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
+	return netlist.Allows(nets, addr)
 }
 
 // adminRefused answers a "!" command from outside admin_networks, or
