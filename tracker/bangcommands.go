@@ -157,6 +157,11 @@ func (t *Tracker) admin(c *conn, req Request) string {
 		case job == "queryworker":
 			// 0 is allowed, as in the original: requests then wait for a
 			// slot (admin commands are still answered) until !want raises it.
+			if have, _ := t.limiter.get(); n > have {
+				// The line the original's parent logs as it forks the
+				// missing query workers; scripts on !watch wait for it.
+				t.log.Warn(fmt.Sprintf("Job queryworker has only %d, wants %d, making %d.", have, n, n-have))
+			}
 			t.limiter.set(n)
 		case slices.Contains(classes, job):
 			// The original answers so even when it ignores the count (more

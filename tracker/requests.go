@@ -3,6 +3,8 @@ package tracker
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +148,18 @@ func (t *Tracker) cmdSleep(ctx context.Context, r *request) (*Reply, error) {
 // device state) by the time the client hears OK. The wait is bounded by the
 // request's deadline (request_timeout).
 func (t *Tracker) cmdClearCache(ctx context.Context, r *request) (*Reply, error) {
-	return nil, t.monitorRound(ctx)
+	if err := t.monitorRound(ctx); err != nil {
+		return nil, err
+	}
+	// The original's clear_cache answers with the request's own arguments
+	// (create_domain's reply is built the same way).
+	res := &Reply{}
+	for _, k := range slices.Sorted(maps.Keys(r.Args)) {
+		if k != "callid" { // okLine adds it back
+			res.Set(k, r.Args[k])
+		}
+	}
+	return res, nil
 }
 
 func (t *Tracker) cmdDoMonitorRound(ctx context.Context, r *request) (*Reply, error) {

@@ -12,11 +12,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -266,10 +268,21 @@ func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*dev
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			log.Warn("usage check failed", "dev", d.ID, "host", d.Host.IP, "err", err)
-			m.obs.unreachable(d)
 			var ue *usageError
-			if errors.As(err, &ue) && ue.slow {
+			switch {
+			case errors.As(err, &ue) && ue.fast():
+				// The original's line for a port that answers at once with
+				// a refusal or an HTTP error; scripts on !watch wait for it.
+				port := ""
+				if pu, perr := url.Parse(ue.url); perr == nil {
+					port = pu.Port()
+				}
+				log.Warn(fmt.Sprintf("Port %s not listening on %s (%s)?  Error was: %s", port, d.Host.IP, ue.url, ue.statusLine()))
+			default:
+				log.Warn("usage check failed", "dev", d.ID, "host", d.Host.IP, "err", err)
+			}
+			m.obs.unreachable(d)
+			if ue != nil && ue.slow {
 				// A host that times out is down as a whole: its other
 				// devices are unreachable too, without waiting for each.
 				m.obs.setHost(d.HostID, false)
@@ -300,8 +313,26 @@ func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*dev
 }
 
 type usageError struct {
-	slow bool
-	err  error
+	slow   bool
+	url    string
+	status int // the node's HTTP status; 0 when it gave none
+	err    error
+}
+
+// fast is whether the node's port failed the usage request at once (a
+// refusal or an HTTP error), rather than timing out or answering nonsense.
+func (e *usageError) fast() bool {
+	return !e.slow && (e.status != 0 || errors.Is(e.err, syscall.ECONNREFUSED))
+}
+
+// statusLine is the failure as the original's HTTP client put it: the
+// status line, or "500 write_error" for a refused connection (its write to
+// a socket whose connect failed is what fails first).
+func (e *usageError) statusLine() string {
+	if e.status != 0 {
+		return fmt.Sprintf("%d %s", e.status, http.StatusText(e.status))
+	}
+	return "500 write_error"
 }
 
 func (e *usageError) Error() string { return e.err.Error() }
@@ -313,12 +344,12 @@ var usageLineRE = regexp.MustCompile(`^(\w+)\s*:\s*(.+)$`)
 // KiB) from the device's GET port.
 func (m *Manager) checkUsage(ctx context.Context, d *device) (totalKB, usedKB int64, err error) {
 	start := time.Now()
+	u := d.BaseURL(true) + "/dev" + strconv.Itoa(d.ID) + "/usage"
 	fail := func(err error) (int64, int64, error) {
-		return 0, 0, &usageError{slow: time.Since(start) >= slowFailure, err: err}
+		return 0, 0, &usageError{slow: time.Since(start) >= slowFailure, url: u, err: err}
 	}
 	rctx, cancel := context.WithTimeout(ctx, usageTimeout)
 	defer cancel()
-	u := d.BaseURL(true) + "/dev" + strconv.Itoa(d.ID) + "/usage"
 	resp, err := m.nodes.Do(rctx, http.MethodGet, u, nil, 0, nil)
 	if err != nil {
 		return fail(err)
@@ -329,7 +360,7 @@ func (m *Manager) checkUsage(ctx context.Context, d *device) (totalKB, usedKB in
 		return fail(fmt.Errorf("jobs: GET %s: %w", u, err))
 	}
 	if resp.StatusCode/100 != 2 {
-		return 0, 0, &usageError{err: fmt.Errorf("jobs: GET %s: HTTP %d", u, resp.StatusCode)}
+		return 0, 0, &usageError{url: u, status: resp.StatusCode, err: fmt.Errorf("jobs: GET %s: HTTP %d", u, resp.StatusCode)}
 	}
 	stats := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
@@ -341,7 +372,7 @@ func (m *Manager) checkUsage(ctx context.Context, d *device) (totalKB, usedKB in
 	used, err1 := strconv.ParseInt(stats["used"], 10, 64)
 	total, err2 := strconv.ParseInt(stats["total"], 10, 64)
 	if err1 != nil || err2 != nil || total == 0 {
-		return 0, 0, &usageError{err: fmt.Errorf("jobs: GET %s: reports used = %q, total = %q", u, stats["used"], stats["total"])}
+		return 0, 0, &usageError{url: u, err: fmt.Errorf("jobs: GET %s: reports used = %q, total = %q", u, stats["used"], stats["total"])}
 	}
 	return total, used, nil
 }
