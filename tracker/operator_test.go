@@ -192,6 +192,9 @@ func drive(t *testing.T, addr string, nodes []string, script []scriptStep) [][]s
 				out[i] = adminLines(c, req)
 			} else {
 				out[i] = []string{n.normalise(s.line, c.do(req))}
+				if strings.HasPrefix(s.line, "create_open ") && strings.HasPrefix(out[i][0], "OK ") {
+					vars["fid"], vars["devid"], vars["path"] = n.open.fid, n.open.devid, n.open.path
+				}
 			}
 			continue
 		}

@@ -184,6 +184,7 @@ func (m *Manager) checkFid(ctx context.Context, fid int64, o fsckOpts) error {
 			return fmt.Errorf("%w: dev%d", errNotObserved, id)
 		}
 		if !d.ShouldReadFrom() {
+			m.logUnreachable(d)
 			return fmt.Errorf("%w: dev%d not readable", errStalled, id)
 		}
 		size, err := m.nodes.Size(ctx, d.FidURL(fid, true))
@@ -279,6 +280,7 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 				return fmt.Errorf("%w: dev%d", errNotObserved, id)
 			}
 			if !d.ShouldReadFrom() {
+				m.logUnreachable(d)
 				return fmt.Errorf("%w: dev%d unreachable", errStalled, id)
 			}
 			url := d.FidURL(fid, true)
@@ -617,4 +619,13 @@ func (m *Manager) intSetting(ctx context.Context, key string, def int64) int64 {
 // which operators' scripts wait for on !watch.
 func (m *Manager) logConnectivity(d *device) {
 	m.log.Warn(fmt.Sprintf("Connectivity problem reaching device %d on host %s", d.ID, d.Host.IP), "job", JobFsck)
+}
+
+// logUnreachable logs the connectivity line for a copy fsck skips because
+// the monitor saw its device unreachable (its state allows reading): the
+// original tried such a copy and logged the line when that failed.
+func (m *Manager) logUnreachable(d *device) {
+	if d.CanReadFrom() {
+		m.logConnectivity(d)
+	}
 }

@@ -63,3 +63,36 @@ func TestFsck_LogsConnectivityProblemAsOriginal(t *testing.T) {
 		t.Errorf("the line is not the fsck job's: %s", buf.String())
 	}
 }
+
+// The original's fsck tries every copy whatever the monitor last saw and
+// logs the connectivity line when it cannot reach one; ours skips a copy
+// the monitor saw unreachable, and must still say so, or a script waiting
+// on !watch for the line waits for ever once the monitor was quicker than
+// fsck (as recorded in ../testdata/original-2.73-jobs.txt).
+func TestFsck_LogsConnectivityProblemForADeviceSeenUnreachable(t *testing.T) {
+	c := newCluster(t)
+	n := c.addNode(1)
+	cls := c.class("one", 1, store.HashNone)
+	fid := c.putFile("k", cls, []byte("x"), 1)
+	ctx := t.Context()
+	if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.Enqueue(ctx, store.QueueFsck, store.QueueEntry{Fid: fid}); err != nil {
+		t.Fatal(err)
+	}
+	// Down before the workers start: fsck waits for the monitor's first
+	// look, which sees the device unreachable.
+	n.srv.Close()
+	var buf syncBuf
+	o := fastOptions(t)
+	o.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	start(t, c.st, o)
+	want := fmt.Sprintf("Connectivity problem reaching device 1 on host %s", n.host.IP)
+	defer func() {
+		if t.Failed() {
+			t.Log(buf.String())
+		}
+	}()
+	waitFor(t, 20*time.Second, "the connectivity line", func() bool { return strings.Contains(buf.String(), want) })
+}
