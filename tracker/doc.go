@@ -161,8 +161,13 @@
 // replaced at once, and "!to <job> :wake_up" makes idle workers look for
 // work now. "!watch" streams lines as the original did: ":: " and the
 // message, a worker's prefixed with "[<job>(<pid>)] ", including the
-// original's "Job <job> has only N, wants M, making K." and
-// "Child <pid> (<job>) died: 0 (UNEXPECTED)".
+// original's "Job <job> has only N, wants M, making K." (for queryworker
+// too), "Child <pid> (<job>) died: 0 (UNEXPECTED)", the monitor's
+// "Port P not listening on IP (URL)?  Error was: ..." and fsck's
+// "Connectivity problem reaching device N on host IP". clear_cache answers
+// with the request's own arguments, as the original's does. These replies
+// and lines were recorded from the original 2.73 tracker and are replayed
+// against ours by TestOperatorScript (testdata/original-2.73-jobs.txt).
 //
 // The original's test-rig environment is honoured: with TESTING set (to
 // anything Perl calls true) a failed replication is retried after 1 s
@@ -191,6 +196,12 @@
 //     hold the file (from_devices=2 to_devices=1,3 with copies on 1, 2, 3
 //     leaves 2). The row is dropped with an error instead
 //     (TestRebalance_TargetsHoldingTheFileKeepMinDevCount).
+//   - "!watch" also carries gomogile's other warnings, as the message and
+//     its key=value attributes, where the original has other texts or
+//     none; e.g. a storage node that times out the monitor's usage request
+//     gives "usage check failed dev=N host=IP err=...", where the original
+//     marks the host unreachable silently. The lines scripts wait for are
+//     the original's (TestOperatorScript).
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).
