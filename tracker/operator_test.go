@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,15 +21,36 @@ import (
 // testdata/original-2.73-jobs.txt, the same script's transcript taken from
 // the original 2.73 tracker (see testdata/README.md).
 //
-// With GOMOGILE_OPERATOR_TRACKER=<host:port> and
+// operator-nojobmaster-script.txt is the same for a tracker started with
+// --no-job_master, compared with original-2.73-nojobmaster.txt.
+//
+// With GOMOGILE_OPERATOR_TRACKER=<host:port>,
+// GOMOGILE_OPERATOR_SCRIPT=<script's file name> and
 // GOMOGILE_OPERATOR_NODES=<ip:port>,<ip:port> (the HTTP addresses of two
 // storage nodes on 127.0.0.2 and 127.0.0.3, the tracker's database empty)
-// it drives that tracker instead, writes the transcript to
-// GOMOGILE_OPERATOR_OUT and compares nothing: that is how the recording
+// it drives that tracker with that script instead, writes the transcript
+// to GOMOGILE_OPERATOR_OUT and compares nothing: that is how the recording
 // was made, and how one diffs any tracker against it by hand.
 func TestOperatorScript(t *testing.T) {
-	script := readScript(t, "testdata/operator-script.txt")
+	for _, tc := range []struct {
+		name, script, recording string
+		jobMaster               bool
+	}{
+		{"job_master", "operator-script.txt", "original-2.73-jobs.txt", true},
+		{"no-job_master", "operator-nojobmaster-script.txt", "original-2.73-nojobmaster.txt", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			operatorScript(t, "testdata/"+tc.script, "testdata/"+tc.recording, tc.jobMaster)
+		})
+	}
+}
+
+func operatorScript(t *testing.T, scriptFile, recording string, jobMaster bool) {
+	script := readScript(t, scriptFile)
 	if addr := os.Getenv("GOMOGILE_OPERATOR_TRACKER"); addr != "" {
+		if os.Getenv("GOMOGILE_OPERATOR_SCRIPT") != filepath.Base(scriptFile) {
+			t.Skip("GOMOGILE_OPERATOR_SCRIPT names another script")
+		}
 		nodes := strings.Split(os.Getenv("GOMOGILE_OPERATOR_NODES"), ",")
 		out := os.Getenv("GOMOGILE_OPERATOR_OUT")
 		if len(nodes) != 2 || out == "" {
@@ -45,7 +67,7 @@ func TestOperatorScript(t *testing.T) {
 	n3 := startNode(t, "127.0.0.3", 2)
 	st := openStore(t, testDSN(t))
 	cfg := testConfig()
-	cfg.JobMaster = true
+	cfg.JobMaster = jobMaster
 	cfg.QueryJobs = 2
 	o := tracker.JobsOptions(cfg)
 	o.Hostname = "testhost"
@@ -56,14 +78,14 @@ func TestOperatorScript(t *testing.T) {
 	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: tracker.JobsFor(jobs.New(st, o)), Hostname: "testhost"})
 	got := drive(t, tt.addr, []string{"127.0.0.2:" + n2.port, "127.0.0.3:" + n3.port}, script)
 
-	want := readTranscript(t, "testdata/original-2.73-jobs.txt")
+	want := readTranscript(t, recording)
 	if len(want) != len(script) {
-		t.Fatalf("original-2.73-jobs.txt has %d steps, operator-script.txt %d: record it again", len(want), len(script))
+		t.Fatalf("%s has %d steps, %s %d: record it again", recording, len(want), scriptFile, len(script))
 	}
 	for i, s := range script {
 		w := want[i]
 		if w.line != s.line {
-			t.Fatalf("line %d: recorded %q where the script has %q: record it again", w.lineno, w.line, s.line)
+			t.Fatalf("%s:%d: recorded %q where the script has %q: record it again", recording, w.lineno, w.line, s.line)
 		}
 		g := got[i]
 		for _, d := range operatorDifferences {

@@ -133,7 +133,7 @@ func readTranscript(t *testing.T, name string) []transcriptStep {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) < 50 {
+	if len(steps) < 20 {
 		t.Fatalf("%s: only %d steps", name, len(steps))
 	}
 	return steps
