@@ -178,11 +178,16 @@ func normaliseAdmin(l string) string {
 	return l
 }
 
-func normaliseWatch(l, closedPort string) string {
+// normaliseWatch also replaces ports, the node ports and the closed one,
+// where a line names them alone ("Port 7500 not listening ...").
+func normaliseWatch(l string, ports []string) string {
 	l = jobPid.ReplaceAllString(l, "[$1(<pid>)]")
 	l = childPid.ReplaceAllString(l, ":: Child <pid> ")
 	l = nodePort.ReplaceAllString(l, "$1:<port>")
-	return strings.ReplaceAll(l, " "+closedPort+" ", " <port> ")
+	for _, p := range ports {
+		l = strings.ReplaceAll(l, " "+p+" ", " <port> ")
+	}
+	return l
 }
 
 // drive runs script against the tracker at addr with the storage nodes at
@@ -267,7 +272,7 @@ func drive(t *testing.T, addr string, nodes []string, script []scriptStep) [][]s
 						t.Fatalf("!watch connection closed")
 					}
 					if strings.Contains(l, what) {
-						out[i] = []string{normaliseWatch(l, vars["closedport"])}
+						out[i] = []string{normaliseWatch(l, []string{vars["closedport"], vars["port2"], vars["port3"]})}
 					}
 				case <-deadline:
 					// Reported by the comparison, with the other steps.
