@@ -87,31 +87,9 @@ func operatorScript(t *testing.T, scriptFile, recording string, jobMaster bool) 
 		if w.line != s.line {
 			t.Fatalf("%s:%d: recorded %q where the script has %q: record it again", recording, w.lineno, w.line, s.line)
 		}
-		g := got[i]
-		for _, d := range operatorDifferences {
-			if strings.HasPrefix(s.line+"\n", d.prefix) {
-				g = d.adjust(g, w.replies)
-			}
-		}
-		if len(g) != len(w.replies) {
-			t.Errorf("line %d: %s\n got: %q\nwant: %q", w.lineno, s.line, g, w.replies)
-			continue
-		}
-		for j := range g {
-			if !sameReply(s.line, g[j], w.replies[j]) {
-				t.Errorf("line %d: %s\n got: %s\nwant: %s", w.lineno, s.line, g[j], w.replies[j])
-			}
-		}
+		compareReplies(t, w.lineno, s.line, got[i], w.replies)
 	}
 }
-
-// operatorDifferences are where our transcript differs from the original's
-// on purpose; each adjusts our reply lines to steps starting with prefix,
-// in the one way it names, as recordedDifferences does.
-var operatorDifferences = []struct {
-	prefix string
-	adjust func(got, want []string) []string
-}{}
 
 // scriptStep is one line of operator-script.txt: a request ("> "), an
 // action ("@"), or a comment kept for the transcript.

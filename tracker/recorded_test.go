@@ -58,25 +58,32 @@ func TestRecorded_OriginalReplies(t *testing.T) {
 				vars["fid"], vars["devid"], vars["path"] = n.open.fid, n.open.devid, n.open.path
 			}
 		}
-		for _, d := range recordedDifferences {
-			if strings.HasPrefix(s.line+"\n", d.prefix) {
-				got = d.adjust(got, s.replies)
-			}
+		compareReplies(t, s.lineno, s.line, got, s.replies)
+	}
+}
+
+// compareReplies compares our normalised reply lines to a step with the
+// recorded ones, after the adjustments of recordedDifferences.
+func compareReplies(t *testing.T, lineno int, line string, got, want []string) {
+	t.Helper()
+	for _, d := range recordedDifferences {
+		if strings.HasPrefix(line+"\n", d.prefix) {
+			got = d.adjust(got, want)
 		}
-		if len(got) != len(s.replies) {
-			t.Errorf("line %d: %s\n got: %q\nwant: %q", s.lineno, s.line, got, s.replies)
-			continue
-		}
-		for i := range got {
-			if !sameReply(s.line, got[i], s.replies[i]) {
-				t.Errorf("line %d: %s\n got: %s\nwant: %s", s.lineno, s.line, got[i], s.replies[i])
-			}
+	}
+	if len(got) != len(want) {
+		t.Errorf("line %d: %s\n got: %q\nwant: %q", lineno, line, got, want)
+		return
+	}
+	for i := range got {
+		if !sameReply(line, got[i], want[i]) {
+			t.Errorf("line %d: %s\n got: %s\nwant: %s", lineno, line, got[i], want[i])
 		}
 	}
 }
 
 // recordedDifferences are the places where we answer differently on
-// purpose. Each adjusts our reply lines to requests starting with prefix
+// purpose (in both recordings' replays). Each adjusts our reply lines to requests starting with prefix
 // (a prefix ending in "\n" matches one whole line) before the comparison,
 // and only in the one way it names.
 var recordedDifferences = []struct {
