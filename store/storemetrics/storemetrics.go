@@ -17,11 +17,13 @@
 //	gomogile_locks_held                             locks held now
 //	gomogile_lock_reaped_total                      lease mechanism: expired owners' locks freed
 //	gomogile_lock_sessions_pinned                   session mechanism: sessions pinned now
-//	gomogile_queue_depth{queue}                     rows in the queue, read at scrape time
 //	gomogile_queue_enqueued_total{queue}            entries given to Enqueue
 //	gomogile_queue_leased_total{queue}              rows handed out by Lease
 //	gomogile_queue_finished_total{queue}            rows finished (replications, deletions… done)
 //	gomogile_queue_retried_total{queue}             rows rescheduled after a failure
+//
+// Queue depths and the cluster's state are the tracker's to report (package
+// tracker's status listener): this package only sees calls go by.
 //
 // The lock label is the lock name with every run of digits replaced by
 // "N" ("mgfs:fid:N:replicate"), so per-fid locks make one series.
@@ -38,10 +40,6 @@ import (
 
 	"github.com/gomogile/gomogile/store"
 )
-
-// ScrapeTimeout bounds the database reads made while a registry is
-// gathered (queue depths), so a hung database cannot hang a scrape.
-const ScrapeTimeout = 5 * time.Second
 
 type metrics struct {
 	callSeconds  *prometheus.HistogramVec
@@ -106,16 +104,12 @@ func (m *metrics) collectors() []prometheus.Collector {
 		m.lockTimeouts, m.lockLost, m.locksHeld, m.enqueued, m.leased, m.finished, m.retried}
 }
 
-// Queues lists every queue, in the order the metrics and the status page
-// show them.
-var Queues = []store.Queue{store.QueueReplicate, store.QueueDelete, store.QueueFsck, store.QueueRebalance}
-
 // Wrap returns st measured into reg. The returned Store owns st: its Close
 // closes st. It fails only when reg already holds these metrics (one Store
 // per registry).
 func Wrap(st store.Store, reg prometheus.Registerer) (store.Store, error) {
 	s := &Store{inner: st, m: newMetrics(), held: map[string]*lock{}, closed: make(chan struct{})}
-	cs := append(s.m.collectors(), queueDepth{st})
+	cs := s.m.collectors()
 	switch ls, ok := st.(interface{ LockStats() store.LockStats }); {
 	case !ok:
 	case st.Capabilities().LockMechanism == "lease":
@@ -136,26 +130,6 @@ func Wrap(st store.Store, reg prometheus.Registerer) (store.Store, error) {
 		}
 	}
 	return s, nil
-}
-
-// queueDepth reads every queue's length when the registry is gathered.
-type queueDepth struct{ st store.Store }
-
-var queueDepthDesc = prometheus.NewDesc("gomogile_queue_depth", "Rows in the queue (parked ones included), read when scraped.", []string{"queue"}, nil)
-
-func (q queueDepth) Describe(ch chan<- *prometheus.Desc) { ch <- queueDepthDesc }
-
-func (q queueDepth) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
-	defer cancel()
-	for _, qu := range Queues {
-		n, err := q.st.QueueLength(ctx, qu)
-		if err != nil {
-			ch <- prometheus.NewInvalidMetric(queueDepthDesc, err)
-			continue
-		}
-		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), qu.String())
-	}
 }
 
 // sentinels maps each store sentinel to its error label.

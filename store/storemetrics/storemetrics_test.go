@@ -130,7 +130,6 @@ func TestWrap_QueuesAndErrors(t *testing.T) {
 	for name, want := range map[string]float64{
 		"gomogile_queue_enqueued_total": 2, "gomogile_queue_leased_total": 2,
 		"gomogile_queue_finished_total": 1, "gomogile_queue_retried_total": 1,
-		"gomogile_queue_depth": 1,
 	} {
 		if got := value(t, reg, name, q); got != want {
 			t.Errorf("%s{queue=delete} = %v; want %v", name, got, want)
@@ -141,9 +140,6 @@ func TestWrap_QueuesAndErrors(t *testing.T) {
 	}
 	if got := value(t, reg, "gomogile_store_call_seconds", map[string]string{"op": "Lease"}); got != 1 {
 		t.Errorf("Lease calls timed = %v; want 1", got)
-	}
-	if n, err := testutil.GatherAndCount(reg, "gomogile_queue_depth"); err != nil || n != len(storemetrics.Queues) {
-		t.Errorf("queue depth series = %d, %v; want %d", n, err, len(storemetrics.Queues))
 	}
 }
 
