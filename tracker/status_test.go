@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -347,4 +348,42 @@ func TestStatus_ReadyzFollowsDatabase(t *testing.T) {
 		code, _ := httpGet(t, base+"/readyz")
 		return code == http.StatusOK
 	})
+}
+
+// Main.Serve measures its store into the registry it serves: a store
+// call made by a command shows on /metrics of --status_listen.
+func TestMain_StatusListenServesStoreMetrics(t *testing.T) {
+	dsn := "sqlite:///" + filepath.Join(t.TempDir(), "db")
+	ready := make(chan *tracker.Tracker, 1)
+	m := &tracker.Main{Environ: []string{}, Stderr: io.Discard, Ready: func(tr *tracker.Tracker) { ready <- tr }}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"-s", "--dsn", dsn, "-l", "127.0.0.1:0", "--status_listen", "127.0.0.1:0"})
+	}()
+	var tr *tracker.Tracker
+	select {
+	case tr = <-ready:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	tt := &testTracker{t: t, tr: tr, addr: tr.Addrs()[0].String()}
+	tt.dial().do("create_domain domain=main")
+	_, body := httpGet(t, "http://"+tr.StatusAddr().String()+"/metrics")
+	for _, want := range []string{
+		`gomogile_store_call_seconds_count{op="CreateDomain"} 1`,
+		`gomogile_requests_total{cmd="create_domain",result="ok"} 1`,
+		`gomogile_queue_depth{queue="delete"} 0`,
+		"go_goroutines", "process_open_fds",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
