@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/gomogile/gomogile/internal/statuslisten"
 )
 
 // Server is one storage node: HTTP file server, management port and the
@@ -31,9 +33,8 @@ type Server struct {
 	httpSrv *http.Server
 	conns   map[net.Conn]struct{} // management connections
 
-	metrics   *nodeMetrics // status.go
-	statusLn  net.Listener
-	statusSrv *http.Server
+	metrics *nodeMetrics         // status.go
+	status  *statuslisten.Server // nil without statuslisten
 
 	ctx    context.Context // cancelled by Close; stops loops and digests
 	cancel context.CancelFunc
@@ -210,8 +211,8 @@ func (s *Server) shutdown() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if s.statusSrv != nil && s.statusSrv.Shutdown(ctx) != nil {
-		s.statusSrv.Close()
+	if s.status != nil {
+		s.status.Close(s.cfg.ShutdownTimeout)
 	}
 	if err := s.httpSrv.Shutdown(ctx); err != nil {
 		s.log.Warn("requests still running after the shutdown timeout; cutting them", "timeout", s.cfg.ShutdownTimeout)

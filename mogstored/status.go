@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/pprof"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,10 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gomogile/gomogile/internal/netlist"
+	"github.com/gomogile/gomogile/internal/statuslisten"
 )
 
 // The status listener (statuslisten) is the node's HTTP side for
@@ -39,7 +34,7 @@ type nodeMetrics struct {
 
 func (s *Server) newMetrics() *nodeMetrics {
 	m := &nodeMetrics{
-		reg: prometheus.NewRegistry(),
+		reg: statuslisten.NewRegistry(),
 		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gomogile_storage_bytes_in_total", Help: "Request body bytes read (PUT uploads).",
 		}),
@@ -50,8 +45,7 @@ func (s *Server) newMetrics() *nodeMetrics {
 			Name: "gomogile_storage_requests_total", Help: "HTTP requests answered, by method and status code.",
 		}, []string{"method", "code"}),
 	}
-	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.requests, usageCollector{s},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.requests, usageCollector{s})
 	return m
 }
 
@@ -170,20 +164,15 @@ func (s *Server) openStatus(ctx context.Context) error {
 	if s.cfg.StatusListen == "" {
 		return nil
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.cfg.StatusListen)
+	h := statuslisten.Handler(statuslisten.Config{
+		Registry: s.metrics.reg, Ready: s.ready, ReadyTimeout: readyTimeout,
+		Networks: s.cfg.MgmtNetworks, NetworksKey: "mgmtnetworks",
+	})
+	srv, err := statuslisten.Listen(ctx, s.cfg.StatusListen, h, s.log)
 	if err != nil {
 		return fmt.Errorf("mogstored: status listener: %w", err)
 	}
-	s.statusLn = ln
-	s.statusSrv = &http.Server{Handler: s.statusHandler(), ReadHeaderTimeout: 10 * time.Second}
-	s.loops.Add(1)
-	go func() {
-		defer s.loops.Done()
-		if err := s.statusSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("status listener stopped", "err", err)
-		}
-	}()
+	s.status = srv
 	return nil
 }
 
@@ -191,44 +180,18 @@ func (s *Server) openStatus(ctx context.Context) error {
 func (s *Server) StatusAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.statusLn == nil {
+	if s.status == nil {
 		return ""
 	}
-	return s.statusLn.Addr().String()
+	return s.status.Addr().String()
 }
 
-func (s *Server) statusHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := s.ready(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	nets := s.cfg.MgmtNetworks
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(nets) > 0 {
-			ap, err := netip.ParseAddrPort(r.RemoteAddr)
-			if err != nil || !netlist.Allows(nets, ap.Addr().Unmap()) {
-				http.Error(w, "access denied (mgmtnetworks)", http.StatusForbidden)
-				return
-			}
-		}
-		mux.ServeHTTP(w, r)
-	})
-}
+// readyTimeout bounds /readyz's look at the device directories.
+const readyTimeout = 5 * time.Second
 
 // ready is /readyz: the docroot lists and every device directory in it
-// can be read.
-func (s *Server) ready() error {
+// can be read. A hung disk blocks it past ctx; the scrape gives up then.
+func (s *Server) ready(ctx context.Context) error {
 	devs, err := deviceDirs(s.cfg.DocRoot)
 	if err != nil {
 		return fmt.Errorf("docroot: %w", err)
@@ -241,6 +204,9 @@ func (s *Server) ready() error {
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("%s: %w", dev, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -8,17 +8,13 @@ import (
 	"html/template"
 	"net"
 	"net/http"
-	"net/http/pprof"
-	"net/netip"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gomogile/gomogile/internal/netlist"
+	"github.com/gomogile/gomogile/internal/statuslisten"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
@@ -45,20 +41,14 @@ const (
 // and process collectors, and nothing global. Main.Serve makes one, wraps
 // the store into it (store/storemetrics) and gives it to New in
 // Options.Registry.
-func NewRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
-}
+func NewRegistry() *prometheus.Registry { return statuslisten.NewRegistry() }
 
 // statusState is the tracker's part of the status listener.
 type statusState struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	srv      *http.Server
-	ln       net.Listener
-	done     chan struct{}
+	srv      *statuslisten.Server
 }
 
 // initStatus registers the tracker's metrics in reg (a new registry when
@@ -113,84 +103,36 @@ func (t *Tracker) openStatus(ctx context.Context) error {
 	if t.cfg.StatusListen == "" {
 		return nil
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", t.cfg.StatusListen)
+	h := statuslisten.Handler(statuslisten.Config{
+		Registry: t.status.reg, Ready: t.ready, ReadyTimeout: readyTimeout,
+		Networks: t.cfg.AdminNetworks, NetworksKey: "admin_networks",
+		Page: t.statusPage, ScrapeTimeout: snapshotTimeout + time.Second,
+	})
+	srv, err := statuslisten.Listen(ctx, t.cfg.StatusListen, h, t.log)
 	if err != nil {
 		return fmt.Errorf("tracker: status_listen %s: %w", t.cfg.StatusListen, err)
 	}
-	s := &t.status
-	s.ln = ln
-	s.srv = &http.Server{Handler: t.statusHandler(), ReadHeaderTimeout: 10 * time.Second}
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.log.Error("status listener", "err", err)
-		}
-	}()
-	t.log.Info("status listening", "addr", ln.Addr().String())
+	t.status.srv = srv
+	t.log.Info("status listening", "addr", srv.Addr().String())
 	return nil
 }
 
 // closeStatus stops the status listener, giving requests in flight
 // shutdown_timeout.
 func (t *Tracker) closeStatus() {
-	s := &t.status
-	if s.srv == nil {
-		return
+	if t.status.srv != nil {
+		t.status.srv.Close(t.cfg.ShutdownTimeout)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.ShutdownTimeout)
-	defer cancel()
-	if s.srv.Shutdown(ctx) != nil {
-		s.srv.Close()
-	}
-	<-s.done
 }
 
 // StatusAddr is the bound status listener address, nil when none.
 func (t *Tracker) StatusAddr() net.Addr {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status.ln == nil {
+	if t.status.srv == nil {
 		return nil
 	}
-	return t.status.ln.Addr()
-}
-
-func (t *Tracker) statusHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(t.status.reg, promhttp.HandlerOpts{
-		// A failed read (database down) drops those series, not the rest.
-		ErrorHandling: promhttp.ContinueOnError,
-		Timeout:       snapshotTimeout + time.Second,
-	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := t.ready(ctx); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("GET /{$}", t.statusPage)
-	nets := t.cfg.AdminNetworks
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(nets) > 0 {
-			ap, err := netip.ParseAddrPort(r.RemoteAddr)
-			if err != nil || !netlist.Allows(nets, ap.Addr().Unmap()) {
-				http.Error(w, "access denied (admin_networks)", http.StatusForbidden)
-				return
-			}
-		}
-		mux.ServeHTTP(w, r)
-	})
+	return t.status.srv.Addr()
 }
 
 // errSchema is /readyz's complaint about the database's schema version.

@@ -58,27 +58,8 @@ func startStatusCluster(t *testing.T, dsn string, cfg tracker.Config, nnodes int
 	if err := cl.CreateClass(ctx, "status", client.Class{Name: "two", MinDevCount: 2}); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= nnodes; i++ {
-		n := startNode(t, fmt.Sprintf("127.0.0.%d", i+1), i)
-		var port int
-		fmt.Sscan(n.port, &port)
-		if _, err := cl.CreateHost(ctx, client.Host{Name: fmt.Sprintf("node%d", i), IP: n.ip, Port: port, Status: "alive"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.CreateDevice(ctx, client.NewDevice{HostName: fmt.Sprintf("node%d", i), DevID: i}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lc := tt.dial()
-	waitFor(t, 20*time.Second, "monitor to see every device writeable", func() bool {
-		r := parseOK(t, lc.do("get_devices"))
-		for i := 1; i <= nnodes; i++ {
-			if r.Get(fmt.Sprintf("dev%d_observed_state", i)) != "writeable" {
-				return false
-			}
-		}
-		return true
-	})
+	addNodes(t, cl, nnodes)
+	waitWriteable(t, tt, nnodes)
 	return c
 }
 
