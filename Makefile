@@ -36,7 +36,8 @@ fuzz:
 
 # A tracker on the embedded SQLite default plus a local storage node with two
 # devices, registered and ready; prints how to upload and fetch a file.
-# TRACKER_PORT, MOGSTORED_PORT, MOGSTORED_MGMT_PORT and RUN_DIR move it
+# TRACKER_PORT, MOGSTORED_PORT, MOGSTORED_MGMT_PORT, TRACKER_STATUS_PORT,
+# MOGSTORED_STATUS_PORT and RUN_DIR move it
 # (make run TRACKER_PORT=7101 ...; make stop RUN_DIR=... for that one).
 run: build
 	bash scripts/run.sh

@@ -71,6 +71,10 @@ type Config struct {
 	// for this long; a "watch" stream is not idle (mgmtidletimeout, seconds;
 	// default DefaultMgmtIdleTimeout).
 	MgmtIdleTimeout time.Duration
+
+	// StatusListen is the address of the HTTP status listener (metrics,
+	// health, pprof; statuslisten, e.g. 127.0.0.1:7580). "" = none.
+	StatusListen string
 }
 
 // DefaultConfig returns the original mogstored's defaults.
@@ -133,7 +137,7 @@ func (c Config) Validate() error {
 	if c.DocRoot == "" {
 		return errors.New("mogstored: docroot is empty")
 	}
-	for _, l := range []struct{ name, addr string }{{"httplisten", c.HTTPListen}, {"mgmtlisten", c.MgmtListen}} {
+	for _, l := range []struct{ name, addr string }{{"httplisten", c.HTTPListen}, {"mgmtlisten", c.MgmtListen}, {"statuslisten", c.StatusListen}} {
 		if err := validateListen(l.addr); err != nil {
 			return fmt.Errorf("mogstored: %s %q: %w", l.name, l.addr, err)
 		}
@@ -290,6 +294,11 @@ func applySetting(cfg *Config, fo *fileOptions, key, val string) error {
 		} else {
 			cfg.MgmtIdleTimeout = d
 		}
+	case "statuslisten":
+		if err := validateListen(val); err != nil {
+			return fmt.Errorf("statuslisten %q: %w", val, err)
+		}
+		cfg.StatusListen = normalizeListen(val)
 	case "maxconnsperip":
 		n, err := strconv.Atoi(val)
 		if err != nil || n < 0 {
@@ -325,7 +334,7 @@ func limitDefault[T int | int64 | time.Duration](v, def T) T {
 
 // limitKeys are the settings that take a value on the command line too
 // (--key=value), beside the original's options.
-var limitKeys = []string{"writenetworks", "mgmtnetworks", "bodytimeout", "minbodyrate", "maxconnsperip", "mgmtmaxconns", "mgmtidletimeout"}
+var limitKeys = []string{"writenetworks", "mgmtnetworks", "bodytimeout", "minbodyrate", "maxconnsperip", "mgmtmaxconns", "mgmtidletimeout", "statuslisten"}
 
 // parseBool accepts the spellings an operator is likely to use; the Perl
 // parser treated anything but "0" as true, which made "false" mean true, so we

@@ -23,6 +23,8 @@ import (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handlers.Add(1)
 	defer s.handlers.Done()
+	w, r, measured := s.metrics.measure(w, r)
+	defer measured()
 
 	w.Header().Set("Server", "gomogile-mogstored")
 	p, err := parseReqPath(r.URL.EscapedPath())

@@ -54,6 +54,7 @@ OPTS:
  --docroot=<path>       Docroot above device mount points (default /var/mogdata)
  --maxconns=<number>    Number of simultaneous HTTP clients to serve (default 10000)
  --iostat=<bool>        Serve "watch" on the management port (default true)
+ --statuslisten=<ip:port> HTTP /metrics, /healthz, /readyz, /debug/pprof/ (default off; e.g. 127.0.0.1:7580)
  --pidfile=<file>       Write the process id here
  --server=perlbal       Accepted for compatibility; only the built-in server exists
  --serverbin=<path>     Accepted for compatibility; ignored
@@ -71,7 +72,7 @@ Protections (see the README's "Security"; 0 turns a limit off):
 
 Short flags may be bundled (-sd). Config file lines are "key = value" with
 the same keys (httplisten, mgmtlisten, docroot, maxconns, iostat, daemonize,
-pidfile, server, and the protection keys above); command-line flags override
+pidfile, server, statuslisten, and the protection keys above); command-line flags override
 the file. mogstored reads no
 environment variables.
 `

@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/gomogile/gomogile/internal/statuslisten"
 )
 
 // Server is one storage node: HTTP file server, management port and the
@@ -31,6 +33,9 @@ type Server struct {
 	httpSrv *http.Server
 	conns   map[net.Conn]struct{} // management connections
 
+	metrics *nodeMetrics         // status.go
+	status  *statuslisten.Server // nil without statuslisten
+
 	ctx    context.Context // cancelled by Close; stops loops and digests
 	cancel context.CancelFunc
 
@@ -49,7 +54,7 @@ type Server struct {
 // defaults. Nothing happens until Open.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	return &Server{
+	s := &Server{
 		cfg:            cfg,
 		log:            cfg.Logger.With("component", "mogstored"),
 		iostatInterval: time.Second,
@@ -57,6 +62,8 @@ func New(cfg Config) *Server {
 		fsckQueues:     make(map[string]chan struct{}),
 		done:           make(chan struct{}),
 	}
+	s.metrics = s.newMetrics()
+	return s
 }
 
 // Config returns the configuration in effect, defaults filled in.
@@ -99,6 +106,11 @@ func (s *Server) Open(ctx context.Context) (err error) {
 	}
 	s.httpLn = newLimitListener(httpLn, s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.log)
 	s.mgmtLn = mgmtLn
+	if err := s.openStatus(ctx); err != nil {
+		httpLn.Close()
+		mgmtLn.Close()
+		return err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 
 	// The monitor may poll as soon as we answer, so the usage files exist
@@ -199,6 +211,9 @@ func (s *Server) shutdown() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
+	if s.status != nil {
+		s.status.Close(s.cfg.ShutdownTimeout)
+	}
 	if err := s.httpSrv.Shutdown(ctx); err != nil {
 		s.log.Warn("requests still running after the shutdown timeout; cutting them", "timeout", s.cfg.ShutdownTimeout)
 		s.httpSrv.Close()

@@ -4,7 +4,8 @@
 # `make stop` (this script with "stop") ends both.
 #
 # Every port can be moved, so a second setup runs beside the first:
-#   make run TRACKER_PORT=7101 MOGSTORED_PORT=7600 MOGSTORED_MGMT_PORT=7601 RUN_DIR=var/run2
+#   make run TRACKER_PORT=7101 MOGSTORED_PORT=7600 MOGSTORED_MGMT_PORT=7601 \
+#     TRACKER_STATUS_PORT=7180 MOGSTORED_STATUS_PORT=7680 RUN_DIR=var/run2
 #   make stop RUN_DIR=var/run2
 # MOGSTORED_MGMT_PORT is also the tracker's mogstored_stream_port, where its
 # monitor watches the node's I/O utilisation.
@@ -18,6 +19,8 @@ port() { # name value: a TCP port or die
 tracker_port=$(port TRACKER_PORT "${TRACKER_PORT:-7001}")
 node_port=$(port MOGSTORED_PORT "${MOGSTORED_PORT:-7500}")
 mgmt_port=$(port MOGSTORED_MGMT_PORT "${MOGSTORED_MGMT_PORT:-7501}")
+tracker_status=127.0.0.1:$(port TRACKER_STATUS_PORT "${TRACKER_STATUS_PORT:-7080}")
+node_status=127.0.0.1:$(port MOGSTORED_STATUS_PORT "${MOGSTORED_STATUS_PORT:-7580}")
 dir=${RUN_DIR:-var/run}
 case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 bin=$PWD/bin
@@ -62,7 +65,7 @@ if running mogstored; then
 	echo "mogstored already running (pid $(cat "$dir/mogstored.pid"))"
 else
 	"$bin/mogstored" --skipconfig --docroot "$dir/mogdata" \
-		--httplisten "$node_http" --mgmtlisten "$node_mgmt" >"$dir/mogstored.log" 2>&1 &
+		--httplisten "$node_http" --mgmtlisten "$node_mgmt" --statuslisten "$node_status" >"$dir/mogstored.log" 2>&1 &
 	echo $! >"$dir/mogstored.pid"
 	wait_port "$node_http" mogstored "$dir/mogstored.log"
 	echo "mogstored: http://$node_http docroot $dir/mogdata (log $dir/mogstored.log)"
@@ -72,7 +75,7 @@ if running mogilefsd; then
 	echo "mogilefsd already running (pid $(cat "$dir/mogilefsd.pid"))"
 else
 	"$bin/mogilefsd" --skipconfig --dsn "sqlite://$dir/mogilefs.db" \
-		--listen "$tracker" --mogstored_stream_port "$mgmt_port" >"$dir/mogilefsd.log" 2>&1 &
+		--listen "$tracker" --mogstored_stream_port "$mgmt_port" --status_listen "$tracker_status" >"$dir/mogilefsd.log" 2>&1 &
 	echo $! >"$dir/mogilefsd.pid"
 	wait_port "$tracker" mogilefsd "$dir/mogilefsd.log"
 	echo "mogilefsd: $tracker on sqlite://$dir/mogilefs.db (log $dir/mogilefsd.log)"
@@ -91,6 +94,7 @@ cat <<MSG
 
 gomogile is running: tracker $tracker, storage node $node_http with devices dev1 and dev2,
 domain "testdomain" (default class: 2 copies).
+Status page http://$tracker_status/ (metrics at /metrics); the node's metrics at http://$node_status/metrics.
 
   export MOGTOOL_TRACKERS=$tracker
   bin/mogtool upload --domain testdomain --key hello README.md

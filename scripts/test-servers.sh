@@ -6,7 +6,8 @@
 # It is idempotent and quick when everything already runs.
 # It also installs the binaries internal/dbinstance starts private servers
 # from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer);
-# those are only installed, never started here.
+# those are only installed, never started here; and Chromium, for the
+# status page's headless-browser test.
 set -euo pipefail
 
 log() { printf 'test-servers: %s\n' "$*" >&2; }
@@ -94,7 +95,17 @@ ensure_pgbouncer() {
 	fi
 }
 
+# The status page's test (tracker/status_browser_test.go) drives Debian's
+# Chromium headless through chromedp; only the binary is needed.
+ensure_chromium() {
+	if ! command -v chromium >/dev/null && ! [ -x /usr/bin/chromium ]; then
+		log "installing Chromium"
+		apt_install chromium
+	fi
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_pgbouncer
-log "PostgreSQL, MariaDB and PgBouncer ready"
+ensure_chromium
+log "PostgreSQL, MariaDB, PgBouncer and Chromium ready"

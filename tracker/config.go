@@ -115,6 +115,10 @@ type Config struct {
 	// LogFile is where the log goes (log_file; appended to). "" = stderr,
 	// or syslog for a tracker detached with -D, as the original.
 	LogFile string
+	// StatusListen is the address of the HTTP status listener (metrics,
+	// health, pprof and the status page; status_listen, e.g.
+	// 127.0.0.1:7080). "" = none, the default.
+	StatusListen string
 }
 
 // DefaultConfig returns the defaults of MogileFS::Config::load_config (and
@@ -187,6 +191,13 @@ func (c Config) Validate() error {
 		}
 		if host != "" && net.ParseIP(host) == nil && !validHostname(host) {
 			bad("listen", "%q: bad host", a)
+		}
+	}
+	if c.StatusListen != "" {
+		if _, port, err := net.SplitHostPort(c.StatusListen); err != nil {
+			bad("status_listen", "%q: %v", c.StatusListen, err)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			bad("status_listen", "%q: bad port", c.StatusListen)
 		}
 	}
 	for _, n := range []struct {
@@ -496,6 +507,7 @@ var configKeys = map[string]keySetter{
 	"log_level":        oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),
 	"log_format":       oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json"),
 	"log_file":         stringKey(func(c *Config) *string { return &c.LogFile }),
+	"status_listen":    stringKey(func(c *Config) *string { return &c.StatusListen }),
 }
 
 // ConfigKeys lists the accepted keys, sorted.

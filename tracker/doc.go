@@ -205,4 +205,9 @@
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).
+//   - status_listen (off by default) adds an HTTP listener the original
+//     did not have: Prometheus metrics, /healthz, /readyz, pprof and a
+//     status page, answering only inside admin_networks when that is set
+//     (TestStatus_MetricsDuringE2E, TestStatus_AdminNetworks,
+//     TestStatus_PageInBrowser).
 package tracker

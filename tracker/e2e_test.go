@@ -104,9 +104,24 @@ func startE2ECfg(t *testing.T, dsn string, cfg tracker.Config, ntrackers, nnodes
 	if err := cl.CreateClass(ctx, "e2e", client.Class{Name: "two", MinDevCount: 2}); err != nil {
 		t.Fatal(err)
 	}
+	e.nodes = addNodes(t, cl, nnodes)
+	// Upload only once every tracker's monitor sees every device writeable
+	// (the original's create_open waits for the monitor the same way).
+	for _, tt := range e.trackers {
+		waitWriteable(t, tt, nnodes)
+	}
+	return e
+}
+
+// addNodes starts nnodes storage nodes, node<i> on 127.0.0.<i+1> with
+// device i, and registers them through cl.
+func addNodes(t *testing.T, cl *client.Client, nnodes int) []*node {
+	t.Helper()
+	ctx := t.Context()
+	var nodes []*node
 	for i := 1; i <= nnodes; i++ {
 		n := startNode(t, fmt.Sprintf("127.0.0.%d", i+1), i)
-		e.nodes = append(e.nodes, n)
+		nodes = append(nodes, n)
 		var port int
 		fmt.Sscan(n.port, &port)
 		if _, err := cl.CreateHost(ctx, client.Host{Name: fmt.Sprintf("node%d", i), IP: n.ip, Port: port, Status: "alive"}); err != nil {
@@ -116,21 +131,22 @@ func startE2ECfg(t *testing.T, dsn string, cfg tracker.Config, ntrackers, nnodes
 			t.Fatal(err)
 		}
 	}
-	// Upload only once every tracker's monitor sees every device writeable
-	// (the original's create_open waits for the monitor the same way).
-	for _, tt := range e.trackers {
-		c := tt.dial()
-		waitFor(t, 20*time.Second, "monitor to see every device writeable", func() bool {
-			r := parseOK(t, c.do("get_devices"))
-			for i := 1; i <= nnodes; i++ {
-				if r.Get(fmt.Sprintf("dev%d_observed_state", i)) != "writeable" {
-					return false
-				}
+	return nodes
+}
+
+// waitWriteable waits until tt's monitor sees devices 1..nnodes writeable.
+func waitWriteable(t *testing.T, tt *testTracker, nnodes int) {
+	t.Helper()
+	c := tt.dial()
+	waitFor(t, 20*time.Second, "monitor to see every device writeable", func() bool {
+		r := parseOK(t, c.do("get_devices"))
+		for i := 1; i <= nnodes; i++ {
+			if r.Get(fmt.Sprintf("dev%d_observed_state", i)) != "writeable" {
+				return false
 			}
-			return r.Get("devices") == fmt.Sprint(nnodes)
-		})
-	}
-	return e
+		}
+		return r.Get("devices") == fmt.Sprint(nnodes)
+	})
 }
 
 // store uploads through the client and returns the fid (StoreFile

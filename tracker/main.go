@@ -14,6 +14,7 @@ import (
 
 	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/storemetrics"
 )
 
 // ErrUsage marks command-line mistakes; mogilefsd exits 2 for them.
@@ -73,7 +74,7 @@ var flagKeys = map[string]string{
 	"conn_timeout": "conn_timeout", "conn_pool_size": "conn_pool_size",
 	"max_handles": "max_handles", "pidfile": "pidfile", "repl_use_get_port": "repl_use_get_port",
 	"local_network": "local_network", "mogstored_stream_port": "mogstored_stream_port",
-	"plugins": "plugins",
+	"plugins": "plugins", "status_listen": "status_listen",
 }
 
 type listFlag []string
@@ -281,6 +282,8 @@ Options:
       --user USER       run as USER (root only)
       --pidfile FILE    write the process id to FILE
       --no-job_master   feed no fsck/rebalance/drain work from this tracker
+      --status_listen ADDR  HTTP status listener: /metrics, /healthz, /readyz,
+                        /debug/pprof/ and the status page (e.g. 127.0.0.1:7080)
       --version         print the version and exit
   -h, --help            print this help and exit
   Also --max_disk_age, --min_free_space, --default_mindevcount,
@@ -374,8 +377,14 @@ func (m *Main) Serve(ctx context.Context, cfg Config) error {
 	}
 	defer st.Close()
 	log.Info("database open", "dsn", dsn.Redacted())
+	reg := NewRegistry()
+	// Every store call of the commands and the workers is measured.
+	if st, err = storemetrics.Wrap(st, reg); err != nil {
+		return err
+	}
+	defer st.Close() // the measured Store, which closes the one it wraps
 
-	opts := &Options{Logger: log}
+	opts := &Options{Logger: log, Registry: reg}
 	if m.NewJobs != nil {
 		j, err := m.NewJobs(st, cfg, log)
 		if err != nil {

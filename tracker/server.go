@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
@@ -72,6 +74,9 @@ type Options struct {
 	Hostname string
 	// Shutdown is called by the "!shutdown" admin command; nil refuses it.
 	Shutdown func()
+	// Registry receives the tracker's metrics and is what status_listen
+	// serves on /metrics (see status.go); nil = a NewRegistry of its own.
+	Registry *prometheus.Registry
 }
 
 // Tracker serves the MogileFS protocol on its listen addresses.
@@ -112,6 +117,7 @@ type Tracker struct {
 		connsRefused atomic.Int64
 	}
 	recent recentQueries
+	status statusState // the status listener and metrics (status.go)
 }
 
 // New checks cfg and prepares a tracker on st. It does not listen; Open does.
@@ -164,6 +170,9 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		t.connSlots = make(chan struct{}, cfg.MaxConns)
 	}
 	t.reqCtx, t.reqCancel = context.WithCancel(context.Background())
+	if err := t.initStatus(opts.Registry); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -193,8 +202,16 @@ func (t *Tracker) Open(ctx context.Context) error {
 		}
 		t.listeners = append(t.listeners, ln)
 	}
+	if err := t.openStatus(ctx); err != nil {
+		for _, l := range t.listeners {
+			l.Close()
+		}
+		t.listeners = nil
+		return err
+	}
 	if t.jobs != nil {
 		if err := t.jobs.Open(ctx); err != nil {
+			t.closeStatus()
 			for _, l := range t.listeners {
 				l.Close()
 			}
@@ -258,6 +275,7 @@ func (t *Tracker) Close() error {
 		<-done
 	}
 	t.reqCancel()
+	t.closeStatus()
 	var err error
 	if t.jobsOpen {
 		if e := t.jobs.Close(); e != nil {
@@ -526,6 +544,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	start := time.Now()
 	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt", bulk: bulk}
 	res, herr := t.run(ctx, h, r)
+	t.observeRequest(req.Cmd, time.Since(start), herr)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
 	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, truncate(req.Raw, maxLogValue), time.Since(start).Seconds()))

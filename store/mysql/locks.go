@@ -131,6 +131,14 @@ type lockBackend struct {
 
 var _ sqlstore.LockBackend = (*lockBackend)(nil)
 
+// LockStats implements the optional method that sqlstore.Store.LockStats
+// forwards: each held lock pins one session.
+func (b *lockBackend) LockStats() store.LockStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return store.LockStats{Pinned: int64(len(b.held))}
+}
+
 func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *lockBackend {
 	lockDB.SetMaxIdleConns(0)
 	ctx, cancel := context.WithCancel(context.Background())

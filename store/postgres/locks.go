@@ -84,6 +84,13 @@ type lockBackend struct {
 	waiters map[string]map[chan struct{}]struct{}
 
 	notifyWakeups atomic.Int64 // waits ended by a notification, for tests
+	reaped        atomic.Int64 // locks of expired owners freed, for metrics
+}
+
+// LockStats implements the optional method that sqlstore.Store.LockStats
+// forwards: how many locks of expired owners this Store's reaps freed.
+func (b *lockBackend) LockStats() store.LockStats {
+	return store.LockStats{Reaped: b.reaped.Load()}
 }
 
 var (
@@ -478,7 +485,9 @@ func (b *lockBackend) reapOn(conn *pgx.Conn, inc *incarnation) {
 	ctx, cancel := context.WithDeadline(b.ctx, deadline)
 	defer cancel()
 	var n int64
-	_ = conn.QueryRow(ctx, evictExpiredSQL).Scan(&n)
+	if conn.QueryRow(ctx, evictExpiredSQL).Scan(&n) == nil {
+		b.reaped.Add(n)
+	}
 }
 
 // current returns the live incarnation; or nil and, between a loss and the
@@ -666,6 +675,9 @@ func (b *lockBackend) forget(key []byte, owner, token int64) {
 func (b *lockBackend) reap(ctx context.Context) (int64, error) {
 	var n int64
 	err := b.db.QueryRowContext(ctx, evictExpiredSQL).Scan(&n)
+	if err == nil {
+		b.reaped.Add(n)
+	}
 	return n, err
 }
 

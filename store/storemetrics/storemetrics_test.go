@@ -1,0 +1,161 @@
+package storemetrics_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gomogile/gomogile/store"
+	_ "github.com/gomogile/gomogile/store/sqlite"
+	"github.com/gomogile/gomogile/store/storemetrics"
+)
+
+func open(t *testing.T) (store.Store, *prometheus.Registry) {
+	t.Helper()
+	raw, err := store.Open(t.Context(), "sqlite:///"+filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	st, err := storemetrics.Wrap(raw, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, reg
+}
+
+// value is the one sample of name whose labels are all in want.
+func value(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue metric
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+func TestWrap_Locks(t *testing.T) {
+	st, reg := open(t)
+	ctx := t.Context()
+	l, err := st.Lock(ctx, "mgfs:fid:42:replicate", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, reg, "gomogile_locks_held", nil); got != 1 {
+		t.Errorf("locks held = %v; want 1", got)
+	}
+	// Not reentrant: a second Lock of the name times out, and is counted.
+	if _, err := st.Lock(ctx, "mgfs:fid:42:replicate", 0); !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("second Lock: got %v; want ErrLockTimeout", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil { // idempotent: one hold recorded
+		t.Fatal(err)
+	}
+	l2, err := st.Lock(ctx, "mgfs:fid:7:replicate", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Unlock(ctx, l2.Name()); err != nil {
+		t.Fatal(err)
+	}
+	lbl := map[string]string{"lock": "mgfs:fid:N:replicate"}
+	for name, want := range map[string]float64{
+		"gomogile_lock_acquisitions_total": 2, "gomogile_lock_wait_seconds": 2,
+		"gomogile_lock_hold_seconds": 2, "gomogile_lock_timeouts_total": 1,
+	} {
+		if got := value(t, reg, name, lbl); got != want {
+			t.Errorf("%s = %v; want %v", name, got, want)
+		}
+	}
+	if got := value(t, reg, "gomogile_locks_held", nil); got != 0 {
+		t.Errorf("locks held after release = %v; want 0", got)
+	}
+	if got := value(t, reg, "gomogile_store_errors_total", map[string]string{"op": "Lock", "error": "lock_timeout"}); got != 1 {
+		t.Errorf("lock_timeout errors = %v; want 1", got)
+	}
+}
+
+func TestWrap_QueuesAndErrors(t *testing.T) {
+	st, reg := open(t)
+	ctx := t.Context()
+	if err := st.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: 1}, store.QueueEntry{Fid: 2}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := st.Lease(ctx, store.QueueDelete, 10, 60e9)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("Lease: %v, %v", items, err)
+	}
+	if err := st.Finish(ctx, store.QueueDelete, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Reschedule(ctx, store.QueueDelete, 2, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.File(ctx, 99); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("File(99): got %v; want ErrNotFound", err)
+	}
+	q := map[string]string{"queue": "delete"}
+	for name, want := range map[string]float64{
+		"gomogile_queue_enqueued_total": 2, "gomogile_queue_leased_total": 2,
+		"gomogile_queue_finished_total": 1, "gomogile_queue_retried_total": 1,
+	} {
+		if got := value(t, reg, name, q); got != want {
+			t.Errorf("%s{queue=delete} = %v; want %v", name, got, want)
+		}
+	}
+	if got := value(t, reg, "gomogile_store_errors_total", map[string]string{"op": "File", "error": "not_found"}); got != 1 {
+		t.Errorf("not_found errors of File = %v; want 1", got)
+	}
+	if got := value(t, reg, "gomogile_store_call_seconds", map[string]string{"op": "Lease"}); got != 1 {
+		t.Errorf("Lease calls timed = %v; want 1", got)
+	}
+}
+
+// A second Wrap into the same registry is refused and registers nothing.
+func TestWrap_RegistryTaken(t *testing.T) {
+	st, reg := open(t)
+	if _, err := storemetrics.Wrap(st, reg); err == nil {
+		t.Fatal("second Wrap into one registry: got nil error")
+	}
+}
+
+func TestWrap_SQLiteHasNoBackendLockStats(t *testing.T) {
+	_, reg := open(t)
+	for _, name := range []string{"gomogile_lock_reaped_total", "gomogile_lock_sessions_pinned"} {
+		if n, _ := testutil.GatherAndCount(reg, name); n != 0 {
+			t.Errorf("%s exported for the in-process mechanism", name)
+		}
+	}
+}
