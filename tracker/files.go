@@ -244,7 +244,7 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 				got = checksumInfo(sumType, actual)
 			}
 			return nil, perr("checksum_mismatch", fmt.Sprintf("Expected: Checksum[f=%d;%s=%x]; actual: %s; path: %s",
-				fid, hashName(sumType), sum, got, path))
+				fid, sumType, sum, got, path))
 		}
 	}
 
