@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,5 +244,59 @@ func TestFsck_NoJobMaster(t *testing.T) {
 	fb, _ := c.st.File(ctx, b)
 	if fa.DevCount != 9 || fb.DevCount != 2 {
 		t.Errorf("devcount a=%d b=%d; want a untouched (9), b repaired (2)", fa.DevCount, fb.DevCount)
+	}
+}
+
+// getCounter counts GETs of .fid blobs.
+type getCounter struct {
+	mu   sync.Mutex
+	gets int
+}
+
+func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".fid") {
+		g.mu.Lock()
+		g.gets++
+		g.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// fsck digests a SHA-1 class's file with SHA-1 on the storage node's
+// management port (no GET of the blob), and logs BALG for its MD5 row.
+func TestFsck_SHA1OverTheSideChannel(t *testing.T) {
+	c := newCluster(t)
+	n := c.addNode(1)
+	ctx := t.Context()
+	cls := c.class("sha", 1, store.HashSHA1)
+	fid := c.putFile("md5row", cls, []byte("summed with MD5 at upload"), 1) // an MD5 checksum row
+	if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	o.StreamPort = portOf(t, n.srv.MgmtAddr())
+	gc := &getCounter{}
+	o.HTTPClient = &http.Client{Transport: gc}
+	startFsck(t, c.st, o.Hostname)
+	start(t, c.st, o)
+	waitFor(t, 20*time.Second, "fsck to finish", func() bool {
+		_, err := c.st.ServerSetting(ctx, "fsck_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueFsck) == 0
+	})
+	evs, err := c.st.FsckEvents(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, e := range evs {
+		codes = append(codes, e.Code)
+	}
+	if !slices.Equal(codes, []string{"BALG"}) {
+		t.Errorf("events %v; want [BALG]", codes)
+	}
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.gets != 0 {
+		t.Errorf("%d GETs of the blob; want the digest from the management port", gc.gets)
 	}
 }
