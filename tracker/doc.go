@@ -191,6 +191,16 @@
 //     hold the file (from_devices=2 to_devices=1,3 with copies on 1, 2, 3
 //     leaves 2). The row is dropped with an error instead
 //     (TestRebalance_TargetsHoldingTheFileKeepMinDevCount).
+//   - create_class and update_class refuse the MultipleNetworks(…) and
+//     HostsPerNetwork(…) policies (ERR invalid_replpolicy, "Failed to load
+//     replication policy class …"), which the original loads from the
+//     MogileFS::Network plugin, together with its network_zones and zone_*
+//     settings (refused by set_server_setting): network zones are not
+//     implemented. Union(…) is parsed as the original parses it and, unlike
+//     there (its replicate_to dies "not implemented"), runs: a file needs
+//     what every member needs. Text after a policy is an error; the
+//     original ignores it (TestCommands_CreateClassRefusesPoliciesTheWorkerCannotRun,
+//     TestReplPolicy_UnionReplicates).
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).

@@ -29,8 +29,8 @@
 // # Workers
 //
 //   - replicate (pooled): leases file_to_replicate, copies with HTTP GET and
-//     PUT until the class's policy (MultipleHosts(N) or MultipleDevices(N))
-//     is met, backs off 15 s, 1 m, 5 m … 24 h on failure, parks a fid with
+//     PUT until the class's policy (MultipleHosts(N), MultipleDevices(N) or
+//     a Union of them) is met, backs off 15 s, 1 m, 5 m … 24 h on failure, parks a fid with
 //     no copy at all. It also works the rebalance queue.
 //   - delete (pooled): leases file_to_delete2, DELETEs every copy (404 is
 //     done), then drops file_on, checksum and queue rows.
@@ -78,11 +78,12 @@
 //     does not implement percent either). A global limit is given its
 //     budget when the run starts; the original never set it, so a global
 //     limit moved nothing there.
-//   - Only the MultipleHosts(N) and MultipleDevices(N) replication policies
-//     run; create_class and update_class refuse the others (Union and the
-//     plugins' MultipleNetworks, HostsPerNetwork). A class that already has
-//     one, in a database made by the original, is retried with backoff and
-//     logged.
+//   - The MultipleHosts(N) and MultipleDevices(N) replication policies run,
+//     and a Union(…) of them, which is met when every member is (the
+//     original parses Union but cannot run it). create_class and
+//     update_class refuse the plugins' MultipleNetworks and
+//     HostsPerNetwork; a class that already has one, in a database made by
+//     the original, is retried with backoff and logged.
 //   - Placement weighs a device by free space times its weight/100; the
 //     original ignores weight when replicating.
 package jobs
