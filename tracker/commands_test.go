@@ -275,3 +275,25 @@ func TestCommands_ServerSettingsRefused(t *testing.T) {
 	c.want("set_server_setting key=memcache_servers&value=", "OK ")
 	c.want("set_server_setting key=memcache_ttl&value=abc", "ERR invalid_format Must+be+numeric")
 }
+
+// Point 12 of issue 9: sleep sleeps as long as asked, as cmd_sleep does,
+// not cut at request_timeout; a duration Perl reads as a fraction or a
+// word ("0.5", "abc") is true, so it is not the default 10 s but sleep(0).
+func TestCommands_SleepAsTheOriginal(t *testing.T) {
+	cfg := testConfig()
+	cfg.RequestTimeout = 300 * time.Millisecond
+	tt := startTracker(t, cfg, nil, nil)
+	c := tt.dial()
+	start := time.Now()
+	c.want("sleep duration=1", "OK ")
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("sleep duration=1 with request_timeout 300ms returned after %v; want 1 s", d)
+	}
+	for _, arg := range []string{"abc", "0.5", "-3"} {
+		start := time.Now()
+		c.want("sleep duration="+arg, "OK ")
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("sleep duration=%s took %v; want sleep(0), not the default 10 s", arg, d)
+		}
+	}
+}

@@ -55,9 +55,10 @@
 // Each request runs under its own context: it ends after request_timeout
 // (30 s), when the client's connection goes away, or when Close gives up
 // waiting, whichever comes first; the database and the storage nodes are
-// asked under it. sleep never sleeps past it. Reading a whole blob
-// (create_close's checksum check) is not bound by request_timeout, since it
-// takes as long as the blob is big, but by node_timeout per wait.
+// asked under it. Reading a whole blob (create_close's checksum check) is
+// not bound by request_timeout, since it takes as long as the blob is big,
+// but by node_timeout per wait; nor is sleep, which sleeps as long as asked
+// (duration, default 10 s) as in the original, unless sleep_max caps it.
 //
 // # Configuration
 //
