@@ -202,6 +202,17 @@
 //     what every member needs. Text after a policy is an error; the
 //     original ignores it (TestCommands_CreateClassRefusesPoliciesTheWorkerCannotRun,
 //     TestReplPolicy_UnionReplicates).
+//   - "!stats" prints the original's work_queue_for_<job> and
+//     work_sent_to_<job> (replicate, delete, fsck, rebalance) once a queue
+//     has had work; work_sent_to_ counts the rows this tracker's workers
+//     leased, and work_queue_for_ is always 0, because workers lease rows
+//     from the database themselves and no work waits in the tracker
+//     between job master and worker (TestStats_WorkCounters).
+//   - list_keys compares keys byte for byte on every backend, that is as
+//     the original with case_sensitive_list_keys = 1; the original without
+//     it (the default) matched prefixes case-insensitively on MySQL and
+//     SQLite. set_server_setting refuses case_sensitive_list_keys = 0 and
+//     accepts 1 (TestCommands_ServerSettingsRefused).
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).
