@@ -300,3 +300,52 @@ func TestFsck_SHA1OverTheSideChannel(t *testing.T) {
 		t.Errorf("%d GETs of the blob; want the digest from the management port", gc.gets)
 	}
 }
+
+// fsck_checksum = SHA-1 digests the files of a class without a hash type
+// too (Fsck.pm's opt_checksum): copies that disagree, with no checksum
+// known, are MSUM; copies that agree log nothing and store nothing.
+func TestFsck_ChecksumSettingSHA1(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	ctx := t.Context()
+	cls := c.class("plain", 2, store.HashNone)
+	body := []byte("two copies, one changed")
+	differ := c.putFile("differ", cls, body, 1, 2)
+	agree := c.putFile("agree", cls, []byte("two equal copies"), 1, 2)
+	for _, fid := range []int64{differ, agree} {
+		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.st.DeleteChecksum(ctx, fid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(c.blobPath(2, differ), bytes.ToUpper(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.SetServerSetting(ctx, "fsck_checksum", "SHA-1"); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	startFsck(t, c.st, o.Hostname)
+	start(t, c.st, o)
+	waitFor(t, 20*time.Second, "fsck to finish", func() bool {
+		_, err := c.st.ServerSetting(ctx, "fsck_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueFsck) == 0
+	})
+	evs, err := c.st.FsckEvents(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]string{}
+	for _, e := range evs {
+		got[e.Fid] = append(got[e.Fid], e.Code)
+	}
+	if !slices.Equal(got[differ], []string{"MSUM"}) || len(got[agree]) != 0 {
+		t.Errorf("events %v; want MSUM for fid %d only", got, differ)
+	}
+	if _, err := c.st.Checksum(ctx, agree); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("checksum of a class without hash type: %v; want none stored", err)
+	}
+}
