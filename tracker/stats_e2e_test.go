@@ -14,17 +14,7 @@ import (
 func TestStats_WorkCounters(t *testing.T) {
 	e := startE2E(t, "sqlite:///"+t.TempDir()+"/db", 1, 2, nil)
 	c := e.trackers[0].dial()
-	stats := func() []string {
-		c.send("!stats\r\n")
-		var out []string
-		for {
-			l := c.readLine()
-			if l == ".\r\n" {
-				return out
-			}
-			out = append(out, strings.TrimRight(l, "\r\n"))
-		}
-	}
+	stats := func() []string { return c.admin("!stats") }
 	for _, l := range stats() {
 		if strings.HasPrefix(l, "work_") {
 			t.Errorf("!stats before any work: %q; want no work_ counters", l)

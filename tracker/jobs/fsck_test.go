@@ -279,19 +279,7 @@ func TestFsck_SHA1OverTheSideChannel(t *testing.T) {
 	o.HTTPClient = &http.Client{Transport: gc}
 	startFsck(t, c.st, o.Hostname)
 	start(t, c.st, o)
-	waitFor(t, 20*time.Second, "fsck to finish", func() bool {
-		_, err := c.st.ServerSetting(ctx, "fsck_host")
-		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueFsck) == 0
-	})
-	evs, err := c.st.FsckEvents(ctx, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var codes []string
-	for _, e := range evs {
-		codes = append(codes, e.Code)
-	}
-	if !slices.Equal(codes, []string{"BALG"}) {
+	if codes := fsckCodes(t, c.st)[fid]; !slices.Equal(codes, []string{"BALG"}) {
 		t.Errorf("events %v; want [BALG]", codes)
 	}
 	gc.mu.Lock()
@@ -330,11 +318,25 @@ func TestFsck_ChecksumSettingSHA1(t *testing.T) {
 	o := fastOptions(t)
 	startFsck(t, c.st, o.Hostname)
 	start(t, c.st, o)
+	got := fsckCodes(t, c.st)
+	if !slices.Equal(got[differ], []string{"MSUM"}) || len(got[agree]) != 0 {
+		t.Errorf("events %v; want MSUM for fid %d only", got, differ)
+	}
+	if _, err := c.st.Checksum(ctx, agree); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("checksum of a class without hash type: %v; want none stored", err)
+	}
+}
+
+// fsckCodes waits for the fsck that startFsck began to finish and returns
+// the codes it logged, by fid.
+func fsckCodes(t *testing.T, st store.Store) map[int64][]string {
+	t.Helper()
+	ctx := t.Context()
 	waitFor(t, 20*time.Second, "fsck to finish", func() bool {
-		_, err := c.st.ServerSetting(ctx, "fsck_host")
-		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueFsck) == 0
+		_, err := st.ServerSetting(ctx, "fsck_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, st, store.QueueFsck) == 0
 	})
-	evs, err := c.st.FsckEvents(ctx, 0, 100)
+	evs, err := st.FsckEvents(ctx, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,10 +344,5 @@ func TestFsck_ChecksumSettingSHA1(t *testing.T) {
 	for _, e := range evs {
 		got[e.Fid] = append(got[e.Fid], e.Code)
 	}
-	if !slices.Equal(got[differ], []string{"MSUM"}) || len(got[agree]) != 0 {
-		t.Errorf("events %v; want MSUM for fid %d only", got, differ)
-	}
-	if _, err := c.st.Checksum(ctx, agree); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("checksum of a class without hash type: %v; want none stored", err)
-	}
+	return got
 }
