@@ -23,7 +23,7 @@ type Class struct {
 	// ReplPolicy is e.g. "MultipleHosts()" (the tracker's default) or
 	// "MultipleDevices(2)"; "" leaves it unchanged on update.
 	ReplPolicy string
-	// HashType is "MD5" or "NONE"; "" leaves it unchanged.
+	// HashType is "MD5", "SHA-1" or "NONE"; "" leaves it unchanged.
 	HashType string
 }
 

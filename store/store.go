@@ -40,7 +40,11 @@ package store
 
 import (
 	"context"
+	"crypto/md5"
+	"crypto/sha1"
 	"errors"
+	"hash"
+	"strconv"
 	"time"
 )
 
@@ -417,13 +421,71 @@ type Domain struct {
 	Name string // namespace
 }
 
-// HashType is MogileFS's checksum algorithm code.
+// HashType is MogileFS's checksum algorithm code (class.hashtype and
+// checksum.hashtype), numbered as MogileFS::Checksum numbers them. 2.73
+// defines MD5 and SHA-1 only; it reserves 3-6 for the SHA-2 family but
+// leaves them disabled, so they are unknown codes here as there.
 type HashType int
 
 const (
-	HashNone HashType = 0
-	HashMD5  HashType = 1
+	HashNone HashType = 0 // no checksum (hashtype NULL)
+	HashMD5  HashType = 1 // "MD5"
+	HashSHA1 HashType = 2 // "SHA-1"
 )
+
+// hashTypes are the algorithms by code: MogileFS's name and digest.
+var hashTypes = map[HashType]struct {
+	name string
+	new  func() hash.Hash
+}{
+	HashMD5:  {"MD5", md5.New},
+	HashSHA1: {"SHA-1", sha1.New},
+}
+
+// ParseHashType reads a hash type by the name MogileFS uses in
+// create_class's hashtype=, in "<name>:<hex>" checksums and in
+// fsck_checksum ("MD5", "SHA-1"; case-sensitive, as the original), and
+// "NONE" as HashNone. ok is false for any other name.
+func ParseHashType(name string) (h HashType, ok bool) {
+	if name == "NONE" {
+		return HashNone, true
+	}
+	for h, t := range hashTypes {
+		if t.name == name {
+			return h, true
+		}
+	}
+	return 0, false
+}
+
+// String is the name ParseHashType reads ("NONE" for HashNone, as
+// get_domains prints it), or the number of an unknown code.
+func (h HashType) String() string {
+	if h == HashNone {
+		return "NONE"
+	}
+	if t, ok := hashTypes[h]; ok {
+		return t.name
+	}
+	return strconv.Itoa(int(h))
+}
+
+// New returns a fresh hash computing h; nil for HashNone and unknown codes.
+func (h HashType) New() hash.Hash {
+	if t, ok := hashTypes[h]; ok {
+		return t.new()
+	}
+	return nil
+}
+
+// Size is the length in bytes of h's digests; 0 for HashNone and unknown
+// codes.
+func (h HashType) Size() int {
+	if t, ok := hashTypes[h]; ok {
+		return t.new().Size()
+	}
+	return 0
+}
 
 // Class is a row of class. Class 0 of each domain is "default".
 type Class struct {

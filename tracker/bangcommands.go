@@ -101,6 +101,11 @@ func (t *Tracker) admin(c *conn, req Request) string {
 		t.mu.Lock()
 		st["connections"] = int64(len(t.conns))
 		t.mu.Unlock()
+		if wc, ok := t.jobs.(workCounter); ok && t.jobsOpen {
+			for k, v := range wc.WorkCounters() {
+				st[k] = v
+			}
+		}
 		keys := make([]string, 0, len(st))
 		for k := range st {
 			keys = append(keys, k)

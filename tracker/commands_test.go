@@ -33,7 +33,7 @@ func TestCommands_DomainsAndClasses(t *testing.T) {
 	c.want("create_class domain=nope&class=thumb&mindevcount=2", "ERR domain_not_found Domain+not+found")
 	c.want("create_class domain=photos&class=thumb&mindevcount=3&hashtype=SHA9", "ERR invalid_hashtype invalid_hashtype")
 	c.want("create_class domain=photos&class=thumb&mindevcount=3&replpolicy=Bogus(1)",
-		"ERR invalid_replpolicy Failed+to+load+replication+policy+Bogus")
+		"ERR invalid_replpolicy Failed+to+load+replication+policy+class+MogileFS::ReplicationPolicy::Bogus")
 	c.want("create_class domain=photos&class=thumb&mindevcount=3&hashtype=MD5",
 		"OK class=thumb&mindevcount=3&domain=photos")
 	c.want("create_class domain=photos&class=thumb&mindevcount=3", "ERR class_exists That+class+already+exists+in+that+domain")
@@ -232,18 +232,23 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 }
 
 // create_class refuses the policies the replicate worker cannot run (it
-// retried such a class forever before), naming the ones it can.
+// retried such a class forever before), naming the ones it can, and
+// accepts a Union of runnable ones.
 func TestCommands_CreateClassRefusesPoliciesTheWorkerCannotRun(t *testing.T) {
 	tt := startTracker(t, testConfig(), nil, nil)
 	c := tt.dial()
 	c.want("create_domain domain=d", "OK domain=d")
-	for _, p := range []string{"MultipleNetworks(2)", "HostsPerNetwork(2)", "Union(MultipleHosts(),MultipleDevices())"} {
+	for _, p := range []string{"MultipleNetworks(2)", "HostsPerNetwork(2)", "Union(MultipleHosts(),MultipleNetworks(2))"} {
 		got := c.do("create_class domain=d&class=c&mindevcount=2&replpolicy=" + esc(p))
-		if !strings.HasPrefix(got, "ERR invalid_replpolicy ") || !strings.Contains(got, "MultipleHosts%28N%29") {
+		if !strings.HasPrefix(got, "ERR invalid_replpolicy Failed+to+load+replication+policy+class+MogileFS::ReplicationPolicy::") ||
+			!strings.Contains(got, "MultipleHosts%28N%29") {
 			t.Errorf("replpolicy %s: %s; want invalid_replpolicy naming MultipleHosts(N)", p, got)
 		}
 	}
+	c.want("update_class domain=d&class=default&mindevcount=2&replpolicy="+esc("MultipleHosts(2) junk"),
+		"ERR invalid_replpolicy Failed+to+parse+policy+string:+junk")
 	c.want("create_class domain=d&class=c&mindevcount=2&replpolicy=MultipleDevices(2)", "OK class=c&mindevcount=2&domain=d")
+	c.want("create_class domain=d&class=u&mindevcount=2&replpolicy="+esc("Union(MultipleHosts(2), MultipleDevices(3))"), "OK class=u&mindevcount=2&domain=d")
 }
 
 // Server settings the original reads but gomogile cannot honour are
@@ -269,4 +274,26 @@ func TestCommands_ServerSettingsRefused(t *testing.T) {
 	c.want("set_server_setting key=case_sensitive_list_keys&value=1", "OK ")
 	c.want("set_server_setting key=memcache_servers&value=", "OK ")
 	c.want("set_server_setting key=memcache_ttl&value=abc", "ERR invalid_format Must+be+numeric")
+}
+
+// Point 12 of issue 9: sleep sleeps as long as asked, as cmd_sleep does,
+// not cut at request_timeout; a duration Perl reads as a fraction or a
+// word ("0.5", "abc") is true, so it is not the default 10 s but sleep(0).
+func TestCommands_SleepAsTheOriginal(t *testing.T) {
+	cfg := testConfig()
+	cfg.RequestTimeout = 300 * time.Millisecond
+	tt := startTracker(t, cfg, nil, nil)
+	c := tt.dial()
+	start := time.Now()
+	c.want("sleep duration=1", "OK ")
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("sleep duration=1 with request_timeout 300ms returned after %v; want 1 s", d)
+	}
+	for _, arg := range []string{"abc", "0.5", "-3"} {
+		start := time.Now()
+		c.want("sleep duration="+arg, "OK ")
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("sleep duration=%s took %v; want sleep(0), not the default 10 s", arg, d)
+		}
+	}
 }

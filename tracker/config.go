@@ -91,8 +91,8 @@ type Config struct {
 	// RequestTimeout bounds one request's work, database and storage
 	// nodes included (request_timeout, seconds); sleep is capped by it.
 	RequestTimeout time.Duration
-	// SleepMax caps the sleep command (sleep_max, seconds; 0 = no cap but
-	// request_timeout's, as the original has none).
+	// SleepMax caps the sleep command (sleep_max, seconds; 0 = no cap, as
+	// in the original; request_timeout does not bound sleep).
 	SleepMax time.Duration
 
 	// Protections against hostile clients (see the README's "Security").

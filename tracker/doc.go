@@ -55,9 +55,10 @@
 // Each request runs under its own context: it ends after request_timeout
 // (30 s), when the client's connection goes away, or when Close gives up
 // waiting, whichever comes first; the database and the storage nodes are
-// asked under it. sleep never sleeps past it. Reading a whole blob
-// (create_close's checksum check) is not bound by request_timeout, since it
-// takes as long as the blob is big, but by node_timeout per wait.
+// asked under it. Reading a whole blob (create_close's checksum check) is
+// not bound by request_timeout, since it takes as long as the blob is big,
+// but by node_timeout per wait; nor is sleep, which sleeps as long as asked
+// (duration, default 10 s) as in the original, unless sleep_max caps it.
 //
 // # Configuration
 //
@@ -202,6 +203,27 @@
 //     gives "usage check failed dev=N host=IP err=...", where the original
 //     marks the host unreachable silently. The lines scripts wait for are
 //     the original's (TestOperatorScript).
+//   - create_class and update_class refuse the MultipleNetworks(…) and
+//     HostsPerNetwork(…) policies (ERR invalid_replpolicy, "Failed to load
+//     replication policy class …"), which the original loads from the
+//     MogileFS::Network plugin, together with its network_zones and zone_*
+//     settings (refused by set_server_setting): network zones are not
+//     implemented. Union(…) is parsed as the original parses it and, unlike
+//     there (its replicate_to dies "not implemented"), runs: a file needs
+//     what every member needs. Text after a policy is an error; the
+//     original ignores it (TestCommands_CreateClassRefusesPoliciesTheWorkerCannotRun,
+//     TestReplPolicy_UnionReplicates).
+//   - "!stats" prints the original's work_queue_for_<job> and
+//     work_sent_to_<job> (replicate, delete, fsck, rebalance) once a queue
+//     has had work; work_sent_to_ counts the rows this tracker's workers
+//     leased, and work_queue_for_ is always 0, because workers lease rows
+//     from the database themselves and no work waits in the tracker
+//     between job master and worker (TestStats_WorkCounters).
+//   - list_keys compares keys byte for byte on every backend, that is as
+//     the original with case_sensitive_list_keys = 1; the original without
+//     it (the default) matched prefixes case-insensitively on MySQL and
+//     SQLite. set_server_setting refuses case_sensitive_list_keys = 0 and
+//     accepts 1 (TestCommands_ServerSettingsRefused).
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).

@@ -244,7 +244,7 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 				got = checksumInfo(sumType, actual)
 			}
 			return nil, perr("checksum_mismatch", fmt.Sprintf("Expected: Checksum[f=%d;%s=%x]; actual: %s; path: %s",
-				fid, hashName(sumType), sum, got, path))
+				fid, sumType, sum, got, path))
 		}
 	}
 
@@ -666,8 +666,8 @@ func (t *Tracker) cmdListFids(ctx context.Context, r *request) (*Reply, error) {
 }
 
 // needsCopies says whether a file of class needs more than the one copy an
-// upload makes: its policy's count (MultipleHosts(N), MultipleDevices(N))
-// or, without one, its mindevcount. A class with mindevcount=1 and
+// upload makes: its policy's count (MultipleHosts(N), MultipleDevices(N),
+// the largest of a Union's) or, without one, its mindevcount. A class with mindevcount=1 and
 // MultipleHosts(2) is replicated at upload, not left at one copy until an
 // fsck. A policy that does not parse is left to the replicate worker.
 func needsCopies(class store.Class) bool {
@@ -675,8 +675,5 @@ func needsCopies(class store.Class) bool {
 	if err != nil {
 		return true
 	}
-	if p.Min > 0 {
-		return p.Min > 1
-	}
-	return class.MinDevCount > 1
+	return p.Copies(class.MinDevCount) > 1
 }

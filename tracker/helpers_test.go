@@ -152,6 +152,21 @@ func (c *lineConn) do(line string) string {
 	return strings.TrimSuffix(r, "\r\n")
 }
 
+// admin sends a "!" command and returns its reply block's lines, without
+// their line ends and the closing ".".
+func (c *lineConn) admin(cmd string) []string {
+	c.t.Helper()
+	c.send(cmd + "\r\n")
+	var out []string
+	for {
+		l := c.readLine()
+		if l == ".\r\n" {
+			return out
+		}
+		out = append(out, strings.TrimRight(l, "\r\n"))
+	}
+}
+
 // want runs a request and compares the reply line exactly.
 func (c *lineConn) want(line, reply string) {
 	c.t.Helper()

@@ -27,7 +27,7 @@ func (t *Tracker) cmdGetDomains(ctx context.Context, r *request) (*Reply, error)
 			res.Set(p+"name", c.Name)
 			res.Set(p+"mindevcount", c.MinDevCount)
 			res.Set(p+"replpolicy", replPolicyString(c.ReplPolicy))
-			res.Set(p+"hashtype", hashTypeString(c.HashType))
+			res.Set(p+"hashtype", c.HashType.String())
 		}
 		res.Set(fmt.Sprintf("domain%dclasses", n), len(classes))
 	}
@@ -56,16 +56,6 @@ func replPolicyString(p string) string {
 		return "MultipleHosts()"
 	}
 	return p
-}
-
-func hashTypeString(h store.HashType) string {
-	if h == store.HashNone {
-		return "NONE"
-	}
-	if n := hashName(h); n != "" {
-		return n
-	}
-	return strconv.Itoa(int(h))
 }
 
 func (t *Tracker) cmdCreateDomain(ctx context.Context, r *request) (*Reply, error) {
@@ -152,13 +142,11 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	var ht store.HashType
 	if h := r.Args.Get("hashtype"); perlTrue(h) {
 		hashGiven = true
-		if h != "NONE" {
-			v, ok := hashNames[h]
-			if !ok {
-				return nil, perr("invalid_hashtype")
-			}
-			ht = v
+		v, ok := store.ParseHashType(h)
+		if !ok {
+			return nil, perr("invalid_hashtype")
 		}
+		ht = v
 	}
 	ns, err := t.fresh(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -122,22 +123,27 @@ func (t *Tracker) cmdTest(ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
+// cmdSleep is cmd_sleep: sleep($args->{duration} || 10). A false duration
+// ("", "0") is 10 s; Perl's sleep takes the integer part of any other, so
+// "abc", "0.5" and negative durations return at once. As in the original
+// nothing but the client bounds it, not request_timeout: a sleep holds a
+// query slot and nothing else (sleep_max caps it where wanted). It ends
+// early when the client hangs up or the tracker shuts down.
 func (t *Tracker) cmdSleep(ctx context.Context, r *request) (*Reply, error) {
-	d := time.Duration(perlNum(r.Args.Get("duration"))) * time.Second
-	if d <= 0 {
-		d = 10 * time.Second
+	secs := int64(10)
+	if arg := r.Args.Get("duration"); perlTrue(arg) {
+		secs = min(max(perlNum(arg), 0), math.MaxInt64/int64(time.Second))
 	}
+	d := time.Duration(secs) * time.Second
 	if t.cfg.SleepMax > 0 {
 		d = min(d, t.cfg.SleepMax)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		// Answer within the request's own deadline rather than fail at it.
-		d = min(d, time.Until(dl)-100*time.Millisecond)
-	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case <-timer.C:
+	case <-r.bulk.Done():
+		return nil, r.bulk.Err()
 	}
 	return nil, nil
 }

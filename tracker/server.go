@@ -48,6 +48,11 @@ type Jobs interface {
 	Observe(devid int) cluster.Observation
 }
 
+// workCounter is a Jobs that reports the original's work_queue_for_<job>
+// and work_sent_to_<job> counters for "!stats"; without it they are
+// absent, as in a tracker whose job master never queued work.
+type workCounter interface{ WorkCounters() map[string]int64 }
+
 // loggerSetter is a Jobs that New gives the tracker's logger, so that its
 // records reach "!watch".
 type loggerSetter interface{ SetLogger(*slog.Logger) }

@@ -112,7 +112,8 @@ func settingCleaner(key string) (clean func(string) (*string, error), ok bool) {
 				return sp("off"), nil
 			case v == "class":
 				return nil, nil
-			case hashNames[v] != 0:
+			}
+			if h, ok := store.ParseHashType(v); ok && h != store.HashNone {
 				return &v, nil
 			}
 			return nil, errors.New("Not a valid checksum algorithm")

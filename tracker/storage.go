@@ -2,12 +2,9 @@ package tracker
 
 import (
 	"context"
-	"crypto/md5"
-	"crypto/sha1"
 	"errors"
 	"fmt"
 
-	"hash"
 	"strings"
 
 	"github.com/gomogile/gomogile/store"
@@ -15,43 +12,11 @@ import (
 
 // digest fetches url and hashes it with ht.
 func (t *Tracker) digest(ctx context.Context, url string, ht store.HashType) ([]byte, error) {
-	h := newHash(ht)
+	h := ht.New()
 	if h == nil {
 		return nil, fmt.Errorf("unknown hashtype %d", ht)
 	}
 	return t.nodes.Digest(ctx, url, h)
-}
-
-// Hash types by name, as MogileFS::Checksum numbers them.
-var hashNames = map[string]store.HashType{"MD5": store.HashMD5, "SHA-1": 2}
-
-func hashName(ht store.HashType) string {
-	for n, v := range hashNames {
-		if v == ht {
-			return n
-		}
-	}
-	return ""
-}
-
-func hashLen(ht store.HashType) int {
-	switch ht {
-	case store.HashMD5:
-		return md5.Size
-	case 2:
-		return sha1.Size
-	}
-	return 0
-}
-
-func newHash(ht store.HashType) hash.Hash {
-	switch ht {
-	case store.HashMD5:
-		return md5.New()
-	case 2:
-		return sha1.New()
-	}
-	return nil
 }
 
 // parseChecksum is Checksum::from_string: "MD5:<hex>".
@@ -60,8 +25,8 @@ func parseChecksum(s string) (store.HashType, []byte, error) {
 	if !ok {
 		return 0, nil, errors.New("invalid checksum string")
 	}
-	ht, ok := hashNames[name]
-	if !ok {
+	ht, ok := store.ParseHashType(name)
+	if !ok || ht == store.HashNone {
 		return 0, nil, fmt.Errorf("invalid checksum name (%s) from %s", name, s)
 	}
 	if len(hexsum) < 32 || len(hexsum) > 128 || len(hexsum)%2 != 0 {
@@ -75,12 +40,12 @@ func parseChecksum(s string) (store.HashType, []byte, error) {
 		}
 		sum[i] = unhex(a)<<4 | unhex(b)
 	}
-	if len(sum) != hashLen(ht) {
-		return 0, nil, fmt.Errorf("invalid checksum length=%d (expected %d)", len(sum), hashLen(ht))
+	if len(sum) != ht.Size() {
+		return 0, nil, fmt.Errorf("invalid checksum length=%d (expected %d)", len(sum), ht.Size())
 	}
 	return ht, sum, nil
 }
 
 func checksumInfo(ht store.HashType, sum []byte) string {
-	return hashName(ht) + ":" + fmt.Sprintf("%x", sum)
+	return ht.String() + ":" + fmt.Sprintf("%x", sum)
 }

@@ -70,7 +70,7 @@ func init() {
 		{"info", "info --domain D --key K", cmdInfo},
 		{"list", "list --domain D [--prefix P] [--after K] [--limit N]", cmdList},
 		{"domain", "domain add NAME | delete NAME | list", cmdDomain},
-		{"class", "class add|modify DOMAIN CLASS [--mindevcount N] [--replpolicy P] [--hashtype MD5|NONE] | delete DOMAIN CLASS | list", cmdClass},
+		{"class", "class add|modify DOMAIN CLASS [--mindevcount N] [--replpolicy P] [--hashtype MD5|SHA-1|NONE] | delete DOMAIN CLASS | list", cmdClass},
 		{"host", "host add|modify NAME [--ip IP] [--port N] [--getport N] [--altip IP] [--altmask NET] [--status S] | delete NAME | list", cmdHost},
 		{"device", "device add HOST DEVID [--state S] | list | mark HOST DEVID STATE | weight HOST DEVID WEIGHT", cmdDevice},
 		{"settings", "settings list | get KEY | set KEY VALUE", cmdSettings},
@@ -443,7 +443,7 @@ func cmdClass(ctx context.Context, e *env, args []string) error {
 	case "add", "modify":
 		mindev := fs.Int("mindevcount", 0, "copies to keep (add: default 2)")
 		policy := fs.String("replpolicy", "", `replication policy, e.g. "MultipleHosts(2)"`)
-		hash := fs.String("hashtype", "", "checksum type: MD5 or NONE")
+		hash := fs.String("hashtype", "", "checksum type: MD5, SHA-1 or NONE")
 		pos, err := parse(fs, args, 2, 2)
 		if err != nil {
 			return err

@@ -29,14 +29,18 @@
 // # Workers
 //
 //   - replicate (pooled): leases file_to_replicate, copies with HTTP GET and
-//     PUT until the class's policy (MultipleHosts(N) or MultipleDevices(N))
-//     is met, backs off 15 s, 1 m, 5 m … 24 h on failure, parks a fid with
+//     PUT until the class's policy (MultipleHosts(N), MultipleDevices(N) or
+//     a Union of them) is met, backs off 15 s, 1 m, 5 m … 24 h on failure, parks a fid with
 //     no copy at all. It also works the rebalance queue.
 //   - delete (pooled): leases file_to_delete2, DELETEs every copy (404 is
 //     done), then drops file_on, checksum and queue rows.
 //   - fsck (pooled): leases the fsck queue and checks each fid, logging the
 //     original's codes (NOPA, POVI, MISS, BLEN, BCNT, REPL, BSUM, NSUM, MSUM,
-//     BALG, SRCH, FOND, GONE).
+//     BALG, SRCH, FOND, GONE). Checksums (MD5 or SHA-1: the class's
+//     algorithm, else fsck_checksum's) are digested by the storage node on
+//     its management port ("SHA-1 <uri> fsck"), or over HTTP when that
+//     fails, as HTTPFile::digest does; replication digests the bytes it
+//     moves with the file's known algorithm, else the class's.
 //   - reaper: turns expired tempfiles into deletions and forgets the copies
 //     on dead devices after queueing their fids for replication.
 //   - monitor: reads /dev<N>/usage, records usage, test-writes devices, and
@@ -53,9 +57,10 @@
 //
 //   - A fid with more copies than its policy wants is left as it is (the
 //     original tries to shed one by rebalancing).
-//   - Copies are checked by length (HEAD after PUT) and, when the checksum is
-//     known, by MD5 of the bytes moved; a checksum digest over mogstored's
-//     management port is not used (fsck GETs the blob).
+//   - Copies are also checked by length (HEAD after PUT). An MD5 copy is
+//     re-read on the destination unless Content-MD5 was sent to a node
+//     known to check it; the original skipped the re-read for any MD5 copy
+//     to such a node, also when it had sent no Content-MD5.
 //   - The monitor probes a device's Content-MD5 checking once, and again
 //     after the device was unreachable, rather than at every test write; an
 //     unanswered probe decides nothing. A device's utilisation is forgotten
@@ -73,11 +78,12 @@
 //     does not implement percent either). A global limit is given its
 //     budget when the run starts; the original never set it, so a global
 //     limit moved nothing there.
-//   - Only the MultipleHosts(N) and MultipleDevices(N) replication policies
-//     run; create_class and update_class refuse the others (Union and the
-//     plugins' MultipleNetworks, HostsPerNetwork). A class that already has
-//     one, in a database made by the original, is retried with backoff and
-//     logged.
+//   - The MultipleHosts(N) and MultipleDevices(N) replication policies run,
+//     and a Union(…) of them, which is met when every member is (the
+//     original parses Union but cannot run it). create_class and
+//     update_class refuse the plugins' MultipleNetworks and
+//     HostsPerNetwork; a class that already has one, in a database made by
+//     the original, is retried with backoff and logged.
 //   - Placement weighs a device by free space times its weight/100; the
 //     original ignores weight when replicating.
 package jobs

@@ -3,7 +3,6 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -49,8 +48,11 @@ func (m *Manager) fsckWorker(stop context.Context) {
 // batch.
 type fsckOpts struct {
 	policyOnly bool
-	checksum   string // "" (class), "off" or "MD5"
-	skipCount  bool
+	// checksumOff and checksum are fsck_checksum: "off", or an algorithm
+	// every file is digested with (HashNone: only hashed classes are).
+	checksumOff bool
+	checksum    store.HashType
+	skipCount   bool
 }
 
 func (m *Manager) fsckSettings(ctx context.Context) (fsckOpts, error) {
@@ -59,11 +61,11 @@ func (m *Manager) fsckSettings(ctx context.Context) (fsckOpts, error) {
 		return fsckOpts{}, fmt.Errorf("jobs: read settings: %w", err)
 	}
 	o := fsckOpts{policyOnly: truthy(set["fsck_opt_policy_only"]), skipCount: truthy(set["skip_devcount"])}
-	switch alg := set["fsck_checksum"]; {
-	case alg == "off":
-		o.checksum = "off"
-	case strings.EqualFold(alg, "MD5"):
-		o.checksum = "MD5"
+	// An unknown name counts as unset, as Checksum->valid_alg has it.
+	if alg := set["fsck_checksum"]; alg == "off" {
+		o.checksumOff = true
+	} else if ht, ok := store.ParseHashType(alg); ok {
+		o.checksum = ht
 	}
 	return o, nil
 }
@@ -172,7 +174,7 @@ func (m *Manager) checkFid(ctx context.Context, fid int64, o fsckOpts) error {
 	if o.policyOnly {
 		return nil
 	}
-	if o.checksum == "MD5" {
+	if o.checksum != store.HashNone {
 		return m.fsckFix(ctx, fid, o, "", nil)
 	}
 	for _, id := range s.on {
@@ -199,7 +201,7 @@ func (m *Manager) checkFid(ctx context.Context, fid int64, o fsckOpts) error {
 			return m.fsckFix(ctx, fid, o, "", nil)
 		}
 	}
-	if s.cls.HashType != store.HashNone && o.checksum != "off" {
+	if s.cls.HashType != store.HashNone && !o.checksumOff {
 		return m.fsckFix(ctx, fid, o, "", nil)
 	}
 	return nil
@@ -251,14 +253,12 @@ func (m *Manager) fsckFix(ctx context.Context, fid int64, o fsckOpts, reason str
 // when the policy is no longer met.
 func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, error) {
 	fid := s.f.Fid
-	alg := ""
-	if s.cls.HashType == store.HashMD5 {
-		alg = "MD5"
-	} else if o.checksum == "MD5" {
-		alg = "MD5"
-	}
-	if o.checksum == "off" {
-		alg = ""
+	// The class's algorithm, else fsck_checksum's (class->hashname ||
+	// opt_checksum): fsck_checksum = off only keeps a hashed class's
+	// files off this slow path, it does not stop digesting them here.
+	alg := s.cls.HashType
+	if alg == store.HashNone {
+		alg = o.checksum
 	}
 	var good, bad []int
 	checked := map[int]bool{}
@@ -294,8 +294,8 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 				return fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
 			}
 			if !missing && size == s.f.Length {
-				if alg != "" {
-					sum, err := m.nodes.Digest(ctx, url, md5.New())
+				if alg != store.HashNone {
+					sum, err := m.digest(ctx, d, fid, s.f.Length, alg, true, "fsck")
 					if errors.Is(err, cluster.ErrMissing) {
 						// DELETE could have hit right after the size check.
 						if !desperate {
@@ -374,8 +374,8 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 	if err := m.forgetDevs(ctx, fid, bad); err != nil {
 		return false, err
 	}
-	if alg != "" {
-		if err := m.fixChecksums(ctx, s, o, sums, sumOrder); err != nil {
+	if alg != store.HashNone {
+		if err := m.fixChecksums(ctx, s, o, alg, sums, sumOrder); err != nil {
 			return false, err
 		}
 	}
@@ -410,7 +410,7 @@ func (m *Manager) forgetDevs(ctx context.Context, fid int64, devids []int) error
 // compared with (or, for a hashed class, stored as) the known one; copies
 // that disagree with a known good checksum are forgotten, so replication
 // rebuilds them.
-func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, sums map[string][]int, order []string) error {
+func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, alg store.HashType, sums map[string][]int, order []string) error {
 	fid := s.f.Fid
 	var cur *store.Checksum
 	if c, err := m.st.Checksum(ctx, fid); err == nil {
@@ -423,8 +423,9 @@ func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, sum
 		disk := []byte(order[0])
 		if cur != nil {
 			if !bytes.Equal(cur.Sum, disk) {
-				m.log.Warn("checksum does not match disk", "job", JobFsck, "fid", fid, "want", fmt.Sprintf("%x", cur.Sum), "disk", fmt.Sprintf("%x", disk))
-				if cur.HashType != store.HashMD5 {
+				m.log.Warn("checksum does not match disk", "job", JobFsck, "fid", fid,
+					"want", fmt.Sprintf("%s:%x", cur.HashType, cur.Sum), "disk", fmt.Sprintf("%s:%x", alg, disk))
+				if cur.HashType != alg {
 					return m.fsckLog(ctx, fid, evBadHashType, 0)
 				}
 				return m.fsckLog(ctx, fid, evBadChecksum, 0)
@@ -456,7 +457,9 @@ func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, sum
 			return nil
 		}
 		return m.fsckLog(ctx, fid, evBadChecksum, 0)
-	case o.checksum == "MD5":
+	case o.checksumOff || o.checksum != store.HashNone:
+		// opt_checksum is set (even to "off": a hashed class brought
+		// us here): nothing says which copy is right.
 		return m.fsckLog(ctx, fid, evMultiSum, 0)
 	default:
 		if s.cls.HashType == store.HashNone {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,4 +245,104 @@ func TestFsck_NoJobMaster(t *testing.T) {
 	if fa.DevCount != 9 || fb.DevCount != 2 {
 		t.Errorf("devcount a=%d b=%d; want a untouched (9), b repaired (2)", fa.DevCount, fb.DevCount)
 	}
+}
+
+// getCounter counts GETs of .fid blobs.
+type getCounter struct {
+	mu   sync.Mutex
+	gets int
+}
+
+func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".fid") {
+		g.mu.Lock()
+		g.gets++
+		g.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// fsck digests a SHA-1 class's file with SHA-1 on the storage node's
+// management port (no GET of the blob), and logs BALG for its MD5 row.
+func TestFsck_SHA1OverTheSideChannel(t *testing.T) {
+	c := newCluster(t)
+	n := c.addNode(1)
+	ctx := t.Context()
+	cls := c.class("sha", 1, store.HashSHA1)
+	fid := c.putFile("md5row", cls, []byte("summed with MD5 at upload"), 1) // an MD5 checksum row
+	if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	o.StreamPort = portOf(t, n.srv.MgmtAddr())
+	gc := &getCounter{}
+	o.HTTPClient = &http.Client{Transport: gc}
+	startFsck(t, c.st, o.Hostname)
+	start(t, c.st, o)
+	if codes := fsckCodes(t, c.st)[fid]; !slices.Equal(codes, []string{"BALG"}) {
+		t.Errorf("events %v; want [BALG]", codes)
+	}
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.gets != 0 {
+		t.Errorf("%d GETs of the blob; want the digest from the management port", gc.gets)
+	}
+}
+
+// fsck_checksum = SHA-1 digests the files of a class without a hash type
+// too (Fsck.pm's opt_checksum): copies that disagree, with no checksum
+// known, are MSUM; copies that agree log nothing and store nothing.
+func TestFsck_ChecksumSettingSHA1(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	c.addNode(2)
+	ctx := t.Context()
+	cls := c.class("plain", 2, store.HashNone)
+	body := []byte("two copies, one changed")
+	differ := c.putFile("differ", cls, body, 1, 2)
+	agree := c.putFile("agree", cls, []byte("two equal copies"), 1, 2)
+	for _, fid := range []int64{differ, agree} {
+		if err := c.st.Finish(ctx, store.QueueReplicate, fid); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.st.DeleteChecksum(ctx, fid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(c.blobPath(2, differ), bytes.ToUpper(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.SetServerSetting(ctx, "fsck_checksum", "SHA-1"); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(t)
+	startFsck(t, c.st, o.Hostname)
+	start(t, c.st, o)
+	got := fsckCodes(t, c.st)
+	if !slices.Equal(got[differ], []string{"MSUM"}) || len(got[agree]) != 0 {
+		t.Errorf("events %v; want MSUM for fid %d only", got, differ)
+	}
+	if _, err := c.st.Checksum(ctx, agree); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("checksum of a class without hash type: %v; want none stored", err)
+	}
+}
+
+// fsckCodes waits for the fsck that startFsck began to finish and returns
+// the codes it logged, by fid.
+func fsckCodes(t *testing.T, st store.Store) map[int64][]string {
+	t.Helper()
+	ctx := t.Context()
+	waitFor(t, 20*time.Second, "fsck to finish", func() bool {
+		_, err := st.ServerSetting(ctx, "fsck_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, st, store.QueueFsck) == 0
+	})
+	evs, err := st.FsckEvents(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]string{}
+	for _, e := range evs {
+		got[e.Fid] = append(got[e.Fid], e.Code)
+	}
+	return got
 }

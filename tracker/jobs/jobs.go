@@ -151,6 +151,8 @@ type Manager struct {
 	workStop  context.CancelFunc
 	wg        sync.WaitGroup
 	classes   map[string]*jobClass
+	// sent counts the rows leased from each queue (work_sent_to_<job>).
+	sent map[store.Queue]*atomic.Int64
 }
 
 // jobClass counts one job class and tracks its running workers, as the
@@ -226,6 +228,10 @@ func New(st store.Store, opts Options) *Manager {
 		ownHTTP: opts.HTTPClient == nil,
 		obs:     newObservations(),
 		host:    host,
+		sent:    map[store.Queue]*atomic.Int64{},
+	}
+	for _, q := range []store.Queue{store.QueueReplicate, store.QueueDelete, store.QueueFsck, store.QueueRebalance} {
+		m.sent[q] = new(atomic.Int64)
 	}
 	if opts.StreamPort > 0 {
 		m.watch = newWatchers(m.obs, opts.StreamPort, m.log.With("job", JobMonitor))
@@ -292,6 +298,25 @@ func (m *Manager) Stats() []JobStat {
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// WorkCounters are the original's "!stats" queue counters, ProcManager's
+// work_queue_for_<job> and work_sent_to_<job>, for each queue whose rows
+// this tracker's workers have been handed: replicate, delete, fsck and
+// rebalance (which the replicate workers work), as the job master named
+// them. work_sent_to_ counts the rows leased. work_queue_for_ is the work
+// waiting between the job master and a worker, always 0 here: workers
+// lease rows straight from the database, so nothing waits in the tracker.
+// As in the original, a queue shows up once it has had work.
+func (m *Manager) WorkCounters() map[string]int64 {
+	out := map[string]int64{}
+	for q, n := range m.sent {
+		if v := n.Load(); v > 0 {
+			out["work_queue_for_"+q.String()] = 0
+			out["work_sent_to_"+q.String()] = v
+		}
+	}
 	return out
 }
 
@@ -421,6 +446,7 @@ func (m *Manager) queueWorker(stop context.Context, name string, queues []store.
 			lctx, cancel := context.WithTimeout(m.workCtx, m.opts.PassTimeout)
 			items, err := m.st.Lease(lctx, q, 1, m.opts.Lease)
 			cancel()
+			m.sent[q].Add(int64(len(items)))
 			if err != nil {
 				if !isCtxErr(m.workCtx, err) {
 					jc.errors.Add(1)

@@ -15,11 +15,8 @@ type replRequest struct {
 	ideal, desp     []*device
 }
 
-// policy is a parsed class.replpolicy.
-type policy struct {
-	kind string // "MultipleHosts" or "MultipleDevices"
-	min  int    // 0 = the class's mindevcount
-}
+// policy is a parsed class.replpolicy, with the worker's decisions.
+type policy struct{ cluster.ReplPolicy }
 
 // parsePolicy is cluster.ParseReplPolicy in the worker's terms.
 func parsePolicy(s string) (policy, error) {
@@ -27,16 +24,32 @@ func parsePolicy(s string) (policy, error) {
 	if err != nil {
 		return policy{}, fmt.Errorf("jobs: unsupported replication policy: %w", err)
 	}
-	return policy{kind: p.Kind, min: p.Min}, nil
+	return policy{p}, nil
 }
 
 // replicateTo mirrors ReplicationPolicy::*::replicate_to. on are the devices
 // the fid lives on (as told to the policy), all the candidate devices,
 // failed the destinations that failed this round.
+//
+// A Union asks its members in order and passes on the first one's request
+// that is not happy; it is happy when all are, and too happy only when all
+// are, so that trimming a copy never breaks one member for another's sake.
+// (The original parses Union but its replicate_to dies "not implemented".)
 func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bool, classMin int, set cluster.Settings) replRequest {
+	if p.Kind == "Union" {
+		tooHappy := true
+		for _, m := range p.Members {
+			rr := policy{m}.replicateTo(on, all, failed, classMin, set)
+			if !rr.happy {
+				return rr
+			}
+			tooHappy = tooHappy && rr.tooHappy
+		}
+		return replRequest{happy: true, tooHappy: tooHappy}
+	}
 	min := classMin
-	if p.min > 0 {
-		min = p.min
+	if p.Min > 0 {
+		min = p.Min
 	}
 	alreadyOn := len(on)
 	totalDisks := 0
@@ -59,7 +72,7 @@ func (p policy) replicateTo(on []*device, all map[int]*device, failed map[int]bo
 	}
 	sort.Slice(dests, func(i, j int) bool { return dests[i].PercentFree() > dests[j].PercentFree() })
 
-	if p.kind == "MultipleDevices" {
+	if p.Kind == "MultipleDevices" {
 		if alreadyOn == min {
 			return replRequest{happy: true}
 		}

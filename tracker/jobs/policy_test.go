@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -9,20 +10,23 @@ import (
 )
 
 func TestParsePolicy(t *testing.T) {
+	mh := func(n int) cluster.ReplPolicy { return cluster.ReplPolicy{Kind: "MultipleHosts", Min: n} }
+	md := func(n int) cluster.ReplPolicy { return cluster.ReplPolicy{Kind: "MultipleDevices", Min: n} }
 	for _, tc := range []struct {
 		in      string
-		want    policy
+		want    cluster.ReplPolicy
 		wantErr bool
 	}{
-		{"", policy{kind: "MultipleHosts"}, false},
-		{"MultipleHosts()", policy{kind: "MultipleHosts"}, false},
-		{"MultipleHosts(3)", policy{kind: "MultipleHosts", min: 3}, false},
-		{" MultipleDevices( 2 ) ", policy{kind: "MultipleDevices", min: 2}, false},
-		{"Union(MultipleHosts(), MultipleDevices())", policy{}, true},
-		{"MultipleHosts", policy{}, true},
+		{"", mh(0), false},
+		{"MultipleHosts()", mh(0), false},
+		{"MultipleHosts(3)", mh(3), false},
+		{" MultipleDevices( 2 ) ", md(2), false},
+		{"Union(MultipleHosts(), MultipleDevices())", cluster.ReplPolicy{Kind: "Union", Members: []cluster.ReplPolicy{mh(0), md(0)}}, false},
+		{"Union(MultipleNetworks(2))", cluster.ReplPolicy{}, true},
+		{"MultipleHosts", cluster.ReplPolicy{}, true},
 	} {
 		got, err := parsePolicy(tc.in)
-		if (err != nil) != tc.wantErr || (err == nil && got != tc.want) {
+		if (err != nil) != tc.wantErr || (err == nil && !reflect.DeepEqual(got.ReplPolicy, tc.want)) {
 			t.Errorf("parsePolicy(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
@@ -53,7 +57,7 @@ func ids(devs []*device) []int {
 func TestMultipleHosts_ReplicateTo(t *testing.T) {
 	// h1: d1 d2, h2: d3, h3: d4
 	all := map[int]*device{1: dev(1, 1), 2: dev(2, 1), 3: dev(3, 2), 4: dev(4, 3)}
-	mh := policy{kind: "MultipleHosts"}
+	mh := policy{cluster.ReplPolicy{Kind: "MultipleHosts"}}
 	on := func(idl ...int) []*device {
 		var out []*device
 		for _, id := range idl {
@@ -93,12 +97,35 @@ func TestMultipleHosts_ReplicateTo(t *testing.T) {
 
 func TestMultipleDevices_ReplicateTo(t *testing.T) {
 	all := map[int]*device{1: dev(1, 1), 2: dev(2, 1), 3: dev(3, 1)}
-	md := policy{kind: "MultipleDevices", min: 3}
+	md := policy{cluster.ReplPolicy{Kind: "MultipleDevices", Min: 3}}
 	rr := md.replicateTo([]*device{all[1]}, all, nil, 2, set)
 	if rr.happy || !slices.Equal(ids(rr.ideal), []int{2, 3}) {
 		t.Errorf("MultipleDevices(3) on one device: %+v; want ideal [2 3]", rr)
 	}
 	if rr := md.replicateTo([]*device{all[1], all[2], all[3]}, all, nil, 2, set); !rr.happy || rr.tooHappy {
 		t.Errorf("on three: %+v; want happy", rr)
+	}
+}
+
+// A Union is met when every member is; it asks for what the first unmet
+// member wants, and is too happy only when every member is.
+func TestUnion_ReplicateTo(t *testing.T) {
+	// h1: d1 d2, h2: d3
+	all := map[int]*device{1: dev(1, 1), 2: dev(2, 1), 3: dev(3, 2)}
+	u, err := parsePolicy("Union(MultipleHosts(2), MultipleDevices(3))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr := u.replicateTo([]*device{all[1]}, all, nil, 1, set); rr.happy || !slices.Equal(ids(rr.ideal), []int{3}) {
+		t.Errorf("one copy: %+v; want MultipleHosts' ideal [3]", rr)
+	}
+	if rr := u.replicateTo([]*device{all[1], all[3]}, all, nil, 1, set); rr.happy || !slices.Equal(ids(rr.ideal), []int{2}) {
+		t.Errorf("two hosts, two devices: %+v; want MultipleDevices' ideal [2]", rr)
+	}
+	if rr := u.replicateTo([]*device{all[1], all[2], all[3]}, all, nil, 1, set); !rr.happy || rr.tooHappy {
+		t.Errorf("three devices on two hosts: %+v; want happy, not too happy", rr)
+	}
+	if n := u.Copies(1); n != 3 {
+		t.Errorf("copies = %d; want 3", n)
 	}
 }

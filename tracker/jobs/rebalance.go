@@ -447,10 +447,7 @@ func (m *Manager) keepsEnough(ctx context.Context, w *world, fid int64, on []int
 	if err != nil {
 		return &replError{code: "policy_error", err: err}
 	}
-	want := cls.MinDevCount
-	if pol.min > 0 {
-		want = pol.min
-	}
+	want := pol.Copies(cls.MinDevCount)
 	var rest []*device
 	for _, id := range on {
 		if d, ok := w.devs[id]; ok && id != src && d.ShouldHaveFiles() {

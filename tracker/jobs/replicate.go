@@ -130,9 +130,11 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	if err != nil {
 		return 0, &replError{code: "policy_error", err: err}
 	}
-	var sum []byte
-	if c, err := m.st.Checksum(ctx, fid); err == nil && c.HashType == store.HashMD5 {
-		sum = c.Sum
+	// A known checksum is checked on every copy, whatever the class says
+	// now; a class with a hash type gets one computed while copying.
+	var known *store.Checksum
+	if c, err := m.st.Checksum(ctx, fid); err == nil && c.HashType.New() != nil {
+		known = &c
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return 0, fmt.Errorf("jobs: checksum of fid %d: %w", fid, err)
 	}
@@ -227,8 +229,7 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 			}
 		}
 
-		wantMD5 := sum == nil && cls.HashType == store.HashMD5
-		got, err := m.copyBlob(ctx, w.devs[sdev], ddev, fid, f.Length, sum, wantMD5)
+		got, err := m.copyBlob(ctx, w.devs[sdev], ddev, fid, f.Length, known, cls.HashType)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
@@ -246,11 +247,12 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 		if err := m.noteOnDevice(ctx, fid, ddev.ID); err != nil {
 			return 0, err
 		}
-		if wantMD5 && got != nil {
-			if err := m.st.SetChecksum(ctx, store.Checksum{Fid: fid, HashType: store.HashMD5, Sum: got}); err != nil {
+		if known == nil && got != nil {
+			c := store.Checksum{Fid: fid, HashType: cls.HashType, Sum: got}
+			if err := m.st.SetChecksum(ctx, c); err != nil {
 				return 0, fmt.Errorf("jobs: store checksum of fid %d: %w", fid, err)
 			}
-			sum = got
+			known = &c
 		}
 		onDevs = append(onDevs, ddev)
 		tellPol = append(tellPol, ddev)

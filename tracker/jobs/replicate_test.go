@@ -5,10 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,4 +322,54 @@ func TestReplicate_NewDevicesNotYetObserved(t *testing.T) {
 		t.Errorf("file_on = %v; want 2 devices", on)
 	}
 	t.Logf("replicated %v after the devices appeared", time.Since(begin))
+}
+
+// repl_use_get_port: the copy is read from the source host's
+// http_get_port (Replicate::http_copy), and from its http_port without it.
+func TestReplicate_UseGetPort(t *testing.T) {
+	for _, use := range []bool{true, false} {
+		t.Run(fmt.Sprintf("UseGetPort=%v", use), func(t *testing.T) {
+			c := newCluster(t)
+			src := c.addNode(1)
+			c.addNode(2)
+			// The get port is a second listener in front of the same node,
+			// counting what it serves.
+			var gets atomic.Int64
+			target, _ := url.Parse("http://" + src.srv.HTTPAddr())
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			tr := &http.Transport{}
+			proxy.Transport = tr
+			ln, err := net.Listen("tcp", src.host.IP+":0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".fid") {
+					gets.Add(1)
+				}
+				proxy.ServeHTTP(w, r)
+			})}
+			go hs.Serve(ln)
+			// Keep no idle connection: leak checks count transport goroutines.
+			t.Cleanup(func() { hs.Close(); tr.CloseIdleConnections() })
+			h := src.host
+			h.HTTPGetPort = portOf(t, ln.Addr().String())
+			if err := c.st.UpdateHost(t.Context(), h); err != nil {
+				t.Fatal(err)
+			}
+			cls := c.class("c", 2, store.HashNone)
+			data := []byte("read me from the get port")
+			fid := c.putFile("k", cls, data, 1)
+			o := fastOptions(t)
+			o.ReplUseGetPort = use
+			start(t, c.st, o)
+			waitFor(t, 10*time.Second, "replication", func() bool { return !inQueue(t, c.st, store.QueueReplicate, fid) })
+			if got := c.blob(2, fid); !bytes.Equal(got, data) {
+				t.Fatalf("dev2 holds %q; want %q", got, data)
+			}
+			if n := gets.Load(); use && n == 0 || !use && n != 0 {
+				t.Errorf("%d GETs of the blob on the get port with repl_use_get_port=%v", n, use)
+			}
+		})
+	}
 }

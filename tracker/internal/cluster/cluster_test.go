@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -128,25 +129,39 @@ func TestSnapshotClassDefaultMinDevCount(t *testing.T) {
 }
 
 // The class policies create_class accepts are exactly those the replicate
-// worker runs.
+// worker runs, parsed as ReplicationPolicy::new_from_policy_string parses
+// them, with its error texts.
 func TestParseReplPolicy(t *testing.T) {
+	mh := ReplPolicy{Kind: "MultipleHosts"}
+	md := ReplPolicy{Kind: "MultipleDevices"}
 	for _, tc := range []struct {
 		in      string
 		want    ReplPolicy
 		wantErr string
 	}{
-		{"", ReplPolicy{Kind: "MultipleHosts"}, ""},
-		{"MultipleHosts()", ReplPolicy{Kind: "MultipleHosts"}, ""},
+		{"", mh, ""},
+		{"MultipleHosts()", mh, ""},
 		{"MultipleHosts(3)", ReplPolicy{Kind: "MultipleHosts", Min: 3}, ""},
 		{" MultipleDevices( 2 ) ", ReplPolicy{Kind: "MultipleDevices", Min: 2}, ""},
-		{"MultipleHosts", ReplPolicy{}, "Failed to parse replication policy"},
-		{"MultipleHosts(x)", ReplPolicy{}, "must be a number"},
-		{"Union(MultipleHosts(), MultipleDevices())", ReplPolicy{}, "runs only MultipleHosts(N) and MultipleDevices(N)"},
-		{"MultipleNetworks(2)", ReplPolicy{}, "runs only"},
-		{"Bogus(1)", ReplPolicy{}, "Failed to load replication policy Bogus"},
+		{"MogileFS::ReplicationPolicy::MultipleDevices(2)", ReplPolicy{Kind: "MultipleDevices", Min: 2}, ""},
+		{"Union(MultipleHosts(), MultipleDevices())", ReplPolicy{Kind: "Union", Members: []ReplPolicy{mh, md}}, ""},
+		{"Union( MultipleHosts() MultipleDevices() )", ReplPolicy{Kind: "Union", Members: []ReplPolicy{mh, md}}, ""},
+		{"Union(Union(MultipleHosts()))", ReplPolicy{Kind: "Union", Members: []ReplPolicy{{Kind: "Union", Members: []ReplPolicy{mh}}}}, ""},
+		{"MultipleHosts", ReplPolicy{}, "MogileFS::ReplicationPolicy::MultipleHosts failed to parse args: "},
+		{"MultipleHosts(x)", ReplPolicy{}, "MogileFS::ReplicationPolicy::MultipleHosts failed to parse args: (x)"},
+		{"MultipleHosts(2) junk", ReplPolicy{}, "Failed to parse policy string: junk"},
+		{"(2)", ReplPolicy{}, "Failed to parse policy string: (2)"},
+		{"Union()", ReplPolicy{}, "Failed to parse policy string: )"},
+		{"Union(MultipleHosts()", ReplPolicy{}, "Failed to parse policy string: "},
+		{"Union(MultipleNetworks(2))", ReplPolicy{}, "Failed to load replication policy class MogileFS::ReplicationPolicy::MultipleNetworks: gomogile runs only"},
+		{"MultipleNetworks(2)", ReplPolicy{}, "network zones are not implemented"},
+		{"HostsPerNetwork(2)", ReplPolicy{}, "network zones are not implemented"},
+		{"Bogus(1)", ReplPolicy{}, "Failed to load replication policy class MogileFS::ReplicationPolicy::Bogus"},
+		{"My::Policy(1)", ReplPolicy{}, "Failed to load replication policy class My::Policy"},
+		{strings.Repeat("Union(", 40) + "MultipleHosts()" + strings.Repeat(")", 40), ReplPolicy{}, "nested more than"},
 	} {
 		got, err := ParseReplPolicy(tc.in)
-		if tc.wantErr == "" && (err != nil || got != tc.want) || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+		if tc.wantErr == "" && (err != nil || !reflect.DeepEqual(got, tc.want)) || tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) && !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("ParseReplPolicy(%q) = %+v, %v; want %+v, error %q", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}

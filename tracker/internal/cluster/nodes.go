@@ -72,6 +72,7 @@ func NewHTTPClient(c NodeConfig) *http.Client {
 // commands and the workers share.
 type Nodes struct {
 	c     *http.Client
+	conn  time.Duration // bound of a connect (conn_timeout)
 	small time.Duration // bound of a small request: connect + answer
 	idle  time.Duration // bound of each wait for a body's next bytes
 
@@ -87,7 +88,7 @@ func NewNodes(c NodeConfig, hc *http.Client) *Nodes {
 	if hc == nil {
 		hc = NewHTTPClient(c)
 	}
-	return &Nodes{c: hc, small: c.ConnTimeout + c.NodeTimeout, idle: c.NodeTimeout}
+	return &Nodes{c: hc, conn: c.ConnTimeout, small: c.ConnTimeout + c.NodeTimeout, idle: c.NodeTimeout}
 }
 
 // HTTPClient is the underlying client.
