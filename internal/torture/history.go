@@ -482,34 +482,54 @@ func violations(vs []check.Violation) []string {
 	return out
 }
 
-// judgeFailover checks, after a failover, that every worker slot got
-// acknowledged work done on the promoted primary: the Stores are to find it
-// through their multi-host DSN by themselves, and every acknowledged commit
-// being there says nothing if none came after the failover.
+// judgeFailover checks, after each failover, that every worker slot got
+// acknowledged work done on the promoted primary before the next failover:
+// the Stores are to find it through their multi-host DSN by themselves,
+// and every acknowledged commit being there says nothing if none came
+// after the failover. A failover followed by less than failoverWork of
+// load (the run's end, or the next failover) is not judged: a slot may
+// spend that long paused or restarting after a kill.
 func (h *history) judgeFailover(rep *Report) {
 	r := h.r
-	at, ok := r.srv.failedOverAt()
-	if !ok {
+	fos := r.srv.failoverWindows()
+	if len(fos) == 0 {
 		return
 	}
-	after := map[int]int{}
+	const failoverWork = 5 * time.Second
+	var end int64
 	for _, ev := range h.events {
-		var slot int
-		if ev.K != "op" || ev.E != "ok" || ev.S <= nanos(at) {
-			continue
-		}
-		if _, err := fmt.Sscanf(ev.P, "p%d.", &slot); err == nil {
-			after[slot]++
+		if ev.K == "op" {
+			end = max(end, ev.T)
 		}
 	}
 	var problems []string
-	total := 0
-	for slot := 0; slot < r.cfg.Procs; slot++ {
-		total += after[slot]
-		if after[slot] == 0 {
-			problems = append(problems, fmt.Sprintf("slot %d: no acknowledged operation started after the failover ended at %s", slot, at.Format("15:04:05.000")))
+	total, judged := 0, 0
+	for i, w := range fos {
+		until := end
+		if i+1 < len(fos) {
+			until = nanos(fos[i+1].from)
+		}
+		if time.Duration(until-nanos(w.to)) < failoverWork {
+			continue
+		}
+		judged++
+		after := map[int]int{}
+		for _, ev := range h.events {
+			var slot int
+			if ev.K != "op" || ev.E != "ok" || ev.S <= nanos(w.to) || ev.S >= until {
+				continue
+			}
+			if _, err := fmt.Sscanf(ev.P, "p%d.", &slot); err == nil {
+				after[slot]++
+				total++
+			}
+		}
+		for slot := 0; slot < r.cfg.Procs; slot++ {
+			if after[slot] == 0 {
+				problems = append(problems, fmt.Sprintf("slot %d: no acknowledged operation between the failover that ended at %s and the next", slot, w.to.Format("15:04:05.000")))
+			}
 		}
 	}
-	rep.check("failover: every slot works on the promoted primary", problems,
-		fmt.Sprintf("%d acknowledged operations started after the failover, in %d slots", total, len(after)))
+	rep.check("failover: every slot works on each promoted primary", problems,
+		fmt.Sprintf("%d failovers, %d followed by %v of load judged: %d acknowledged operations on their new primaries", len(fos), judged, failoverWork, total))
 }

@@ -188,7 +188,3 @@ func TestShortPgBouncer(t *testing.T) {
 	}
 	private(t, torture.PrivatePgBouncer, "pgbouncer", 20*time.Second)
 }
-
-func TestShortFailover(t *testing.T) {
-	private(t, torture.PrivateFailover, "postgres", 20*time.Second)
-}
