@@ -257,9 +257,11 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 			len(probes), hl.kills, unjudged, rep.MaxLockRecovery.Round(time.Millisecond), r.caps.DeadOwnerBound, cfg.RecoverySlack))
 	}
 
-	// A duplicate identity refused. A process paused, partitioned or killed
-	// during the attempt renews nothing, and may rightly be taken over.
-	if r.driver == "postgres" {
+	// A duplicate identity refused: a worker process opening what a live
+	// one opens (its lock_owner on PostgreSQL, its file on SQLite). A
+	// process paused, partitioned or killed during the attempt renews
+	// nothing, and may rightly be taken over.
+	if len(dups) > 0 || r.driver == "postgres" || r.driver == "sqlite" {
 		var accepted []string
 		refused, unjudged := 0, 0
 		for _, ev := range dups {
@@ -275,7 +277,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 				accepted = append(accepted, fmt.Sprintf("a Store opened with the lock_owner of live process %s at %s was accepted", ev.P, stamp(from)))
 			}
 		}
-		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts: %d refused with ErrDuplicate, %d not judged (the owner paused or the database down)", len(dups), refused, unjudged))
+		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts by duplicate worker processes: %d refused (ErrDuplicate; SQLite ErrInUse), %d not judged (the owner paused or the database down)", len(dups), refused, unjudged))
 	}
 
 	// Guarded counters.
