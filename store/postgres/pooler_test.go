@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -16,15 +15,7 @@ import (
 // server refuses — which Open must report as store.ErrUnavailable, a
 // connection-level failure, not as an error no sentinel matches.
 func TestOpen_PgBouncerLoginFailure(t *testing.T) {
-	pg := privatePostgres(t)
-	if err := dbinstance.Available("pgbouncer"); err != nil {
-		t.Skipf("no PgBouncer: %v", err)
-	}
-	bouncer, err := dbinstance.StartPgBouncer(t.Context(), pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bouncer.Cleanup() })
+	bouncer := privateBouncer(t, privatePostgres(t))
 	dsn := withParams(bouncer.DSN("gomogile_no_such_db"), "default_query_exec_mode=simple_protocol", "lock_notify=false", "connect_timeout=10")
 	s, err := store.Open(t.Context(), dsn)
 	if err == nil {
