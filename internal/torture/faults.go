@@ -118,20 +118,26 @@ func (in *injector) fault(ctx context.Context, kind string) error {
 	case faultDupOwner:
 		return in.dupOwner(ctx)
 	case faultSessions:
-		if in.killer == nil {
-			k, err := r.newKiller(ctx)
-			if err != nil {
-				return err
+		for attempt := 0; ; attempt++ {
+			if in.killer == nil {
+				k, err := r.newKiller(ctx)
+				if err != nil {
+					return err
+				}
+				in.killer = k
 			}
-			in.killer = k
-		}
-		if err := r.kill(ctx, in.rng, in.killer); err != nil {
-			// Our own connection may be what broke: take a new one next time.
+			err := r.kill(ctx, in.rng, in.killer)
+			if err == nil {
+				return nil
+			}
+			// Our own connection may be what broke (a crash or a failover
+			// since the last time): take a new one, and try once more.
 			in.killer.close()
 			in.killer = nil
-			return err
+			if attempt == 1 {
+				return err
+			}
 		}
-		return nil
 	}
 	return r.infraFault(ctx, in.rng, kind)
 }
