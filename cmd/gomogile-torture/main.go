@@ -8,8 +8,8 @@
 // could not be carried out.
 //
 //	gomogile-torture --dsn 'mysql://root@127.0.0.1:3306/torture' --duration 10m
-//	gomogile-torture --private postgres --duration 120s   # a private server, crashed at will
-//	gomogile-torture --private postgres-failover --duration 120s
+//	gomogile-torture --private postgres --duration 120s   # a private primary and standby, crashed and failed over at will
+//	gomogile-torture --private postgres-pgbouncer --duration 120s
 //
 // Run it on an empty database of its own: it creates domains, a host,
 // devices and files, and kills every other session of that database.
@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var seed uint64
 	var verbose bool
 	fs.StringVar(&cfg.DSN, "dsn", "", "database DSN (an empty database of its own; sqlite://, mysql://, postgres://, DBI:…)")
-	fs.StringVar(&cfg.Private, "private", "", "start a private server instead of --dsn: postgres, mysql, postgres-pgbouncer or postgres-failover")
+	fs.StringVar(&cfg.Private, "private", "", "start a private server instead of --dsn: postgres (a primary with a standby), mysql or postgres-pgbouncer")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long load and faults run")
 	fs.IntVar(&cfg.Procs, "procs", 3, "tracker processes (SQLite: 1, which owns the database)")
 	fs.IntVar(&cfg.Stores, "stores", 0, "Stores per process (default 1; SQLite 3)")

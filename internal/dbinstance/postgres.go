@@ -44,6 +44,10 @@ var pgDefaults = map[string]string{
 	"logging_collector":  "off",
 	"log_min_messages":   "warning",
 	"ssl":                "off",
+	// A standby whose primary crashed and restarted reconnects within
+	// this, not the default 5s: under synchronous replication the
+	// primary's commits wait for it meanwhile.
+	"wal_retrieve_retry_interval": "'200ms'",
 }
 
 // Postgres is a private PostgreSQL server (a primary or a standby).
@@ -333,28 +337,52 @@ func (p *Postgres) StartStandby(ctx context.Context) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.standby = true
-	t0 := time.Now()
-	if err := run(s.acct, s.logPath(), filepath.Join(s.bin, "pg_basebackup"),
-		"-h", "127.0.0.1", "-p", fmt.Sprint(p.port), "-U", "root", "-D", s.data,
-		"-R", "-X", "stream", "-c", "fast", "--no-sync"); err != nil {
+	if err := s.follow(ctx, p); err != nil {
 		s.Cleanup()
 		return nil, err
 	}
-	if err := s.writeConf(); err != nil {
-		s.Cleanup()
-		return nil, err
-	}
-	if err := s.Start(ctx); err != nil {
-		s.Cleanup()
-		return nil, err
-	}
-	if err := s.waitStreaming(ctx); err != nil {
-		s.Cleanup()
-		return nil, err
-	}
-	s.logf("postgres standby of %s on %s ready in %v", p.Addr(), s.Addr(), time.Since(t0).Round(time.Millisecond))
 	return s, nil
+}
+
+// Rebuild turns p, a server stopped or killed (say a primary that failed
+// over), into a streaming standby of primary on p's own port: its data
+// directory is discarded and copied afresh from primary (pg_basebackup),
+// so whatever p had that primary never got — commits written but never
+// replicated, so never acknowledged under synchronous replication — is
+// gone, and a DSN naming p's address finds it again. It returns once p
+// streams from primary; Promote can then make it a primary in its turn.
+func (p *Postgres) Rebuild(ctx context.Context, primary *Postgres) error {
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(p.data); err != nil {
+		return fmt.Errorf("dbinstance: rebuild %s: %w", p.Addr(), err)
+	}
+	return p.follow(ctx, primary)
+}
+
+// follow copies primary into p's (absent) data directory, starts p as its
+// hot standby and waits until it streams.
+func (p *Postgres) follow(ctx context.Context, primary *Postgres) error {
+	p.standby = true
+	t0 := time.Now()
+	if err := run(p.acct, p.logPath(), filepath.Join(p.bin, "pg_basebackup"),
+		"-h", "127.0.0.1", "-p", fmt.Sprint(primary.port), "-U", "root", "-D", p.data,
+		"-R", "-X", "stream", "-c", "fast", "--no-sync"); err != nil {
+		return err
+	}
+	if err := p.writeConf(); err != nil {
+		return err
+	}
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	if err := p.waitStreaming(ctx); err != nil {
+		p.Kill()
+		return err
+	}
+	p.logf("postgres standby of %s on %s ready in %v", primary.Addr(), p.Addr(), time.Since(t0).Round(time.Millisecond))
+	return nil
 }
 
 func (p *Postgres) waitStreaming(ctx context.Context) error {

@@ -191,6 +191,32 @@ func TestPostgresStandbyPromote(t *testing.T) {
 	if n := pgCount(t, ctx, fc); n != 3 {
 		t.Errorf("rows on the promoted standby: %d, want 3", n)
 	}
+	fc.Close(context.Background())
+
+	// Fail back: the old primary is rebuilt as the new one's standby on
+	// its own port, so the same DSN survives a second failover.
+	if err := pg.Rebuild(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.SetSynchronousStandby(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgConn(t, ctx, sb.DSN("test")).Exec(ctx, "INSERT INTO t VALUES (4)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bc := pgConn(t, ctx, failover)
+	if got := bc.PgConn().Conn().RemoteAddr().String(); got != pg.Addr() {
+		t.Errorf("failover DSN connected to %s after failing back, want the rebuilt %s", got, pg.Addr())
+	}
+	if n := pgCount(t, ctx, bc); n != 4 {
+		t.Errorf("rows after failing back: %d, want 4 (every commit acknowledged under synchronous replication)", n)
+	}
 }
 
 // Instances copied from one template are separate clusters, each with

@@ -51,14 +51,20 @@
 //     ambiguous commit lets the next COMMITs through and drops their replies,
 //     cutting the connection (armed on the primary's proxy only). SQLite
 //     has no network: these print "-".
-//   - failover (Private = postgres-failover): SIGKILL of a private primary
-//     that has a synchronous streaming standby, so no acknowledged commit is
-//     lost, and promotion of the standby. Every Store names both nodes in a
+//   - failover (Private = postgres, a primary with a synchronous streaming
+//     standby, so no acknowledged commit is lost): SIGKILL of the primary
+//     and promotion of the standby. Every Store names both nodes in a
 //     multi-host DSN with target_session_attrs=read-write and reconnects by
 //     itself — pool, lock renewer and listener — to the node that accepts
-//     writes; there is no service address in front of the pair. Once per
-//     run: the new primary gets a synchronous standby of its own, which the
-//     DSN does not name.
+//     writes; there is no service address in front of the pair. The old
+//     primary is then rebuilt from the new one (pg_basebackup) as its
+//     synchronous standby on the port the DSN names, so the pair fails over
+//     again and again within one run, among dbcrash (SIGKILL and restart of
+//     whichever node is primary) and every other kind.
+//   - dupowner: a worker process of its own opens what a live process opens
+//     — its lock_owner identity on PostgreSQL, which must be refused with
+//     store.ErrDuplicate, its database file on SQLite (sqlite.ErrInUse).
+//     MySQL's session locks have no owner identity: it does not apply.
 //
 // A seed drives every random choice; the interleaving of processes and
 // the database cannot be repeated.
@@ -109,8 +115,9 @@
 // (a lock that does not exclude, a late Lost, a fenced write not checked, a
 // double lease, a reused fid, a lost commit) that every worker process
 // applies to its Stores (Config.Broken); the run must report the
-// invariant's violation. torture_test.go runs each briefly on every backend
-// where it can show.
+// invariant's violation. torture_test.go runs each briefly on every
+// backend, SQLite included: there, where nothing takes a lock from a live
+// holder, late-lost and unfenced make their locks expire after a 5ms lease.
 //
 // cmd/gomogile-torture runs the program from the command line, as long as
 // asked; `make torture DURATION=120s BACKEND=postgres` runs it on each

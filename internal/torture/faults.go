@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
@@ -28,7 +27,7 @@ const (
 	faultCut       = "cut"       // the proxy closes every connection
 	faultAmbiguous = "ambiguous" // the proxy drops the replies of the next COMMITs (and cuts their connections)
 	faultFailover  = "failover"  // SIGKILL of the primary, promotion of the standby
-	faultDupOwner  = "dupowner"  // a Store opened with a live process's lock_owner identity (PostgreSQL)
+	faultDupOwner  = "dupowner"  // a worker process opening a live one's identity: its lock_owner (PostgreSQL), its database file (SQLite)
 )
 
 // injector makes one fault every FaultEvery, taking the kinds that apply
@@ -39,6 +38,7 @@ type injector struct {
 	rng    *rand.Rand
 	kinds  []string
 	killer *sessionKiller
+	dups   int // duplicate processes started
 	wg     sync.WaitGroup
 }
 
@@ -48,7 +48,9 @@ func newInjector(r *run) *injector {
 	if r.caps.CrossProcess {
 		in.kinds = append(in.kinds, faultSessions)
 	}
-	if r.driver == "postgres" {
+	if r.driver == "postgres" || r.driver == "sqlite" {
+		// MySQL's locks belong to server sessions: there is no owner
+		// identity to duplicate.
 		in.kinds = append(in.kinds, faultDupOwner)
 	}
 	in.kinds = append(in.kinds, r.infraKinds()...)
@@ -116,20 +118,26 @@ func (in *injector) fault(ctx context.Context, kind string) error {
 	case faultDupOwner:
 		return in.dupOwner(ctx)
 	case faultSessions:
-		if in.killer == nil {
-			k, err := r.newKiller(ctx)
-			if err != nil {
-				return err
+		for attempt := 0; ; attempt++ {
+			if in.killer == nil {
+				k, err := r.newKiller(ctx)
+				if err != nil {
+					return err
+				}
+				in.killer = k
 			}
-			in.killer = k
-		}
-		if err := r.kill(ctx, in.rng, in.killer); err != nil {
-			// Our own connection may be what broke: take a new one next time.
+			err := r.kill(ctx, in.rng, in.killer)
+			if err == nil {
+				return nil
+			}
+			// Our own connection may be what broke (a crash or a failover
+			// since the last time): take a new one, and try once more.
 			in.killer.close()
 			in.killer = nil
-			return err
+			if attempt == 1 {
+				return err
+			}
 		}
-		return nil
 	}
 	return r.infraFault(ctx, in.rng, kind)
 }
@@ -344,23 +352,30 @@ func (in *injector) dupOwner(ctx context.Context) error {
 			return nil
 		}
 	}
-	dsn := withParams(r.dsn, "lock_owner", slotOwner(p.slot))
-	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	// A worker process of its own, opening what the owner's slot opens:
+	// the same DSN (the same lock_owner identity, the same database file),
+	// through the same proxies.
+	dup := fmt.Sprintf("d%d.%d", p.slot, in.dups)
+	in.dups++
 	start := time.Now()
-	st, err := store.Open(octx, dsn)
+	d, err := r.spawn(workerConfig{Proc: dup, DSN: r.slotDSN(p.slot), DupOf: p.prefix, OpTimeout: r.cfg.OpTimeout})
+	if err != nil {
+		return err
+	}
 	r.countFault(faultDupOwner)
+	select {
+	case <-d.exited:
+	case <-time.After(r.cfg.OpTimeout + 15*time.Second):
+		r.signal(d, syscall.SIGKILL)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ev := event{K: "dupowner", P: p.prefix, S: nanos(start), T: nanos(time.Now()), E: kindOf(err)}
-	if err == nil {
-		_ = st.Close()
-		ev.Msg = "accepted"
-	} else if !errors.Is(err, store.ErrDuplicate) {
-		ev.Msg = err.Error()
+	if !r.dupSeen[p.prefix] {
+		// It died before it could tell: not judged.
+		r.history = append(r.history, event{K: "dupowner", P: p.prefix, S: nanos(start), T: nanos(time.Now()), E: "other", Msg: fmt.Sprintf("duplicate process %s: %v\n%s", dup, d.err, d.stderr)})
 	}
-	r.history = append(r.history, ev)
-	r.cfg.Logf("torture: second Store with %s's identity %s: %v", p.prefix, slotOwner(p.slot), err)
+	delete(r.dupSeen, p.prefix)
+	r.cfg.Logf("torture: duplicate process %s of %s (identity %s) exited: %v", dup, p.prefix, slotOwner(p.slot), d.err)
 	return nil
 }
 

@@ -39,9 +39,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	ops := newOpLog()
 	files := newFileLog()
 	queue := newQueueLog(cfg.ClockSkew)
-	holds := map[holdKey]*holding{}
-	var allHolds []*holding
-	open := map[string]map[holdKey]*holding{} // process prefix → open holdings
+	hl := newHoldLog()
 	writes := map[holdKey]*guardedWrite{}
 	var allWrites []*guardedWrite
 	var early, badSeen []string
@@ -50,89 +48,22 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	abandonPending := map[int64]bool{}
 	requeues := map[holdKey]func(string, time.Time){}
 	leases := map[holdKey]*leaseRec{}
-	stoppedAt := map[string]time.Time{}
-	pauses := map[string][]pause{}
-	type kill struct {
-		at    time.Time
-		names []string
-	}
-	var kills []kill
 	var probes []event
 	var dups []event
 	var created []event
 	var cstarts int64
 	var deadlineOps []event
-	var unplaced int
 
 	for _, ev := range h.events {
 		t := fromNanos(ev.T)
-		pfx := procPrefix(ev.P)
 		switch ev.K {
 		case "op":
 			ops.noteKind(ev.Op, ev.E, ev.Msg)
 			if ev.D != 0 {
 				deadlineOps = append(deadlineOps, ev)
 			}
-		case "grant":
-			hd := &holding{proc: ev.P, name: ev.N, id: ev.H, token: ev.Tok, from: t, call: fromNanos(ev.S), end: endOpen}
-			k := holdKey{ev.P, ev.H}
-			holds[k] = hd
-			// A process stopped during its Lock call was granted the lock
-			// at some instant between the call and the stop, but stamped it
-			// after SIGCONT: with no known instant, the holding is left out
-			// of the time checks; what it writes is judged by its fence.
-			if p, ok := pausedDuring(pauses[pfx], fromNanos(ev.S), t); ok {
-				hd.from, hd.to, hd.end = p, p, endPaused
-				unplaced++
-				break
-			}
-			// Stamped after the coordinator's SIGSTOP stamp, with no SIGCONT
-			// yet: the process ran on for a moment between the stamp and
-			// the signal's arrival (a loaded machine can delay either by
-			// hundreds of milliseconds). Its holding began before it really
-			// stopped and ends, for the time checks, at the stop, like the
-			// holdings the stop found open; what it writes after SIGCONT is
-			// judged by its fence.
-			if from, ok := stoppedAt[pfx]; ok {
-				hd.from, hd.to, hd.end = from, from, endPaused
-				unplaced++
-				break
-			}
-			allHolds = append(allHolds, hd)
-			if open[pfx] == nil {
-				open[pfx] = map[holdKey]*holding{}
-			}
-			open[pfx][k] = hd
-		case "end":
-			k := holdKey{ev.P, ev.H}
-			if hd := open[pfx][k]; hd != nil {
-				hd.to, hd.end = t, ev.Msg
-				delete(open[pfx], k)
-			}
-		case "kill", "stop":
-			cause := endKilled
-			if ev.K == "stop" {
-				cause = endPaused
-				stoppedAt[pfx] = t
-			}
-			var names []string
-			for k, hd := range open[pfx] {
-				hd.to, hd.end = t, cause
-				delete(open[pfx], k)
-				names = append(names, hd.name)
-			}
-			if ev.K == "kill" {
-				kills = append(kills, kill{at: t, names: names})
-				if from, ok := stoppedAt[pfx]; ok {
-					pauses[pfx] = append(pauses[pfx], pause{from, t})
-					delete(stoppedAt, pfx)
-				}
-			}
-		case "cont":
-			if from, ok := stoppedAt[pfx]; ok {
-				pauses[pfx] = append(pauses[pfx], pause{from, t})
-				delete(stoppedAt, pfx)
-			}
+		case "grant", "end", "kill", "stop", "cont":
+			hl.note(ev)
 		case "probe":
 			probes = append(probes, ev)
 		case "dupowner":
@@ -142,7 +73,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 		case "bad":
 			badSeen = append(badSeen, ev.Msg)
 		case "set":
-			w := &guardedWrite{ctr: ev.C - 1, proc: ev.P, hold: holds[holdKey{ev.P, ev.H}], get: fromNanos(ev.S), invoke: t, outcome: maybe, read: ev.V, wrote: ev.W}
+			w := &guardedWrite{ctr: ev.C - 1, proc: ev.P, hold: hl.holds[holdKey{ev.P, ev.H}], get: fromNanos(ev.S), invoke: t, outcome: maybe, read: ev.V, wrote: ev.W}
 			if w.hold == nil {
 				w.hold = &holding{proc: ev.P, name: ev.N, token: ev.Tok, from: w.get}
 			}
@@ -235,7 +166,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	// by a partition, say) believes. A lease survives in the data; the
 	// restart epoch is what keeps the next grant out, and is judged.
 	if r.caps.LockMechanism == "session" && r.srv != nil {
-		for _, hd := range allHolds {
+		for _, hd := range hl.all {
 			if at, ok := r.srv.crashDuring(hd.from, hd.to); ok {
 				hd.to, hd.end = at, endCrashed
 			}
@@ -245,10 +176,10 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	// Locks: exclusion by time and by token order, judged by package check.
 	bound, doc := lostBound(r.driver)
 	slack := bound + cfg.LostSlack
-	ls := LockStats{Holds: len(allHolds), Bound: slack, BoundDoc: doc, EndedBy: map[string]int64{}}
-	chk := make([]check.Hold, 0, len(allHolds))
-	byCall := make([]check.Hold, 0, len(allHolds))
-	for _, hd := range allHolds {
+	ls := LockStats{Holds: len(hl.all), Bound: slack, BoundDoc: doc, EndedBy: map[string]int64{}}
+	chk := make([]check.Hold, 0, len(hl.all))
+	byCall := make([]check.Hold, 0, len(hl.all))
+	for _, hd := range hl.all {
 		ls.EndedBy[hd.end]++
 		c := hd.check()
 		// For token order a grant is placed at its Lock call: it was made
@@ -274,12 +205,12 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	rep.Locks = ls
 	rep.check("locks: no timeout before the time asked", early, fmt.Sprintf("%d lock calls", ops.total("lock")))
 	rep.check("locks: no two holders at once (by time)", violations(check.Exclusion(chk, 0)), fmt.Sprintf("%d holdings, ended by %s (%d more granted during a pause, not placed in time); a Lost stamp may come %v after the next grant (%s)",
-		ls.Holds, fmtCounts(ls.EndedBy), unplaced, slack, doc))
+		ls.Holds, fmtCounts(ls.EndedBy), hl.unplaced, slack, doc))
 	rep.check("locks: later grants carry larger fencing tokens", violations(check.TokenOrder(byCall)), fmt.Sprintf("%d holdings", ls.Holds))
 
 	// Dead owners freed within the bound.
 	grants := map[string][]*holding{}
-	for _, hd := range allHolds {
+	for _, hd := range hl.all {
 		grants[hd.name] = append(grants[hd.name], hd)
 	}
 	for _, hs := range grants {
@@ -323,12 +254,14 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 			}
 		}
 		rep.check("locks: a killed holder's lock freed within DeadOwnerBound", slow, fmt.Sprintf("%d probes after %d kills (%d during a database crash, not judged); worst %v; bound %v + %v slack",
-			len(probes), len(kills), unjudged, rep.MaxLockRecovery.Round(time.Millisecond), r.caps.DeadOwnerBound, cfg.RecoverySlack))
+			len(probes), hl.kills, unjudged, rep.MaxLockRecovery.Round(time.Millisecond), r.caps.DeadOwnerBound, cfg.RecoverySlack))
 	}
 
-	// A duplicate identity refused. A process paused, partitioned or killed
-	// during the attempt renews nothing, and may rightly be taken over.
-	if r.driver == "postgres" {
+	// A duplicate identity refused: a worker process opening what a live
+	// one opens (its lock_owner on PostgreSQL, its file on SQLite). A
+	// process paused, partitioned or killed during the attempt renews
+	// nothing, and may rightly be taken over.
+	if len(dups) > 0 || r.driver == "postgres" || r.driver == "sqlite" {
 		var accepted []string
 		refused, unjudged := 0, 0
 		for _, ev := range dups {
@@ -338,13 +271,13 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 				refused++
 			case ev.Msg != "accepted":
 				unjudged++ // failed otherwise (the database down)
-			case overlapsPause(pauses[ev.P], from, to) || r.srv.wasDown(from.Add(-3*time.Second), to):
+			case overlapsPause(hl.pauses[ev.P], from, to) || r.srv.wasDown(from.Add(-3*time.Second), to):
 				unjudged++
 			default:
 				accepted = append(accepted, fmt.Sprintf("a Store opened with the lock_owner of live process %s at %s was accepted", ev.P, stamp(from)))
 			}
 		}
-		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts: %d refused with ErrDuplicate, %d not judged (the owner paused or the database down)", len(dups), refused, unjudged))
+		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts by duplicate worker processes: %d refused (ErrDuplicate; SQLite ErrInUse), %d not judged (the owner paused or the database down)", len(dups), refused, unjudged))
 	}
 
 	// Guarded counters.
@@ -381,12 +314,12 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	for _, ev := range deadlineOps {
 		start, ret := fromNanos(ev.S), fromNanos(ev.T)
 		paused := false
-		for _, p := range pauses[procPrefix(ev.P)] {
+		for _, p := range hl.pauses[procPrefix(ev.P)] {
 			if p.from.Before(ret) && p.to.After(start) {
 				paused = true
 			}
 		}
-		if _, still := stoppedAt[procPrefix(ev.P)]; still {
+		if _, still := hl.stoppedAt[procPrefix(ev.P)]; still {
 			paused = true
 		}
 		if !paused {
@@ -482,34 +415,54 @@ func violations(vs []check.Violation) []string {
 	return out
 }
 
-// judgeFailover checks, after a failover, that every worker slot got
-// acknowledged work done on the promoted primary: the Stores are to find it
-// through their multi-host DSN by themselves, and every acknowledged commit
-// being there says nothing if none came after the failover.
+// judgeFailover checks, after each failover, that every worker slot got
+// acknowledged work done on the promoted primary before the next failover:
+// the Stores are to find it through their multi-host DSN by themselves,
+// and every acknowledged commit being there says nothing if none came
+// after the failover. A failover followed by less than failoverWork of
+// load (the run's end, or the next failover) is not judged: a slot may
+// spend that long paused or restarting after a kill.
 func (h *history) judgeFailover(rep *Report) {
 	r := h.r
-	at, ok := r.srv.failedOverAt()
-	if !ok {
+	fos := r.srv.failoverWindows()
+	if len(fos) == 0 {
 		return
 	}
-	after := map[int]int{}
+	const failoverWork = 5 * time.Second
+	var end int64
 	for _, ev := range h.events {
-		var slot int
-		if ev.K != "op" || ev.E != "ok" || ev.S <= nanos(at) {
-			continue
-		}
-		if _, err := fmt.Sscanf(ev.P, "p%d.", &slot); err == nil {
-			after[slot]++
+		if ev.K == "op" {
+			end = max(end, ev.T)
 		}
 	}
 	var problems []string
-	total := 0
-	for slot := 0; slot < r.cfg.Procs; slot++ {
-		total += after[slot]
-		if after[slot] == 0 {
-			problems = append(problems, fmt.Sprintf("slot %d: no acknowledged operation started after the failover ended at %s", slot, at.Format("15:04:05.000")))
+	total, judged := 0, 0
+	for i, w := range fos {
+		until := end
+		if i+1 < len(fos) {
+			until = nanos(fos[i+1].from)
+		}
+		if time.Duration(until-nanos(w.to)) < failoverWork {
+			continue
+		}
+		judged++
+		after := map[int]int{}
+		for _, ev := range h.events {
+			var slot int
+			if ev.K != "op" || ev.E != "ok" || ev.S <= nanos(w.to) || ev.S >= until {
+				continue
+			}
+			if _, err := fmt.Sscanf(ev.P, "p%d.", &slot); err == nil {
+				after[slot]++
+				total++
+			}
+		}
+		for slot := 0; slot < r.cfg.Procs; slot++ {
+			if after[slot] == 0 {
+				problems = append(problems, fmt.Sprintf("slot %d: no acknowledged operation between the failover that ended at %s and the next", slot, w.to.Format("15:04:05.000")))
+			}
 		}
 	}
-	rep.check("failover: every slot works on the promoted primary", problems,
-		fmt.Sprintf("%d acknowledged operations started after the failover, in %d slots", total, len(after)))
+	rep.check("failover: every slot works on each promoted primary", problems,
+		fmt.Sprintf("%d failovers, %d followed by %v of load judged: %d acknowledged operations on their new primaries", len(fos), judged, failoverWork, total))
 }

@@ -135,6 +135,7 @@ type run struct {
 	bad     int                         // undecodable history lines (a SIGKILL mid-write)
 	stopped map[string]bool
 	hello   map[string]bool // processes whose Stores are open
+	dupSeen map[string]bool // processes whose duplicate reported its attempt
 	// writing: per process, the holdings between their lock check and the
 	// return of their guarded write — where a pause does the most harm.
 	writing map[string]map[int64]bool
@@ -154,7 +155,7 @@ type run struct {
 // failed, ctx ended); invariant violations are in the Report (see
 // Report.OK), not in the error.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}, hello: map[string]bool{}, writing: map[string]map[int64]bool{}}
+	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}, hello: map[string]bool{}, dupSeen: map[string]bool{}, writing: map[string]map[int64]bool{}}
 	if cfg.Private != "" {
 		logf := cfg.Logf
 		if logf == nil {
@@ -291,6 +292,8 @@ func (r *run) record(ev event) {
 		delete(r.open[pfx], ev.H)
 	case "hello":
 		r.hello[pfx] = true
+	case "dupowner":
+		r.dupSeen[ev.P] = true
 	case "guard":
 		if r.writing[pfx] == nil {
 			r.writing[pfx] = map[int64]bool{}
@@ -318,6 +321,26 @@ func (r *run) start(slot, gen int) (*wproc, error) {
 		Dmids: r.dmids, Devids: r.devids, LockTimeout: cfg.LockTimeout, QueueLease: cfg.QueueLease,
 		OpTimeout: cfg.OpTimeout, Broken: cfg.Broken,
 	}
+	p, err := r.spawn(wc)
+	if err != nil {
+		return nil, err
+	}
+	p.slot, p.gen = slot, gen
+	r.mu.Lock()
+	if slot < len(r.procs) {
+		r.procs[slot] = p
+	} else {
+		r.procs = append(r.procs, p)
+	}
+	r.mu.Unlock()
+	cfg.Logf("torture: started %s (pid %d)", p.prefix, p.cmd.Process.Pid)
+	return p, nil
+}
+
+// spawn starts a process of this program as a torture worker told wc,
+// whose history lines join the run's.
+func (r *run) spawn(wc workerConfig) (*wproc, error) {
+	cfg := r.cfg
 	spec, err := json.Marshal(wc)
 	if err != nil {
 		return nil, err
@@ -337,7 +360,7 @@ func (r *run) start(slot, gen int) (*wproc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), WorkerEnv+"="+string(spec))
 	cmd.ExtraFiles = []*os.File{pw}
-	p := &wproc{slot: slot, gen: gen, prefix: wc.Proc, cmd: cmd, exited: make(chan struct{}), stderr: newTail(30)}
+	p := &wproc{prefix: wc.Proc, cmd: cmd, exited: make(chan struct{}), stderr: newTail(30)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		pr.Close()
@@ -362,14 +385,6 @@ func (r *run) start(slot, gen int) (*wproc, error) {
 		pr.Close()
 		p.err = cmd.Wait()
 	}()
-	r.mu.Lock()
-	if slot < len(r.procs) {
-		r.procs[slot] = p
-	} else {
-		r.procs = append(r.procs, p)
-	}
-	r.mu.Unlock()
-	cfg.Logf("torture: started %s (pid %d)", p.prefix, cmd.Process.Pid)
 	return p, nil
 }
 

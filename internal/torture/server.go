@@ -16,24 +16,28 @@ import (
 // (Config.Private), from the installed binaries, in a temporary directory
 // on its own port, and crashes it at will.
 const (
-	PrivatePostgres  = "postgres"           // a private PostgreSQL; dbcrash = SIGKILL and restart
+	// PrivatePostgres is a private PostgreSQL primary with a synchronous
+	// streaming standby, reached through a multi-host DSN: dbcrash =
+	// SIGKILL of the primary and a restart, failover = SIGKILL of the
+	// primary, promotion of the standby and the old primary rebuilt as the
+	// new one's standby, so that it fails over again and again.
+	PrivatePostgres  = "postgres"
 	PrivateMySQL     = "mysql"              // a private MariaDB; dbcrash = SIGKILL and restart
-	PrivatePgBouncer = "postgres-pgbouncer" // a private PostgreSQL behind a private PgBouncer in transaction mode
-	PrivateFailover  = "postgres-failover"  // a private PostgreSQL primary with a synchronous streaming standby, reached through a multi-host DSN
+	PrivatePgBouncer = "postgres-pgbouncer" // a private PostgreSQL behind a private PgBouncer in transaction mode (a deployment: dbcrash, no standby)
 )
 
 // servers is a run's private servers.
 type servers struct {
 	mode    string
 	pg      *dbinstance.Postgres // the primary
-	standby *dbinstance.Postgres // failover mode: the standby, nil once promoted and not yet replaced
+	standby *dbinstance.Postgres // PrivatePostgres: the standby
 	my      *dbinstance.MariaDB
 	bouncer *dbinstance.PgBouncer
-	nodes   []string                       // failover mode: the nodes' addresses, in the DSN's order
-	old     []interface{ Cleanup() error } // killed primaries, cleaned up at the end
+	nodes   []string // PrivatePostgres: the nodes' addresses, in the DSN's order
 
-	mu   sync.Mutex
-	down []window // when the database was crashed or failing over
+	mu        sync.Mutex
+	down      []window // when the database was crashed or failing over
+	failovers []window // the failovers among them
 }
 
 type window struct{ from, to time.Time }
@@ -46,23 +50,21 @@ func (r *run) startServers(ctx context.Context) error {
 	s := &servers{mode: mode}
 	r.srv = s
 	switch mode {
-	case PrivatePostgres, PrivatePgBouncer:
+	case PrivatePgBouncer:
 		pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: logf})
 		if err != nil {
 			return fmt.Errorf("torture: private postgres: %w", err)
 		}
 		s.pg = pg
 		r.cfg.DSN = pg.DSN("test")
-		if mode == PrivatePgBouncer {
-			b, err := dbinstance.StartPgBouncer(ctx, pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: logf})
-			if err != nil {
-				return fmt.Errorf("torture: private pgbouncer: %w", err)
-			}
-			s.bouncer = b
-			// store/postgres's # Poolers: no named statements, no LISTEN.
-			r.workerBase = withParams(b.DSN("test"), "default_query_exec_mode", "simple_protocol", "lock_notify", "false")
+		b, err := dbinstance.StartPgBouncer(ctx, pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: logf})
+		if err != nil {
+			return fmt.Errorf("torture: private pgbouncer: %w", err)
 		}
-	case PrivateFailover:
+		s.bouncer = b
+		// store/postgres's # Poolers: no named statements, no LISTEN.
+		r.workerBase = withParams(b.DSN("test"), "default_query_exec_mode", "simple_protocol", "lock_notify", "false")
+	case PrivatePostgres:
 		pg, err := dbinstance.StartPostgres(ctx, dbinstance.PGOptions{Logf: logf})
 		if err != nil {
 			return fmt.Errorf("torture: private postgres: %w", err)
@@ -94,7 +96,7 @@ func (r *run) startServers(ctx context.Context) error {
 		s.my = my
 		r.cfg.DSN = my.DSN("test")
 	default:
-		return fmt.Errorf("torture: unknown private server %q (want %s, %s, %s or %s)", mode, PrivatePostgres, PrivateMySQL, PrivatePgBouncer, PrivateFailover)
+		return fmt.Errorf("torture: unknown private server %q (want %s, %s or %s)", mode, PrivatePostgres, PrivateMySQL, PrivatePgBouncer)
 	}
 	return nil
 }
@@ -129,9 +131,6 @@ func (s *servers) cleanup() {
 	if s.my != nil {
 		errs = append(errs, s.my.Cleanup())
 	}
-	for _, o := range s.old {
-		errs = append(errs, o.Cleanup())
-	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(os.Stderr, "torture: clean up private servers:", err)
 	}
@@ -153,17 +152,15 @@ func (s *servers) primaryNode() int {
 	return 0
 }
 
-// failedOverAt reports when the run's failover (if any) ended.
-func (s *servers) failedOverAt() (time.Time, bool) {
-	if s == nil || s.mode != PrivateFailover {
-		return time.Time{}, false
+// failoverWindows returns the run's failovers, each from the primary's
+// SIGKILL to its replacement's synchronous standby streaming.
+func (s *servers) failoverWindows() []window {
+	if s == nil {
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.down) == 0 || s.standby != nil {
-		return time.Time{}, false
-	}
-	return s.down[len(s.down)-1].to, true
+	return append([]window(nil), s.failovers...)
 }
 
 // kinds lists the faults the private servers can make.
@@ -171,9 +168,8 @@ func (s *servers) kinds() []string {
 	if s == nil {
 		return nil
 	}
-	switch s.mode {
-	case PrivateFailover:
-		return []string{faultFailover}
+	if s.mode == PrivatePostgres {
+		return []string{faultDBCrash, faultFailover}
 	}
 	return []string{faultDBCrash}
 }
@@ -273,39 +269,37 @@ func (r *run) dbcrash(ctx context.Context) error {
 
 // failover SIGKILLs the primary and promotes the standby; the Stores find
 // it through their multi-host DSN (the dead node refuses, the promoted one
-// accepts writes). A run fails over once: the new primary gets a
-// synchronous standby so its commits stay durable, but the run does not
-// promote that one.
+// accepts writes). The old primary is then rebuilt from the new one as its
+// synchronous standby, on the port the DSN names, so the next failover
+// goes back to it. Commits wait for that standby meanwhile: the whole
+// window counts as the database being down.
 func (r *run) failover(ctx context.Context) error {
 	s := r.srv
-	if s.standby == nil {
-		return nil
-	}
+	ctx = context.WithoutCancel(ctx)
 	from := time.Now()
-	if err := s.pg.Kill(); err != nil {
-		return err
-	}
-	if err := s.standby.Promote(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.old = append(s.old, s.pg)
-	s.pg, s.standby = s.standby, nil
-	s.mu.Unlock()
-	// Give the new primary a standby of its own, synchronous in its turn
-	// (it has a port the DSN does not name: it keeps commits durable, and
-	// is not promoted in its turn).
-	sb, err := s.pg.StartStandby(context.WithoutCancel(ctx))
+	err := s.pg.Kill()
 	if err == nil {
-		s.old = append(s.old, sb)
-		err = s.pg.SetSynchronousStandby(context.WithoutCancel(ctx), true)
+		err = s.standby.Promote(ctx)
 	}
+	if err == nil {
+		s.mu.Lock()
+		s.pg, s.standby = s.standby, s.pg
+		s.mu.Unlock()
+		err = s.standby.Rebuild(ctx, s.pg)
+	}
+	if err == nil {
+		err = s.pg.SetSynchronousStandby(ctx, true)
+	}
+	w := window{from, time.Now()}
 	s.mu.Lock()
-	s.down = append(s.down, window{from, time.Now()})
+	s.down = append(s.down, w)
+	if err == nil {
+		s.failovers = append(s.failovers, w)
+	}
 	s.mu.Unlock()
 	r.trouble(-1)
 	if err != nil {
-		return fmt.Errorf("new standby: %w", err)
+		return err
 	}
 	r.countFault(faultFailover)
 	r.cfg.Logf("torture: failed over to %s in %v", s.pg.Addr(), time.Since(from).Round(time.Millisecond))

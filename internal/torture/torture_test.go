@@ -99,9 +99,6 @@ func TestNegativeControls(t *testing.T) {
 	for _, b := range []string{"sqlite", "mysql", "postgres"} {
 		for _, c := range torture.Controls() {
 			t.Run(b+"/"+c.Name, func(t *testing.T) {
-				if why, ok := c.NotOn[b]; ok {
-					t.Skip(why)
-				}
 				d := c.Duration
 				if d == 0 {
 					d = 6 * time.Second
@@ -187,8 +184,4 @@ func TestShortPgBouncer(t *testing.T) {
 		testdb.Unavailable(t, "postgres", err.Error())
 	}
 	private(t, torture.PrivatePgBouncer, "pgbouncer", 20*time.Second)
-}
-
-func TestShortFailover(t *testing.T) {
-	private(t, torture.PrivateFailover, "postgres", 20*time.Second)
 }

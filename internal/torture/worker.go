@@ -3,6 +3,7 @@ package torture
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlite"
 )
 
 // WorkerEnv is the environment variable that turns a program into a torture
@@ -36,6 +38,11 @@ type workerConfig struct {
 	QueueLease  time.Duration
 	OpTimeout   time.Duration
 	Broken      string // negative control: the wrapper to apply to every Store
+	// DupOf, when set, makes the process a duplicate of that live
+	// process: it opens one Store with DSN, the other's own (same
+	// lock_owner identity, same database file), records the outcome as a
+	// "dupowner" event of that process and exits.
+	DupOf string
 }
 
 // MaybeWorker runs the torture worker and exits when the process was started
@@ -82,6 +89,10 @@ type proc struct {
 // workerMain opens the Stores, runs the workload until ctx ends (SIGTERM),
 // then releases and closes everything.
 func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
+	if cfg.DupOf != "" {
+		dupMain(ctx, cfg, em)
+		return nil
+	}
 	p := &proc{cfg: cfg, em: em}
 	var stores []store.Store
 	defer func() {
@@ -126,6 +137,26 @@ func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
 	wg.Wait()
 	p.wg.Wait()
 	return nil
+}
+
+// dupMain is a duplicate process's one attempt: a Store opened with the
+// identity of a live one must be refused (PostgreSQL: store.ErrDuplicate,
+// the owner renews its lease; SQLite: sqlite.ErrInUse, the owner holds the
+// file). Msg is empty when it was refused so, "accepted" when it opened.
+func dupMain(ctx context.Context, cfg workerConfig, em *emitter) {
+	octx, cancel := context.WithTimeout(ctx, cfg.OpTimeout+5*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := store.Open(octx, cfg.DSN)
+	ev := event{K: "dupowner", P: cfg.DupOf, S: nanos(start), T: nanos(time.Now()), E: kindOf(err)}
+	switch {
+	case err == nil:
+		_ = st.Close()
+		ev.Msg = "accepted"
+	case !errors.Is(err, store.ErrDuplicate) && !errors.Is(err, sqlite.ErrInUse):
+		ev.Msg = err.Error()
+	}
+	em.emit(ev)
 }
 
 // openRetry opens a Store, retrying while the database is down (a crash,

@@ -214,6 +214,10 @@ func TestDialect_Classify(t *testing.T) {
 		{"LockNotAvailable", &pgconn.PgError{Code: "55P03"}, sqlstore.ErrKindRetry},
 		{"AdminShutdown", &pgconn.PgError{Code: "57P01", Severity: "FATAL"}, sqlstore.ErrKindConnLost},
 		{"ConnectionFailure", &pgconn.PgError{Code: "08006"}, sqlstore.ErrKindConnLost},
+		// PgBouncer wraps every server login failure in 08P01.
+		{"PoolerLoginFailing", &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server login has been failing, try again later (server_login_retry)"}, sqlstore.ErrKindConnLost},
+		{"PoolerCannotConnect", &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "pgbouncer cannot connect to server"}, sqlstore.ErrKindConnLost},
+		{"CannotConnectNow", &pgconn.PgError{Severity: "FATAL", Code: "57P03", Message: "the database system is starting up"}, sqlstore.ErrKindConnLost},
 		{"BadConn", fmt.Errorf("x: %w", driver.ErrBadConn), sqlstore.ErrKindConnLost},
 		{"EOF", fmt.Errorf("read: %w", io.EOF), sqlstore.ErrKindConnLost},
 		// What pgx returns for a statement on a connection it has closed,

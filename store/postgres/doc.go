@@ -202,4 +202,10 @@
 // transaction) with these settings (TestConformancePgBouncer). With a
 // session-mode pooler, or none, the defaults apply. Each Store uses its pool
 // plus one session for renewal and, with notifications, one for LISTEN.
+//
+// PgBouncer answers every failed server login with SQLSTATE 08P01 ("server
+// login has been failing" while the server is down or recovering, but also
+// a database the server does not have), so through it Open reports them
+// all as store.ErrUnavailable, where a direct connection tells a refused
+// login or a missing database (no sentinel) from an unreachable server.
 package postgres

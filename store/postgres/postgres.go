@@ -53,6 +53,14 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	db := openDB(cfg.conn)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
+			// Down, unreachable, starting up, or behind a pooler, which
+			// answers every failed server login with SQLSTATE 08P01
+			// (PgBouncer's "server login has been failing"): worth
+			// retrying, unlike a refused login or a missing database
+			// the server itself reports.
+			return sqlstore.Config{}, fmt.Errorf("%w: postgres: connect: %w", store.ErrUnavailable, err)
+		}
 		return sqlstore.Config{}, fmt.Errorf("postgres: connect: %w", err)
 	}
 	host, _ := os.Hostname()

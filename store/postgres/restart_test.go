@@ -30,6 +30,21 @@ func privatePostgres(t *testing.T) *dbinstance.Postgres {
 	return pg
 }
 
+// privateBouncer starts a PgBouncer of the test's own in transaction
+// mode in front of pg; it is removed when the test ends.
+func privateBouncer(t *testing.T, pg *dbinstance.Postgres) *dbinstance.PgBouncer {
+	t.Helper()
+	if err := dbinstance.Available("pgbouncer"); err != nil {
+		t.Skipf("no PgBouncer: %v", err)
+	}
+	b, err := dbinstance.StartPgBouncer(t.Context(), pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Cleanup() })
+	return b
+}
+
 // lostAt reports when l's Lost fires.
 func lostAt(l store.Lock) <-chan time.Time {
 	c := make(chan time.Time, 1)
@@ -90,15 +105,7 @@ func TestLocks_ServerCrashRestart(t *testing.T) {
 			dsn := withParams(pg.DSN("test"), append([]string{"lock_lease=" + lease.String()}, mode.params...)...)
 			holderDSN := dsn
 			if mode.bouncer {
-				if err := dbinstance.Available("pgbouncer"); err != nil {
-					t.Skipf("no PgBouncer: %v", err)
-				}
-				bouncer, err := dbinstance.StartPgBouncer(t.Context(), pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: t.Logf})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { bouncer.Cleanup() })
-				holderDSN = behind(t, dsn, bouncer.Addr())
+				holderDSN = behind(t, dsn, privateBouncer(t, pg).Addr())
 			}
 			var proxy *faultproxy.Proxy
 			if mode.cutOff {

@@ -12,9 +12,18 @@
 //	              is the last real token this wrapper saw for the name, and
 //	              its Lost never fires                      (exclusion, token order)
 //	late-lost     Lost is forwarded Delay after the real one fired
-//	              (default twice DeadOwnerBound, at least 1s)   (exclusion)
+//	              (default twice DeadOwnerBound, at least 1s), or
+//	              after the lock's Lease expired and the real lock
+//	              was released underneath its holder         (exclusion)
 //	unfenced      every write runs with the fences stripped from its ctx,
-//	              so a stale guarded write lands             (counters)
+//	              so a stale guarded write lands; its locks expire
+//	              after Lease too, Lost closing on time      (counters)
+//
+// Lease defaults to 5ms for in-process locks (SQLite), which nothing else
+// can take from a live holder, so that late-lost and unfenced show there
+// as on the backends whose locks faults take away; elsewhere locks are
+// lost only by the run's faults.
+//
 //	double-lease  every Lease makes the rows it took due again at once, as
 //	              if the lease were ignored                  (leases)
 //	reused-fid    every 2nd CreateTempFile returns the fid it returned
@@ -45,6 +54,10 @@ type Config struct {
 	// Delay is how long late-lost holds back Lost; 0 takes twice the
 	// backend's DeadOwnerBound, at least one second.
 	Delay time.Duration
+	// Lease is how long a lock of late-lost or unfenced is held before
+	// the real lock is released underneath its holder; 0 takes 5ms for
+	// in-process locks and no expiry otherwise, a negative value none.
+	Lease time.Duration
 }
 
 type wrapper struct {
@@ -61,9 +74,11 @@ var wrappers = map[string]wrapper{
 		if d <= 0 {
 			d = max(2*s.Capabilities().DeadOwnerBound, time.Second)
 		}
-		return &lateLost{Store: s, n: newNth(c.Every), delay: d}
+		return &lateLost{Store: s, n: newNth(c.Every), delay: d, lease: leaseFor(s, c)}
 	}},
-	"unfenced":     {1, func(s store.Store, c Config) store.Store { return &unfenced{Store: s, n: newNth(c.Every)} }},
+	"unfenced": {1, func(s store.Store, c Config) store.Store {
+		return &unfenced{Store: s, n: newNth(c.Every), lease: leaseFor(s, c)}
+	}},
 	"double-lease": {1, func(s store.Store, c Config) store.Store { return &doubleLease{Store: s, n: newNth(c.Every)} }},
 	"reused-fid":   {2, func(s store.Store, c Config) store.Store { return &reusedFid{Store: s, n: newNth(c.Every)} }},
 	"lost-commit":  {2, func(s store.Store, c Config) store.Store { return &lostCommit{Store: s, n: newNth(c.Every)} }},
@@ -152,6 +167,7 @@ type lateLost struct {
 	store.Store
 	n     *nth
 	delay time.Duration
+	lease time.Duration
 }
 
 func (s *lateLost) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
@@ -159,34 +175,7 @@ func (s *lateLost) Lock(ctx context.Context, name string, timeout time.Duration)
 	if err != nil || !s.n.hit() {
 		return l, err
 	}
-	ll := &lateLock{Lock: l, lost: make(chan struct{}), released: make(chan struct{})}
-	go func() {
-		select {
-		case <-l.Lost():
-		case <-ll.released:
-			return
-		}
-		time.Sleep(s.delay)
-		close(ll.lost)
-	}()
-	return ll, nil
-}
-
-type lateLock struct {
-	store.Lock
-	lost     chan struct{}
-	released chan struct{}
-	rel      sync.Once
-}
-
-func (l *lateLock) Lost() <-chan struct{} { return l.lost }
-
-func (l *lateLock) Release(ctx context.Context) error {
-	err := l.Lock.Release(ctx)
-	// A lock released before its loss needs no forwarding; one already
-	// lost keeps its delayed Lost (Release does not close Lost).
-	l.rel.Do(func() { close(l.released) })
-	return err
+	return expiring(l, s.lease, s.delay), nil
 }
 
 // doubleLease: the lease is ignored.

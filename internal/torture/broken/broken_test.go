@@ -423,3 +423,55 @@ func TestLostCommit(t *testing.T) {
 	}
 	t.Log(v[0])
 }
+
+// On SQLite nothing takes a lock from a live holder, so late-lost and
+// unfenced make their locks expire after a short lease: the real lock is
+// released underneath the holder, another Store is granted it, and the
+// holder learns late (late-lost) or on time (unfenced), its Release then
+// reporting the loss.
+func TestExpiringLease(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		cfg      broken.Config
+		lostLate bool
+	}{
+		{"late-lost", broken.Config{Delay: time.Second}, true},
+		{"unfenced", broken.Config{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := open2(t)
+			ctx := context.Background()
+			la, err := wrap(t, c.name, a, c.cfg).Lock(ctx, "n", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb, err := b.Lock(ctx, "n", 5*time.Second)
+			if err != nil {
+				t.Fatalf("the expired lock was not granted to another Store: %v", err)
+			}
+			if got := closed(la.Lost()); got == c.lostLate {
+				t.Errorf("holder's Lost closed = %v at the next grant, want %v", got, !c.lostLate)
+			}
+			if lb.Token() <= la.Token() {
+				t.Errorf("next grant's token %d not above the expired one's %d", lb.Token(), la.Token())
+			}
+			if err := la.Release(ctx); !errors.Is(err, store.ErrLockLost) {
+				t.Errorf("Release of the expired lock: %v, want ErrLockLost", err)
+			}
+			if err := lb.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// With no expiry (Lease < 0) the lock excludes as the real one.
+			lc, err := wrap(t, c.name, a, broken.Config{Lease: -1}).Lock(ctx, "m", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Lock(ctx, "m", 50*time.Millisecond); !errors.Is(err, store.ErrLockTimeout) {
+				t.Errorf("Lease -1: another Store's Lock = %v, want ErrLockTimeout", err)
+			}
+			if err := lc.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

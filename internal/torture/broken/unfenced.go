@@ -24,7 +24,19 @@ func (c unfencedCtx) Value(key any) any {
 // guards, its fence goes unchecked.
 type unfenced struct {
 	store.Store
-	n *nth
+	n     *nth
+	lease time.Duration
+}
+
+// Lock gives a lock that expires after the lease, its Lost on time: a
+// holder that checked Lost before it closed then writes unfenced after
+// the next grant, which only the fence would refuse.
+func (s *unfenced) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
+	l, err := s.Store.Lock(ctx, name, timeout)
+	if err != nil || s.lease <= 0 {
+		return l, err
+	}
+	return expiring(l, s.lease, 0), nil
 }
 
 func (s *unfenced) strip(ctx context.Context) context.Context {
