@@ -204,7 +204,7 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 	}
 	got := c.do("fsck_status")
 	if !strings.HasPrefix(got, "OK running=1&host=testhost&max_fid_checked=0&policy_only=0&end_fid=0&start_time=") ||
-		!strings.Contains(got, "&max_logid=0") {
+		!strings.Contains(got, "&max_logid=0&queue_length=0") {
 		t.Errorf("fsck_status: %s", got)
 	}
 	c.want("fsck_stop", "OK ")
@@ -223,6 +223,10 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 	got = c.do("rebalance_start")
 	if !strings.HasPrefix(got, "OK state=bytes_queued%3D0+completed_devs%3D+") {
 		t.Errorf("rebalance_start: %s", got)
+	}
+	// queue_length, gomogile's own, follows the state: no moves queued yet.
+	if got := c.do("rebalance_status"); !strings.HasPrefix(got, "OK state=bytes_queued%3D0+") || !strings.HasSuffix(got, "&queue_length=0") {
+		t.Errorf("rebalance_status: %s", got)
 	}
 	c.want("rebalance_reset", "ERR rebal_running rebalance+is+running")
 	c.want("rebalance_stop", "OK ")

@@ -3,6 +3,7 @@ package tracker
 import (
 	"context"
 
+	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
@@ -34,8 +35,16 @@ func (t *Tracker) cmdRebalanceStatus(ctx context.Context, r *request) (*Reply, e
 	if !perlTrue(state) {
 		return nil, perr("no_rebal_state")
 	}
+	// queue_length (gomogile's own) counts the moves queued and not yet
+	// done, so a client can tell when the last one has run: the worker
+	// marks the run finished once it has queued everything, not moved it.
+	n, err := t.st.QueueLength(ctx, store.QueueRebalance)
+	if err != nil {
+		return nil, err
+	}
 	res := &Reply{}
 	res.Set("state", state)
+	res.Set("queue_length", n)
 	return res, nil
 }
 
