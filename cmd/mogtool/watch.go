@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultInterval is how often --watch asks the tracker for progress.
+const DefaultInterval = 2 * time.Second
+
+var (
+	// errStopped: a watched job ended before it finished (fsck_stop,
+	// rebalance_stop), so a script waiting on it must not go on as if it had.
+	errStopped = errors.New("stopped before it finished")
+	// errInterrupted: the operator interrupted --watch; the job itself goes
+	// on on the tracker.
+	errInterrupted = errors.New("watch interrupted; the job goes on on the tracker")
+)
+
+// watchFlags adds --watch and --interval to a command's flags.
+func watchFlags(fs *flag.FlagSet) (watch *bool, interval *time.Duration) {
+	watch = fs.Bool("watch", false, "follow progress on one live line until the job ends")
+	interval = fs.Duration("interval", DefaultInterval, "time between progress polls with --watch")
+	return watch, interval
+}
+
+func checkInterval(name string, d time.Duration) error {
+	if d <= 0 {
+		return usagef("%s: --interval must be positive, not %v", name, d)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal (a character device), where
+// the progress line is redrawn in place rather than appended.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// poll asks the tracker once: the progress line to show, and whether the
+// job is over. A job that ended without finishing returns its last line
+// with done and an error wrapping errStopped.
+type poll func(ctx context.Context) (line string, done bool, err error)
+
+// liveLine shows successive progress lines: on a terminal one line
+// rewritten in place (carriage return, padded over the previous text),
+// elsewhere one line per poll, so logs and pipes get a readable record.
+type liveLine struct {
+	w    io.Writer
+	tty  bool
+	last int // length of the line on screen (tty only)
+}
+
+func (l *liveLine) show(s string) {
+	if !l.tty {
+		fmt.Fprintln(l.w, s)
+		return
+	}
+	pad := ""
+	if n := l.last - len(s); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	fmt.Fprint(l.w, "\r"+s+pad)
+	l.last = len(s)
+}
+
+// end leaves the cursor on a fresh line after an in-place line.
+func (l *liveLine) end() {
+	if l.tty && l.last > 0 {
+		fmt.Fprintln(l.w)
+		l.last = 0
+	}
+}
+
+// watch polls every interval, showing each line, until p reports the job
+// over, p fails (a tracker error) or ctx ends (errInterrupted).
+func watch(ctx context.Context, w io.Writer, interval time.Duration, p poll) error {
+	l := &liveLine{w: w, tty: isTerminal(w)}
+	defer l.end()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		line, done, err := p(ctx)
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		if line != "" {
+			l.show(line)
+		}
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errInterrupted
+		case <-t.C:
+		}
+	}
+}
+
+// meter turns successive progress counts into a rate and an ETA, measured
+// from the first count it saw (the tracker's numbers carry no rate).
+type meter struct {
+	seen bool
+	t0   time.Time
+	n0   int64
+}
+
+// observe records done of total at now. ok is false while no rate is
+// known yet (first sample, or no progress since).
+func (m *meter) observe(now time.Time, done, total int64) (rate float64, eta time.Duration, ok bool) {
+	if !m.seen {
+		m.seen, m.t0, m.n0 = true, now, done
+		return 0, 0, false
+	}
+	el := now.Sub(m.t0).Seconds()
+	if el <= 0 || done <= m.n0 {
+		return 0, 0, false
+	}
+	rate = float64(done-m.n0) / el
+	if left := total - done; left > 0 {
+		eta = time.Duration(float64(left) / rate * float64(time.Second))
+	}
+	return rate, eta, true
+}
+
+// progress formats "DONE/TOTAL UNIT (P%), R UNIT/s, ETA D"; the rate and
+// ETA parts are "-" while the meter knows none.
+func progress(done, total int64, unit string, rate float64, eta time.Duration, ok bool) string {
+	pct := "-"
+	if total > 0 {
+		pct = fmt.Sprintf("%.1f%%", 100*float64(min(max(done, 0), total))/float64(total))
+	}
+	r, e := "-", "-"
+	if ok {
+		r = fmt.Sprintf("%.1f", rate)
+		e = eta.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d %s (%s), %s %s/s, ETA %s", done, total, unit, pct, r, unit, e)
+}
