@@ -194,4 +194,9 @@
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).
+//   - fsck_status and rebalance_status also return queue_length, the fids
+//     still queued for checking or moving: both jobs end their run once
+//     every fid is queued, so without it a client cannot tell when the last
+//     one has been handled. Clients of the original ignore the extra key
+//     (TestCommands_FsckAndRebalance).
 package tracker
