@@ -1,7 +1,8 @@
 package main
 
-// fsck, rebalance and drain against a real tracker (with its workers) on
-// SQLite and real storage nodes.
+// fsck, rebalance and drain against a real tracker (with its workers) and
+// real storage nodes, on SQLite and, for the jobs run to their end, on
+// MySQL and PostgreSQL as internal/testdb finds them.
 
 import (
 	"bytes"
@@ -21,8 +22,11 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/client"
+	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/mogstored"
 	"github.com/gomogile/gomogile/store"
+	_ "github.com/gomogile/gomogile/store/mysql"
+	_ "github.com/gomogile/gomogile/store/postgres"
 	_ "github.com/gomogile/gomogile/store/sqlite"
 	trackerd "github.com/gomogile/gomogile/tracker"
 	"github.com/gomogile/gomogile/tracker/jobs"
@@ -39,15 +43,29 @@ type liveCluster struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// startCluster runs a tracker on a fresh SQLite database and nnodes
+// TestMain removes the test containers this binary started, when it is
+// their last user (see testdb.Main).
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+// eachBackend runs f on a fresh database of each backend (MySQL and
+// PostgreSQL skipped without a server, failed under CI).
+func eachBackend(t *testing.T, f func(t *testing.T, dsn string)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, sqliteDSN(t)) })
+	t.Run("mysql", func(t *testing.T) { f(t, testdb.MySQL(t)) })
+	t.Run("postgres", func(t *testing.T) { f(t, testdb.Postgres(t)) })
+}
+
+func sqliteDSN(t *testing.T) string { return "sqlite:///" + filepath.Join(t.TempDir(), "db") }
+
+// startCluster runs a tracker on the empty database dsn and nnodes
 // storage nodes with one device each (dev1 on node1, ...), domain "d" with
 // class "one" (one copy); withJobs runs the workers and the job master.
-func startCluster(t *testing.T, nnodes int, withJobs bool) *liveCluster {
+func startCluster(t *testing.T, dsn string, nnodes int, withJobs bool) *liveCluster {
 	t.Helper()
 	ctx := t.Context()
 	oc, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := store.Open(oc, "sqlite:///"+filepath.Join(t.TempDir(), "db"))
+	st, err := store.Open(oc, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +163,24 @@ func (lc *liveCluster) upload(t *testing.T, key string) []int {
 	return fi.DevIDs
 }
 
+// wantState checks a device's state as get_devices reports it.
+func (lc *liveCluster) wantState(t *testing.T, devid int, state string) {
+	t.Helper()
+	devs, err := lc.cl.GetDevices(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if d.ID == devid {
+			if d.Status != state {
+				t.Errorf("dev%d is %s; want %s", devid, d.Status, state)
+			}
+			return
+		}
+	}
+	t.Errorf("no dev%d", devid)
+}
+
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -165,8 +201,10 @@ func wantExit1(t *testing.T, err error, stderrHas string) {
 	}
 }
 
-func TestDrain_MoveWatch(t *testing.T) {
-	lc := startCluster(t, 2, true)
+func TestDrain_MoveWatch(t *testing.T) { eachBackend(t, testDrainMoveWatch) }
+
+func testDrainMoveWatch(t *testing.T, dsn string) {
+	lc := startCluster(t, dsn, 2, true)
 	var onDev1 []string
 	for i := 0; len(onDev1) < 3; i++ {
 		if i == 60 {
@@ -213,19 +251,12 @@ func TestDrain_MoveWatch(t *testing.T) {
 			t.Errorf("%s on devices %v after the drain; want [2]", key, fi.DevIDs)
 		}
 	}
-	devs, err := lc.cl.GetDevices(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range devs {
-		if d.ID == 1 && d.Status != "drain" {
-			t.Errorf("dev1 is %s after the rebalance; want drain (leave_in_drain_mode)", d.Status)
-		}
-	}
+	// leave_in_drain_mode: the emptied device takes no new files.
+	lc.wantState(t, 1, "drain")
 }
 
 func TestDrain_WithoutMove(t *testing.T) {
-	lc := startCluster(t, 2, false)
+	lc := startCluster(t, sqliteDSN(t), 2, false)
 	out, _, err := lc.mogtool(t, "drain", "2", "1")
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +268,8 @@ func TestDrain_WithoutMove(t *testing.T) {
 	if out != want {
 		t.Errorf("drain printed\n%s\nwant\n%s", out, want)
 	}
+	lc.wantState(t, 1, "drain")
+	lc.wantState(t, 2, "drain")
 	// No rebalance was set up.
 	if _, _, err := lc.mogtool(t, "rebalance", "status"); !errors.Is(err, client.ErrNoRebalState) {
 		t.Errorf("rebalance status after a plain drain: %v; want ErrNoRebalState", err)
@@ -251,20 +284,12 @@ func TestDrain_WithoutMove(t *testing.T) {
 		t.Fatalf("drain of dev9: %v; want errNoDevice", err)
 	}
 	wantExit1(t, err, "dev9: no such device")
-	devs, err := lc.cl.GetDevices(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range devs {
-		if d.ID == 1 && d.Status != "alive" {
-			t.Errorf("dev1 is %s after a refused drain; want alive", d.Status)
-		}
-	}
+	lc.wantState(t, 1, "alive")
 }
 
 func TestRebalance_Commands(t *testing.T) {
 	// No job master: a started rebalance stays running until stopped.
-	lc := startCluster(t, 2, false)
+	lc := startCluster(t, sqliteDSN(t), 2, false)
 
 	_, _, err := lc.mogtool(t, "rebalance", "status")
 	if !errors.Is(err, client.ErrNoRebalState) {
@@ -330,8 +355,10 @@ func TestRebalance_Commands(t *testing.T) {
 	}
 }
 
-func TestFsck_WatchAndLog(t *testing.T) {
-	lc := startCluster(t, 1, true)
+func TestFsck_WatchAndLog(t *testing.T) { eachBackend(t, testFsckWatchAndLog) }
+
+func testFsckWatchAndLog(t *testing.T, dsn string) {
+	lc := startCluster(t, dsn, 1, true)
 	for i := range 4 {
 		lc.upload(t, fmt.Sprintf("f%d", i))
 	}
