@@ -10,6 +10,7 @@ require (
 	github.com/ory/dockertest/v3 v3.12.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // DefaultInterval is how often --watch asks the tracker for progress.
@@ -37,15 +39,19 @@ func checkInterval(name string, d time.Duration) error {
 	return nil
 }
 
-// isTerminal reports whether w is a terminal (a character device), where
-// the progress line is redrawn in place rather than appended.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// terminal reports whether w is a terminal, where the progress line is
+// redrawn in place rather than appended, and its width in columns (0 if
+// unknown).
+func terminal(w io.Writer) (ok bool, width int) {
+	f, isFile := w.(*os.File)
+	if !isFile || !term.IsTerminal(int(f.Fd())) {
+		return false, 0
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		width = 0
+	}
+	return true, width
 }
 
 // poll asks the tracker once: the progress line to show, and whether the
@@ -57,15 +63,21 @@ type poll func(ctx context.Context) (line string, done bool, err error)
 // rewritten in place (carriage return, padded over the previous text),
 // elsewhere one line per poll, so logs and pipes get a readable record.
 type liveLine struct {
-	w    io.Writer
-	tty  bool
-	last int // length of the line on screen (tty only)
+	w     io.Writer
+	tty   bool
+	width int // the terminal's columns, 0 if unknown
+	last  int // length of the line on screen (tty only)
 }
 
 func (l *liveLine) show(s string) {
 	if !l.tty {
 		fmt.Fprintln(l.w, s)
 		return
+	}
+	// A line that wrapped could not be redrawn by a carriage return; cut
+	// it one column short of the edge (the lines are ASCII).
+	if l.width > 1 && len(s) > l.width-1 {
+		s = s[:l.width-1]
 	}
 	pad := ""
 	if n := l.last - len(s); n > 0 {
@@ -86,7 +98,8 @@ func (l *liveLine) end() {
 // watch polls every interval, showing each line, until p reports the job
 // over, p fails (a tracker error) or ctx ends (errInterrupted).
 func watch(ctx context.Context, w io.Writer, interval time.Duration, p poll) error {
-	l := &liveLine{w: w, tty: isTerminal(w)}
+	l := &liveLine{w: w}
+	l.tty, l.width = terminal(w)
 	defer l.end()
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,15 @@ func TestLiveLine(t *testing.T) {
 	if want := "\rabcdef\rabc   \n"; b.String() != want {
 		t.Errorf("terminal output %q; want %q", b.String(), want)
 	}
+	// Cut one column short of a narrow terminal's edge, so it never wraps.
+	b.Reset()
+	l = &liveLine{w: &b, tty: true, width: 5}
+	l.show("abcdef")
+	l.show("ab")
+	l.end()
+	if want := "\rabcd\rab  \n"; b.String() != want {
+		t.Errorf("narrow terminal output %q; want %q", b.String(), want)
+	}
 	b.Reset()
 	l = &liveLine{w: &b}
 	l.show("abcdef")
@@ -72,7 +82,7 @@ func TestLiveLine(t *testing.T) {
 	}
 }
 
-func TestIsTerminal(t *testing.T) {
+func TestTerminal(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
 		t.Fatal(err)
@@ -84,9 +94,15 @@ func TestIsTerminal(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	for name, out := range map[string]any{"buffer": &bytes.Buffer{}, "file": f, "pipe": w} {
-		if isTerminal(out.(interface{ Write([]byte) (int, error) })) {
-			t.Errorf("isTerminal(%s) = true", name)
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	// The null device is a character device but no terminal.
+	for name, out := range map[string]io.Writer{"buffer": &bytes.Buffer{}, "file": f, "pipe": w, "null": null} {
+		if ok, _ := terminal(out); ok {
+			t.Errorf("terminal(%s) = true", name)
 		}
 	}
 }
