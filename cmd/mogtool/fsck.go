@@ -105,7 +105,7 @@ func cmdFsck(ctx context.Context, e *env, args []string) error {
 // fsckPoll reads fsck_status for --watch. Progress is the highest fid
 // queued for checking against the last fid at start (end_fid), as mogadm
 // shows it; the job is over once fsck no longer runs and its queue is
-// empty. It stopped, rather than finished, if it ended short of end_fid.
+// empty (until then it is "finishing"). It stopped, rather than finished, if it ended short of end_fid.
 func fsckPoll(c *client.Client) poll {
 	var m meter
 	return func(ctx context.Context) (string, bool, error) {
@@ -115,20 +115,20 @@ func fsckPoll(c *client.Client) poll {
 		}
 		rate, eta, ok := m.observe(time.Now(), st.MaxFidChecked, st.EndFid)
 		line := progress(st.MaxFidChecked, st.EndFid, "fids", rate, eta, ok) +
-			fmt.Sprintf(", %d queued", st.QueueLength) + fsckEvents(st.Counts)
+			fmt.Sprintf(" | %d queued", st.QueueLength) + fsckEvents(st.Counts)
 		switch {
 		case st.Running:
 			return "fsck running: " + line, false, nil
 		case st.MaxFidChecked < st.EndFid:
 			return "fsck stopped: " + line, true, fmt.Errorf("fsck %w at fid %d of %d", errStopped, st.MaxFidChecked, st.EndFid)
 		case st.QueueLength > 0:
-			return "fsck checking the last queued fids: " + line, false, nil
+			return "fsck finishing: " + line, false, nil
 		}
 		return "fsck done: " + line, true, nil
 	}
 }
 
-// fsckEvents is "; problems: MISS=2 NOPA=1", or "" without any.
+// fsckEvents is " | MISS=2 NOPA=1" (the problems found), or "" without any.
 func fsckEvents(counts map[string]int64) string {
 	codes := make([]string, 0, len(counts))
 	for k, n := range counts {
@@ -143,7 +143,7 @@ func fsckEvents(counts map[string]int64) string {
 	for i, k := range codes {
 		codes[i] = k + "=" + strconv.FormatInt(counts[k], 10)
 	}
-	return "; problems: " + strings.Join(codes, " ")
+	return " | " + strings.Join(codes, " ")
 }
 
 const fsckLogHeader = "time                 event        fid  devid\n"

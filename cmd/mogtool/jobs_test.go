@@ -234,11 +234,11 @@ func testDrainMoveWatch(t *testing.T, dsn string) {
 	}
 	last := lines[len(lines)-1]
 	n := strconv.Itoa(len(onDev1))
-	if !strings.HasPrefix(last, "rebalance done: devices 1/1, moves "+n+"/"+n+" fids (100.0%)") {
-		t.Errorf("last line %q; want rebalance done with %s/%s moves", last, n, n)
+	if !strings.HasPrefix(last, "rebalance done: "+n+"/"+n+" fids (100.0%) ") || !strings.Contains(last, " | devices 1/1 | ") {
+		t.Errorf("last line %q; want rebalance done with %s/%s fids of 1/1 devices", last, n, n)
 	}
 	for _, l := range lines[2 : len(lines)-1] {
-		if !strings.HasPrefix(l, "rebalance running: ") && !strings.HasPrefix(l, "rebalance moving the last queued fids: ") {
+		if !strings.HasPrefix(l, "rebalance running: ") && !strings.HasPrefix(l, "rebalance finishing: ") {
 			t.Errorf("progress line %q", l)
 		}
 	}
@@ -390,7 +390,7 @@ func testFsckWatchAndLog(t *testing.T, dsn string) {
 	t.Logf("fsck status --watch printed:\n%s", out)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	last := lines[len(lines)-1]
-	if !strings.HasPrefix(last, "fsck done: 4/4 fids (100.0%)") || !strings.Contains(last, ", 0 queued; problems: ") ||
+	if !strings.HasPrefix(last, "fsck done: 4/4 fids (100.0%)") || !strings.Contains(last, " | 0 queued | ") ||
 		!strings.Contains(last, "MISS=1") {
 		t.Errorf("last line %q; want fsck done, 4/4 fids, MISS=1", last)
 	}

@@ -223,12 +223,14 @@ func printRebalanceStatus(ctx context.Context, e *env) error {
 	return tw.Flush()
 }
 
-// rebalancePoll reads the run's progress for --watch: source devices done,
-// and moves done of those queued so far (fids_queued less what is still
-// queued; a device's fids are queued in batches, so the total grows while
-// a device is being read). The run is over when no tracker runs it and
-// its queue is empty; it stopped, rather than finished, if the worker
-// never marked it finished.
+// rebalancePoll reads the run's progress for --watch: the fids handled of
+// those queued so far (fids_queued less what is still queued; a device's
+// fids are queued in batches, so the total grows while a device is read;
+// a fid the worker could not move counts as handled, as its row leaves the
+// queue too), source devices done, and the bytes queued. The run is over
+// when no tracker runs it and its queue is empty (until then it is
+// "finishing"); it stopped, rather than finished, if the worker never
+// marked it finished.
 func rebalancePoll(c *client.Client) poll {
 	var m meter
 	return func(ctx context.Context) (string, bool, error) {
@@ -244,10 +246,10 @@ func rebalancePoll(c *client.Client) poll {
 		cur := ""
 		if d := rs.num("sdev_current"); d != 0 {
 			devAll++
-			cur = fmt.Sprintf(" (now dev%d)", d)
+			cur = fmt.Sprintf(" now dev%d", d)
 		}
-		line := fmt.Sprintf("devices %d/%d%s, moves %s, %s queued", devDone, devAll, cur,
-			progress(done, total, "fids", rate, eta, ok), byteSize(rs.num("bytes_queued")))
+		line := fmt.Sprintf("%s | devices %d/%d%s | %s queued", progress(done, total, "fids", rate, eta, ok),
+			devDone, devAll, cur, byteSize(rs.num("bytes_queued")))
 		finished := rs.num("time_finished") != 0
 		switch {
 		case rs.host != "":
@@ -255,7 +257,7 @@ func rebalancePoll(c *client.Client) poll {
 		case !finished:
 			return "rebalance stopped: " + line, true, fmt.Errorf("rebalance %w", errStopped)
 		case rs.queued > 0:
-			return "rebalance moving the last queued fids: " + line, false, nil
+			return "rebalance finishing: " + line, false, nil
 		}
 		return "rebalance done: " + line, true, nil
 	}

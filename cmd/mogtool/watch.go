@@ -148,17 +148,17 @@ func (m *meter) observe(now time.Time, done, total int64) (rate float64, eta tim
 	return rate, eta, true
 }
 
-// progress formats "DONE/TOTAL UNIT (P%), R UNIT/s, ETA D"; the rate and
-// ETA parts are "-" while the meter knows none.
+// progress formats "DONE/TOTAL UNIT (P%) R/s ETA D", most telling first
+// since a terminal cuts the line at its edge; the rate and ETA are left
+// out while the meter knows none.
 func progress(done, total int64, unit string, rate float64, eta time.Duration, ok bool) string {
 	pct := "-"
 	if total > 0 {
 		pct = fmt.Sprintf("%.1f%%", 100*float64(min(max(done, 0), total))/float64(total))
 	}
-	r, e := "-", "-"
+	s := fmt.Sprintf("%d/%d %s (%s)", done, total, unit, pct)
 	if ok {
-		r = fmt.Sprintf("%.1f", rate)
-		e = eta.Round(time.Second).String()
+		s += fmt.Sprintf(" %.1f/s ETA %s", rate, eta.Round(time.Second))
 	}
-	return fmt.Sprintf("%d/%d %s (%s), %s %s/s, ETA %s", done, total, unit, pct, r, unit, e)
+	return s
 }

@@ -41,11 +41,11 @@ func TestProgress(t *testing.T) {
 		ok          bool
 		want        string
 	}{
-		{3, 4, 1.5, 2400 * time.Millisecond, true, "3/4 fids (75.0%), 1.5 fids/s, ETA 2s"},
-		{0, 0, 0, 0, false, "0/0 fids (-), - fids/s, ETA -"},
-		{0, 80, 0, 0, false, "0/80 fids (0.0%), - fids/s, ETA -"},
-		{90, 80, 3, 0, true, "90/80 fids (100.0%), 3.0 fids/s, ETA 0s"},
-		{10, 1000, 0.1, 9900 * time.Second, true, "10/1000 fids (1.0%), 0.1 fids/s, ETA 2h45m0s"},
+		{3, 4, 1.5, 2400 * time.Millisecond, true, "3/4 fids (75.0%) 1.5/s ETA 2s"},
+		{0, 0, 0, 0, false, "0/0 fids (-)"},
+		{0, 80, 0, 0, false, "0/80 fids (0.0%)"},
+		{90, 80, 3, 0, true, "90/80 fids (100.0%) 3.0/s ETA 0s"},
+		{10, 1000, 0.1, 9900 * time.Second, true, "10/1000 fids (1.0%) 0.1/s ETA 2h45m0s"},
 	} {
 		if got := progress(c.done, c.total, "fids", c.rate, c.eta, c.ok); got != c.want {
 			t.Errorf("progress(%d, %d, ...) = %q; want %q", c.done, c.total, got, c.want)
@@ -121,7 +121,7 @@ func TestWatch_Stopped(t *testing.T) {
 	if !errors.Is(err, errStopped) {
 		t.Fatalf("fsck status --watch: %v; want errStopped", err)
 	}
-	if want := "fsck stopped: 50/80 fids (62.5%), - fids/s, ETA -, 7 queued; problems: MISS=2\n"; out != want {
+	if want := "fsck stopped: 50/80 fids (62.5%) | 7 queued | MISS=2\n"; out != want {
 		t.Errorf("fsck printed %q; want %q", out, want)
 	}
 	wantExit1(t, err, "fsck stopped before it finished at fid 50 of 80")
@@ -130,7 +130,7 @@ func TestWatch_Stopped(t *testing.T) {
 	if !errors.Is(err, errStopped) {
 		t.Fatalf("rebalance status --watch: %v; want errStopped", err)
 	}
-	if want := "rebalance stopped: devices 1/2, moves 4/5 fids (80.0%), - fids/s, ETA -, 0 B queued\n"; out != want {
+	if want := "rebalance stopped: 4/5 fids (80.0%) | devices 1/2 | 0 B queued\n"; out != want {
 		t.Errorf("rebalance printed %q; want %q", out, want)
 	}
 	wantExit1(t, err, "rebalance stopped before it finished")
@@ -204,9 +204,9 @@ func TestWatch_WaitsForQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "rebalance moving the last queued fids: devices 1/1, moves 2/4 fids (50.0%), - fids/s, ETA -, 2.0 KB queued\n" +
-		"rebalance moving the last queued fids: devices 1/1, moves 2/4 fids (50.0%), - fids/s, ETA -, 2.0 KB queued\n" +
-		"rebalance done: devices 1/1, moves 4/4 fids (100.0%), "
+	want := "rebalance finishing: 2/4 fids (50.0%) | devices 1/1 | 2.0 KB queued\n" +
+		"rebalance finishing: 2/4 fids (50.0%) | devices 1/1 | 2.0 KB queued\n" +
+		"rebalance done: 4/4 fids (100.0%) "
 	if !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 3 {
 		t.Errorf("rebalance printed\n%s\nwant\n%s...", out, want)
 	}
@@ -216,9 +216,9 @@ func TestWatch_WaitsForQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = "fsck checking the last queued fids: 80/80 fids (100.0%), - fids/s, ETA -, 2 queued\n" +
-		"fsck checking the last queued fids: 80/80 fids (100.0%), - fids/s, ETA -, 2 queued\n" +
-		"fsck done: 80/80 fids (100.0%), - fids/s, ETA -, 0 queued\n"
+	want = "fsck finishing: 80/80 fids (100.0%) | 2 queued\n" +
+		"fsck finishing: 80/80 fids (100.0%) | 2 queued\n" +
+		"fsck done: 80/80 fids (100.0%) | 0 queued\n"
 	if out != want {
 		t.Errorf("fsck printed\n%s\nwant\n%s", out, want)
 	}
