@@ -42,9 +42,24 @@ func (t *Tracker) cmdRebalanceStatus(ctx context.Context, r *request) (*Reply, e
 	if err != nil {
 		return nil, err
 	}
+	// nonempty_devs (gomogile's own): the run's completed source devices
+	// that still hold files. A move that fails (no destination, say)
+	// leaves the queue like one that worked, so this is how a client
+	// emptying a device learns that it is not empty.
+	var nonempty []int
+	for _, id := range cluster.ParseRebalState(state).CompletedDevs {
+		fids, err := t.st.FidsOnDevice(ctx, id, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(fids) > 0 {
+			nonempty = append(nonempty, id)
+		}
+	}
 	res := &Reply{}
 	res.Set("state", state)
 	res.Set("queue_length", n)
+	res.Set("nonempty_devs", joinInts(nonempty))
 	return res, nil
 }
 
