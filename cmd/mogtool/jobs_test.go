@@ -255,6 +255,39 @@ func testDrainMoveWatch(t *testing.T, dsn string) {
 	lc.wantState(t, 1, "drain")
 }
 
+// A drain whose files cannot move (two copies wanted, two devices) ends
+// the watch with exit 1 naming the device, not with "done".
+func TestDrain_MoveWatchFilesLeft(t *testing.T) {
+	lc := startCluster(t, sqliteDSN(t), 2, true)
+	if err := lc.cl.CreateClass(t.Context(), "d", client.Class{Name: "two", MinDevCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "b"} {
+		body := "body of " + key
+		if _, err := lc.cl.StoreFile(t.Context(), "d", key, "two", strings.NewReader(body), int64(len(body))); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, key+" on both devices", func() bool {
+			fi, err := lc.cl.FileInfo(t.Context(), "d", key)
+			return err == nil && len(fi.DevIDs) == 2
+		})
+	}
+	out, _, err := lc.mogtool(t, "drain", "--move", "--watch", "--interval=50ms", "1")
+	if !errors.Is(err, errNotEmpty) {
+		t.Fatalf("drain --move --watch: %v; want errNotEmpty\n%s", err, out)
+	}
+	wantExit1(t, err, "drain: dev1 still holds files the rebalance could not move")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "rebalance done: 2/2 fids (100.0%)") || !strings.HasSuffix(last, " | files left on dev1") {
+		t.Errorf("last line %q; want rebalance done, files left on dev1", last)
+	}
+	out, _, err = lc.mogtool(t, "rebalance", "status")
+	if err != nil || !strings.Contains(out, "completed, still holding files: dev1\n") {
+		t.Errorf("rebalance status = %q, %v; want dev1 still holding files", out, err)
+	}
+	lc.wantState(t, 1, "drain")
+}
+
 func TestDrain_WithoutMove(t *testing.T) {
 	lc := startCluster(t, sqliteDSN(t), 2, false)
 	out, _, err := lc.mogtool(t, "drain", "2", "1")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,6 +150,9 @@ type rebalStatus struct {
 	state map[string]string
 	// queued counts the moves queued and not yet done (queue_length).
 	queued int64
+	// nonempty are the run's completed source devices that still hold
+	// files (nonempty_devs; a move that failed leaves the queue too).
+	nonempty []int
 }
 
 // getRebalStatus reads rebal_host before rebalance_status: the worker
@@ -172,6 +176,16 @@ func getRebalStatus(ctx context.Context, c *client.Client) (*rebalStatus, error)
 		if rs.queued, err = strconv.ParseInt(q, 10, 64); err != nil {
 			return nil, fmt.Errorf("rebalance_status: queue_length %q: %w", q, client.ErrProtocol)
 		}
+	}
+	for _, d := range strings.Split(reply.Get("nonempty_devs"), ",") {
+		if d == "" {
+			continue
+		}
+		id, err := strconv.Atoi(d)
+		if err != nil {
+			return nil, fmt.Errorf("rebalance_status: nonempty_devs %q: %w", reply.Get("nonempty_devs"), client.ErrProtocol)
+		}
+		rs.nonempty = append(rs.nonempty, id)
 	}
 	return rs, nil
 }
@@ -206,6 +220,9 @@ func printRebalanceStatus(ctx context.Context, e *env) error {
 	}
 	fmt.Fprintf(tw, "running:\t%s\n", running)
 	fmt.Fprintf(tw, "queued, not moved:\t%d\n", rs.queued)
+	if len(rs.nonempty) > 0 {
+		fmt.Fprintf(tw, "completed, still holding files:\t%s\n", devNames(rs.nonempty))
+	}
 	keys := make([]string, 0, len(rs.state))
 	for k := range rs.state {
 		keys = append(keys, k)
@@ -250,6 +267,9 @@ func rebalancePoll(c *client.Client) poll {
 		}
 		line := fmt.Sprintf("%s | devices %d/%d%s | %s queued", progress(done, total, "fids", rate, eta, ok),
 			devDone, devAll, cur, byteSize(rs.num("bytes_queued")))
+		if len(rs.nonempty) > 0 {
+			line += " | files left on " + devNames(rs.nonempty)
+		}
 		finished := rs.num("time_finished") != 0
 		switch {
 		case rs.host != "":
@@ -285,8 +305,10 @@ files from going to a device: the files already there stay where they are.
 To move them off, run a rebalance with the policy drain prints
 (from_devices=DEVID,... leave_in_drain_mode=1), or give --move, which sets
 that policy and starts the rebalance (refused while another one runs).
---watch then follows it until every file is moved, and exits 1 if the
-rebalance stops first or the tracker fails.
+--watch then follows it until every file is handled, and exits 1 if the
+rebalance stops first, if it leaves files it could not move (no other
+device to take a copy, say: the tracker's log names each) or if the
+tracker fails.
 
 `
 
@@ -352,7 +374,37 @@ func cmdDrain(ctx context.Context, e *env, args []string) error {
 	if !*watchOn {
 		return nil
 	}
-	return watch(ctx, e.stdout, *interval, rebalancePoll(e.c))
+	if err := watch(ctx, e.stdout, *interval, rebalancePoll(e.c)); err != nil {
+		return err
+	}
+	// The run is done, but a move that failed counted as done too.
+	rs, err := getRebalStatus(ctx, e.c)
+	if err != nil {
+		return err
+	}
+	var left []int
+	for _, id := range ids {
+		if slices.Contains(rs.nonempty, id) {
+			left = append(left, id)
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("drain: %s %w; the tracker's log says why; the devices stay in drain", devNames(left), errNotEmpty)
+	}
+	return nil
+}
+
+// errNotEmpty: drain --move --watch saw the rebalance end with files it
+// could not move off a device.
+var errNotEmpty = errors.New("still holds files the rebalance could not move")
+
+// devNames is "dev1,dev3".
+func devNames(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = "dev" + strconv.Itoa(id)
+	}
+	return strings.Join(s, ",")
 }
 
 // errNoDevice: a devid the tracker does not list.
