@@ -340,11 +340,14 @@ func TestRebalance_Commands(t *testing.T) {
 	if _, _, err := lc.mogtool(t, "rebalance", "policy", "--options=from_devices=2"); err != nil {
 		t.Fatal(err)
 	}
+	if out, _, err := lc.mogtool(t, "rebalance", "policy", "show"); err != nil || out != "from_devices=2\n" {
+		t.Fatalf("policy show after --options = %q, %v", out, err)
+	}
 	if _, _, err := lc.mogtool(t, "rebalance", "policy", "set", "from_devices=1", "to_devices=2"); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err := lc.mogtool(t, "rebalance", "policy", "show")
-	if err != nil || out != "rebal_policy: from_devices=1 to_devices=2\n" {
+	if err != nil || out != "from_devices=1 to_devices=2\n" {
 		t.Fatalf("policy show = %q, %v", out, err)
 	}
 	out, _, err = lc.mogtool(t, "rebalance", "test")

@@ -75,8 +75,8 @@ func cmdRebalance(ctx context.Context, e *env, args []string) error {
 	return printRebalanceSettings(ctx, e.c, e.stdout)
 }
 
-// rebalancePolicy is "policy show", "policy set POLICY..." and mogadm's
-// "policy --options=POLICY". A policy's words may come as one quoted
+// rebalancePolicy is "policy show" (the rebal_policy setting), "policy set
+// POLICY..." and mogadm's "policy --options=POLICY". A policy's words may come as one quoted
 // argument or several.
 func rebalancePolicy(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && strings.HasPrefix(args[0], "-") {
@@ -99,7 +99,12 @@ func rebalancePolicy(ctx context.Context, e *env, args []string) error {
 		if _, err := parse(fs, args, 0, 0); err != nil {
 			return err
 		}
-		return printRebalanceSettings(ctx, e.c, e.stdout)
+		pol, err := e.c.ServerSetting(ctx, "rebal_policy")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, pol)
+		return nil
 	}
 	pos, err := parse(fs, args, 1, -1)
 	if err != nil {
