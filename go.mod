@@ -14,6 +14,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	modernc.org/sqlite v1.62.0
 )
 

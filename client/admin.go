@@ -485,13 +485,17 @@ type FsckStatus struct {
 	StopTime      int64
 	CurrentTime   int64 // the database's clock
 	MaxLogID      int64
+	// QueueLength is how many fids wait in the fsck queue (gomogile's own
+	// field; 0 from the original): fsck stops running once every fid is
+	// queued, and is done when this reaches 0 too.
+	QueueLength int64
 	// Counts holds the num_<EVCODE> event counters (e.g. "NOPA").
 	Counts map[string]int64
 }
 
 // FsckStatus reports fsck's progress (cmd_fsck_status: running, host,
 // max_fid_checked, policy_only, end_fid, start_time, stop_time,
-// current_time, max_logid, num_*).
+// current_time, max_logid, queue_length, num_*).
 func (c *Client) FsckStatus(ctx context.Context) (*FsckStatus, error) {
 	reply, err := c.do(ctx, "fsck_status", nil)
 	if err != nil {
@@ -508,6 +512,7 @@ func (c *Client) FsckStatus(ctx context.Context) (*FsckStatus, error) {
 		StopTime:      p.int64(reply, "stop_time"),
 		CurrentTime:   p.int64(reply, "current_time"),
 		MaxLogID:      p.int64(reply, "max_logid"),
+		QueueLength:   p.int64(reply, "queue_length"),
 		Counts:        map[string]int64{},
 	}
 	for k := range reply {

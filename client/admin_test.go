@@ -163,7 +163,7 @@ func TestClient_Settings(t *testing.T) {
 		// cmd_server_settings and cmd_server_setting.
 		"server_settings": "OK key_count=2&key_1=schema_version&value_1=15&key_2=memcache_servers&value_2=10.0.0.1%3A11211",
 		"server_setting":  "OK key=schema_version&value=15",
-		"fsck_status":     "OK running=1&host=tracker1&max_fid_checked=100&policy_only=0&end_fid=200&start_time=1700000000&stop_time=0&current_time=1700000100&max_logid=7&num_NOPA=2&num_REPL=3",
+		"fsck_status":     "OK running=1&host=tracker1&max_fid_checked=100&policy_only=0&end_fid=200&start_time=1700000000&stop_time=0&current_time=1700000100&max_logid=7&queue_length=5&num_NOPA=2&num_REPL=3",
 	}))
 	c := newClient(t, []string{p.Addr()}, nil)
 	ss, err := c.ServerSettings(t.Context())
@@ -182,7 +182,7 @@ func TestClient_Settings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &client.FsckStatus{Running: true, Host: "tracker1", MaxFidChecked: 100, EndFid: 200, StartTime: 1700000000,
-		CurrentTime: 1700000100, MaxLogID: 7, Counts: map[string]int64{"NOPA": 2, "REPL": 3}}
+		CurrentTime: 1700000100, MaxLogID: 7, QueueLength: 5, Counts: map[string]int64{"NOPA": 2, "REPL": 3}}
 	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("FsckStatus = %+v; want %+v", st, want)
 	}

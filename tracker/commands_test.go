@@ -204,7 +204,7 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 	}
 	got := c.do("fsck_status")
 	if !strings.HasPrefix(got, "OK running=1&host=testhost&max_fid_checked=0&policy_only=0&end_fid=0&start_time=") ||
-		!strings.Contains(got, "&max_logid=0") {
+		!strings.Contains(got, "&max_logid=0&queue_length=0") {
 		t.Errorf("fsck_status: %s", got)
 	}
 	c.want("fsck_stop", "OK ")
@@ -224,11 +224,35 @@ func TestCommands_FsckAndRebalance(t *testing.T) {
 	if !strings.HasPrefix(got, "OK state=bytes_queued%3D0+completed_devs%3D+") {
 		t.Errorf("rebalance_start: %s", got)
 	}
+	// queue_length, gomogile's own, follows the state: no moves queued yet.
+	if got := c.do("rebalance_status"); !strings.HasPrefix(got, "OK state=bytes_queued%3D0+") || !strings.HasSuffix(got, "&queue_length=0&nonempty_devs=") {
+		t.Errorf("rebalance_status: %s", got)
+	}
 	c.want("rebalance_reset", "ERR rebal_running rebalance+is+running")
 	c.want("rebalance_stop", "OK ")
 	if v, _ := tt.st.ServerSetting(ctx, "rebal_signal"); v != "stop" {
 		t.Errorf("rebal_signal = %q; want stop", v)
 	}
+}
+
+// rebalance_status names the run's completed source devices that still
+// hold files: a move that failed leaves the queue like one that worked.
+func TestCommands_RebalanceStatusNonemptyDevs(t *testing.T) {
+	tt := startTracker(t, testConfig(), nil, &trackerOptsHost)
+	c := tt.dial()
+	ctx := t.Context()
+	if err := tt.st.SetServerSetting(ctx, "rebal_state", "completed_devs=1,2,3 source_devs=4 time_finished=0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, devid := range []int{2, 4} {
+		if _, err := tt.st.AddFileOn(ctx, 7, devid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tt.st.AddFileOn(ctx, 8, 3); err != nil {
+		t.Fatal(err)
+	}
+	c.want("rebalance_status", "OK state=completed_devs%3D1,2,3+source_devs%3D4+time_finished%3D0&queue_length=0&nonempty_devs=2,3")
 }
 
 // create_class refuses the policies the replicate worker cannot run (it

@@ -232,4 +232,11 @@
 //     status page, answering only inside admin_networks when that is set
 //     (TestStatus_MetricsDuringE2E, TestStatus_AdminNetworks,
 //     TestStatus_PageInBrowser).
+//   - fsck_status and rebalance_status also return queue_length, the fids
+//     still queued for checking or moving: both jobs end their run once
+//     every fid is queued, so without it a client cannot tell when the last
+//     one has been handled. rebalance_status also returns nonempty_devs, the
+//     run's completed source devices that still hold files (a failed move
+//     leaves the queue too). Clients of the original ignore the extra keys
+//     (TestCommands_FsckAndRebalance, TestCommands_RebalanceStatusNonemptyDevs).
 package tracker

@@ -3,6 +3,7 @@ package tracker
 import (
 	"context"
 
+	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
@@ -34,8 +35,31 @@ func (t *Tracker) cmdRebalanceStatus(ctx context.Context, r *request) (*Reply, e
 	if !perlTrue(state) {
 		return nil, perr("no_rebal_state")
 	}
+	// queue_length (gomogile's own) counts the moves queued and not yet
+	// done, so a client can tell when the last one has run: the worker
+	// marks the run finished once it has queued everything, not moved it.
+	n, err := t.st.QueueLength(ctx, store.QueueRebalance)
+	if err != nil {
+		return nil, err
+	}
+	// nonempty_devs (gomogile's own): the run's completed source devices
+	// that still hold files. A move that fails (no destination, say)
+	// leaves the queue like one that worked, so this is how a client
+	// emptying a device learns that it is not empty.
+	var nonempty []int
+	for _, id := range cluster.ParseRebalState(state).CompletedDevs {
+		fids, err := t.st.FidsOnDevice(ctx, id, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(fids) > 0 {
+			nonempty = append(nonempty, id)
+		}
+	}
 	res := &Reply{}
 	res.Set("state", state)
+	res.Set("queue_length", n)
+	res.Set("nonempty_devs", joinInts(nonempty))
 	return res, nil
 }
 

@@ -97,6 +97,20 @@ var recordedDifferences = []struct {
 		}
 		return got
 	}},
+	// fsck_status also says how many fids wait in the fsck queue
+	// (queue_length, gomogile's own); every other key is the original's.
+	{"fsck_status\n", func(got, want []string) []string {
+		if len(got) != 1 || !strings.HasPrefix(got[0], "OK ") {
+			return got
+		}
+		var kept []string
+		for _, kv := range strings.Split(strings.TrimPrefix(got[0], "OK "), "&") {
+			if k, v, _ := strings.Cut(kv, "="); k != "queue_length" || v != "0" {
+				kept = append(kept, kv)
+			}
+		}
+		return []string{"OK " + strings.Join(kept, "&")}
+	}},
 	// The original accepts create_open without a key (create_close without
 	// one then discards the upload). Our store requires a tempfile to have a
 	// key, so we refuse at once with the original's no_key error rather than

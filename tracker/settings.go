@@ -471,6 +471,13 @@ func (t *Tracker) cmdFsckStatus(ctx context.Context, r *request) (*Reply, error)
 	res.Set("stop_time", num("fsck_stop_time"))
 	res.Set("current_time", now)
 	res.Set("max_logid", maxLog)
+	// queue_length (gomogile's own): fids queued for checking and not yet
+	// checked; fsck_host goes away once every fid is queued, not checked.
+	qlen, err := t.st.QueueLength(ctx, store.QueueFsck)
+	if err != nil {
+		return nil, err
+	}
+	res.Set("queue_length", qlen)
 	var codes []string
 	for k := range all {
 		if strings.HasPrefix(k, "fsck_sum_evcount_") {

@@ -1,6 +1,8 @@
 // Command mogtool is a command-line client for MogileFS trackers, ours or
 // the original: it stores, fetches, lists and deletes files, and manages
-// domains, classes, hosts, devices, settings and fsck.
+// domains, classes, hosts, devices, settings, fsck and rebalance, and
+// drains devices; fsck and rebalance can be followed on a live progress
+// line (--watch).
 //
 //	mogtool [--trackers=h:p,...] [--domain=d] [--timeout=30s] COMMAND [args]
 //

@@ -273,6 +273,21 @@ func TestRun_UsageErrors(t *testing.T) {
 		{"raw"},
 		{"raw", "noop", "novalue"},
 		{"list", "--limit", "many"},
+		{"drain"},                 // no devid
+		{"drain", "dev1"},         // devid not a number
+		{"drain", "--watch", "1"}, // nothing to watch without --move
+		{"drain", "--move", "--interval=0", "1"},
+		{"rebalance"},
+		{"rebalance", "frob"},
+		{"rebalance", "policy"},
+		{"rebalance", "policy", "set"}, // no policy
+		{"rebalance", "policy", "--options"},
+		{"rebalance", "policy", "--verbose"},
+		{"rebalance", "stop", "now"},
+		{"rebalance", "status", "--watch", "--interval=-1s"},
+		{"fsck", "status", "--watch", "--interval=0"},
+		{"fsck", "taillog", "--interval=0"},
+		{"fsck", "printlog", "extra"},
 	} {
 		_, _, err := run(t, nil, append([]string{"--trackers=127.0.0.1:1"}, args...)...)
 		var u *usageError

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/gomogile/gomogile/client"
 )
@@ -75,7 +74,9 @@ func init() {
 		{"device", "device add HOST DEVID [--state S] | list | mark HOST DEVID STATE | weight HOST DEVID WEIGHT", cmdDevice},
 		{"settings", "settings list | get KEY | set KEY VALUE", cmdSettings},
 		{"replicate-now", "replicate-now", cmdReplicateNow},
-		{"fsck", "fsck start | stop | status | reset [--policy-only] [--startpos FID]", cmdFsck},
+		{"fsck", "fsck start | stop | status [--watch] [--interval DUR] | reset [--policy-only] [--startpos FID] | clearlog | printlog | taillog [--interval DUR]", cmdFsck},
+		{"rebalance", "rebalance start|status [--watch] [--interval DUR] | stop | reset | test | settings | policy show | policy set POLICY", cmdRebalance},
+		{"drain", "drain [--move [--watch] [--interval DUR]] DEVID...   (stops new files only; drain -h says more)", cmdDrain},
 		{"raw", "raw CMD [key=value ...]", cmdRaw},
 	}
 }
@@ -86,6 +87,11 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintln(w, "  "+c.usage)
 	}
+	fmt.Fprint(w, `
+--watch follows a job on one progress line (counts, percent, rate, ETA),
+redrawn in place on a terminal and printed once per --interval otherwise;
+it exits 0 when the job is done, 1 if it stopped first or the tracker failed.
+`)
 	fmt.Fprintf(w, "\ntrackers default to $MOGTOOL_TRACKERS, else %s\n", DefaultTrackers)
 }
 
@@ -671,65 +677,6 @@ func cmdReplicateNow(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "%d files queued for replication now\n", n)
 	return nil
-}
-
-func cmdFsck(ctx context.Context, e *env, args []string) error {
-	verb, args, err := sub("fsck", args, "start", "stop", "status", "reset")
-	if err != nil {
-		return err
-	}
-	fs := newFlags(e, "fsck "+verb)
-	switch verb {
-	case "start", "stop":
-		if _, err := parse(fs, args, 0, 0); err != nil {
-			return err
-		}
-		if verb == "start" {
-			return e.c.FsckStart(ctx)
-		}
-		return e.c.FsckStop(ctx)
-	case "reset":
-		policyOnly := fs.Bool("policy-only", false, "only check replication policy, not file contents")
-		start := fs.Int64("startpos", 0, "begin after this fid")
-		if _, err := parse(fs, args, 0, 0); err != nil {
-			return err
-		}
-		return e.c.FsckReset(ctx, *policyOnly, *start)
-	}
-	if _, err := parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	st, err := e.c.FsckStatus(ctx)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
-	running := "no"
-	if st.Running {
-		running = "yes (on " + st.Host + ")"
-	}
-	fmt.Fprintf(tw, "running:\t%s\n", running)
-	fmt.Fprintf(tw, "policy only:\t%t\n", st.PolicyOnly)
-	fmt.Fprintf(tw, "checked up to fid:\t%d of %d\n", st.MaxFidChecked, st.EndFid)
-	if st.StartTime > 0 {
-		fmt.Fprintf(tw, "started:\t%s\n", time.Unix(st.StartTime, 0).UTC().Format(time.RFC3339))
-		end := st.StopTime
-		if end == 0 {
-			end = st.CurrentTime
-		}
-		if end >= st.StartTime {
-			fmt.Fprintf(tw, "elapsed:\t%s\n", time.Duration(end-st.StartTime)*time.Second)
-		}
-	}
-	codes := make([]string, 0, len(st.Counts))
-	for k := range st.Counts {
-		codes = append(codes, k)
-	}
-	sort.Strings(codes)
-	for _, k := range codes {
-		fmt.Fprintf(tw, "%s:\t%d\n", k, st.Counts[k])
-	}
-	return tw.Flush()
 }
 
 // cmdRaw sends any command and prints the reply's arguments decoded, one
