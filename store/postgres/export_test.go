@@ -28,7 +28,7 @@ func LockSessionPIDs(s store.Store) (renew, listen uint32, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	renew, listen = b.sessionPIDs()
+	renew, listen = b.db.sessionPIDs()
 	return renew, listen, nil
 }
 
@@ -39,7 +39,7 @@ func CrashLocks(s store.Store) error {
 	if err != nil {
 		return err
 	}
-	b.crash()
+	b.Crash()
 	return s.(*sqlstore.Store).DB().Close()
 }
 
@@ -50,12 +50,7 @@ func OwnerID(s store.Store) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return 0, nil
-	}
-	return b.cur.id, nil
+	return b.Status().Owner, nil
 }
 
 // Identity is s's lock owner identity.
@@ -64,7 +59,7 @@ func Identity(s store.Store) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return b.cfg.identity, nil
+	return b.Status().Identity, nil
 }
 
 // NotifyWakeups counts the lock waits of s that a notification ended.
@@ -73,7 +68,7 @@ func NotifyWakeups(s store.Store) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return b.notifyWakeups.Load(), nil
+	return b.Status().NotifyWakeups, nil
 }
 
 // ParseLockDSN returns the lock settings a DSN gives.
@@ -82,7 +77,7 @@ func ParseLockDSN(d *store.DSN) (lease, reap, bound string, notify bool, err err
 	if err != nil {
 		return "", "", "", false, err
 	}
-	return c.locks.lease.String(), c.locks.reap.String(), c.locks.deadOwnerBound().String(), c.locks.listen, nil
+	return c.locks.Lease.String(), c.locks.Reap.String(), c.locks.DeadOwnerBound().String(), !c.locks.NoListen, nil
 }
 
 const (
