@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -14,9 +16,10 @@ func backendOf(s store.Store) (*lockBackend, error) {
 	if !ok {
 		return nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
 	}
-	b, ok := ss.LockBackend().(*lockBackend)
+	p, _ := sqlaccess.Of(ss)
+	b, ok := p.Locks.(*lockBackend)
 	if !ok {
-		return nil, fmt.Errorf("lock backend %T is not PostgreSQL's", ss.LockBackend())
+		return nil, fmt.Errorf("lock backend %T is not PostgreSQL's", p.Locks)
 	}
 	return b, nil
 }
@@ -35,12 +38,10 @@ func LockSessionPIDs(s store.Store) (renew, listen uint32, err error) {
 // CrashLocks stops s's renewal and drops its lock sessions and pool without
 // releasing anything.
 func CrashLocks(s store.Store) error {
-	b, err := backendOf(s)
-	if err != nil {
+	if _, err := backendOf(s); err != nil {
 		return err
 	}
-	b.Crash()
-	return s.(*sqlstore.Store).DB().Close()
+	return s.(*sqlstore.Store).CrashOwner(context.Background())
 }
 
 // OwnerID is s's current owner incarnation, 0 between a loss and the next

@@ -779,9 +779,6 @@ func (b *Locks) Status() Status {
 	return st
 }
 
-// Config is the settings the Locks run with, defaults filled in.
-func (b *Locks) Config() Config { return b.cfg }
-
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
