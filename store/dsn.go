@@ -170,20 +170,31 @@ func (d *DSN) takeOpTimeout() error {
 	if len(vs) != 1 {
 		return fmt.Errorf("%w: parameter op_timeout given %d times", ErrBadDSN, len(vs))
 	}
-	v := strings.TrimSpace(vs[0])
+	dur, err := ParseSeconds(vs[0])
+	if err != nil {
+		return fmt.Errorf("%w: op_timeout: %v", ErrBadDSN, err)
+	}
+	d.OpTimeout = dur
+	return nil
+}
+
+// ParseSeconds reads a DSN's time value as Perl's drivers and Go programs
+// write it: a Go duration ("1.5s") or a whole number of seconds ("7"). It
+// refuses a negative one; whether 0 is allowed is the caller's to say.
+func ParseSeconds(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
 	dur, err := time.ParseDuration(v)
 	if err != nil {
 		n, nerr := strconv.Atoi(v)
 		if nerr != nil {
-			return fmt.Errorf("%w: op_timeout=%q is neither a duration nor whole seconds", ErrBadDSN, vs[0])
+			return 0, fmt.Errorf("%q is neither a duration nor whole seconds", v)
 		}
 		dur = time.Duration(n) * time.Second
 	}
 	if dur < 0 {
-		return fmt.Errorf("%w: op_timeout=%q is negative", ErrBadDSN, vs[0])
+		return 0, fmt.Errorf("%q is negative", v)
 	}
-	d.OpTimeout = dur
-	return nil
+	return dur, nil
 }
 
 // DBISyntax is how a Perl DBD driver splits the attributes of its DBI DSN.

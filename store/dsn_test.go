@@ -215,3 +215,16 @@ func TestParseDSN_ErrorsHidePassword(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSeconds(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7": 7 * time.Second, "1.5s": 1500 * time.Millisecond, " 0 ": 0, "250ms": 250 * time.Millisecond} {
+		if got, err := store.ParseSeconds(in); err != nil || got != want {
+			t.Errorf("ParseSeconds(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1", "-2s", "soon", "", "1.5"} {
+		if got, err := store.ParseSeconds(in); err == nil {
+			t.Errorf("ParseSeconds(%q) = %v; want an error", in, got)
+		}
+	}
+}
