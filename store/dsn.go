@@ -26,9 +26,16 @@ type DSN struct {
 	// Hosts[0]. A backend that connects to one server only refuses more
 	// than one; PostgreSQL tries them in turn (libpq's multi-host
 	// failover, see target_session_attrs).
-	Hosts    []HostPort
-	Database string // database name; for SQLite the file path
-	Params   url.Values
+	Hosts []HostPort
+	// Database is the database name: a URL's path without its leading
+	// '/', a DBI database/db/dbname attribute. A backend with its own
+	// [DSNParser] may set it otherwise (SQLite: the file path).
+	Database string
+	// Path is a URL's path as written, %-unescaped, leading '/' kept
+	// (mybackend:///var/lib/x.db has Path "/var/lib/x.db"); "" for DBI
+	// forms. [DSN.Redacted] writes Path when set, else "/"+Database.
+	Path   string
+	Params url.Values
 	// OpTimeout is the op_timeout parameter, common to every backend and
 	// taken out of Params: the default deadline of each Store call whose
 	// context has none earlier (a Lock call gets its wait timeout plus
@@ -59,14 +66,6 @@ type HostPort struct {
 	Port int    // 0 = the backend's default
 }
 
-// dbiDrivers maps Perl DBI driver names to ours.
-var dbiDrivers = map[string]string{
-	"mysql":   "mysql",
-	"mariadb": "mysql",
-	"pg":      "postgres",
-	"sqlite":  "sqlite",
-}
-
 // dbiKeys maps DBI attribute names to DSN fields; others become Params.
 var dbiKeys = map[string]string{
 	"database": "db", "dbname": "db", "db": "db",
@@ -76,22 +75,40 @@ var dbiKeys = map[string]string{
 	"password": "password",
 }
 
-// ParseDSN accepts
+// DSNParser is an optional interface of a [Driver] whose DSNs do not follow
+// the generic forms of [ParseURL] and [ParseDBI] (a file path with its
+// leading '/', a driver-specific DBI attribute syntax). [ParseDSN] hands it
+// the whole DSN, as written, when the DSN's scheme (or DBI driver name) is
+// one the Driver was registered under; without it the generic parsers run.
 //
-//	sqlite:///abs/path.db   sqlite:relative/path.db   sqlite::memory: is refused
+// ParseDSN must not connect. Its errors must wrap [ErrBadDSN] and must not
+// show the password ([RedactDSN] prints a DSN that could not be parsed). It
+// need not set DSN.Driver or read op_timeout: the registry sets Driver to the
+// name the Driver was registered under and takes op_timeout out of Params.
+type DSNParser interface {
+	ParseDSN(raw string) (*DSN, error)
+}
+
+// ParseDSN parses s into a DSN for the backend its scheme names: by the
+// backend's own [DSNParser] when it has one, else by [ParseURL] for
+// scheme://… and [ParseDBI] (with [DefaultDBISyntax]) for DBI:driver:….
+// The scheme, or the DBI driver name, is compared case-insensitively and may
+// be any name or alias given to [Register]; DSN.Driver is then the name the
+// backend was registered under. A scheme no backend registered is parsed by
+// the generic parsers, and [Open] refuses it. No error shows the password.
+//
+// gomogile's own backends accept
+//
+//	sqlite:///abs/path.db   sqlite:relative/path.db   DBI:SQLite:dbname=/path.db   DBI:SQLite:/path.db
 //	mysql://user:pass@host:3306/db?param=value
-//	postgres://user:pass@host:5432/db?param=value (also postgresql://)
 //	DBI:mysql:database=db;host=h;port=3306      DBI:mysql:db
 //	DBI:mysql:db:host=h     DBI:mysql:db:h:3306  (DBD::mysql: ':' or ';', positional db, host, port)
+//	postgres://user:pass@host:5432/db?param=value (also postgresql://)
 //	DBI:Pg:dbname=db;host=h;port=5432
 //	postgres://u@a:5432,b:5432/db?target_session_attrs=read-write
 //	DBI:Pg:dbname=db;host=a,b;port=5432,5432     (host lists, see DSN.Hosts)
-//	DBI:SQLite:dbname=/path.db                  DBI:SQLite:/path.db
 //
-// and any other scheme://… form for backends registered elsewhere. The
-// "dbi:" prefix and driver names are case-insensitive; database, db and
-// dbname are one DBI attribute. A URL host is a name, an IP ([v6] in
-// brackets) or a %2F-escaped socket path. No error shows the password.
+// (their package docs say which Params each takes).
 //
 // The parameter op_timeout (a Go duration, or whole seconds; default
 // [DefaultOpTimeout], 0 for none) is read here for every backend and moved
@@ -101,20 +118,46 @@ func ParseDSN(s string) (*DSN, error) {
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty DSN", ErrBadDSN)
 	}
+	name, dbi := schemeOf(s)
+	reg, known := lookup(name)
 	var d *DSN
 	var err error
-	if len(s) >= 4 && strings.EqualFold(s[:4], "dbi:") {
-		d, err = parseDBI(s)
-	} else {
-		d, err = parseURL(s)
+	switch p, ok := reg.driver.(DSNParser); {
+	case known && ok:
+		d, err = p.ParseDSN(s)
+		if err == nil && d == nil {
+			err = fmt.Errorf("%w: %s: backend %s returned no DSN", ErrBadDSN, RedactDSN(s), reg.name)
+		}
+	case dbi:
+		d, err = ParseDBI(s, DefaultDBISyntax)
+	default:
+		d, err = ParseURL(s)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if d.Params == nil {
+		d.Params = url.Values{}
+	}
+	d.Driver = strings.ToLower(name)
+	if known {
+		d.Driver = reg.name
 	}
 	if err := d.takeOpTimeout(); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// schemeOf returns the backend name s starts with: a URL's scheme, or the
+// driver of a DBI:driver:… form (dbi reports which).
+func schemeOf(s string) (name string, dbi bool) {
+	if len(s) >= 4 && strings.EqualFold(s[:4], "dbi:") {
+		name, _, _ = strings.Cut(s[4:], ":")
+		return name, true
+	}
+	name, _, _ = strings.Cut(s, ":")
+	return name, false
 }
 
 func (d *DSN) takeOpTimeout() error {
@@ -127,50 +170,68 @@ func (d *DSN) takeOpTimeout() error {
 	if len(vs) != 1 {
 		return fmt.Errorf("%w: parameter op_timeout given %d times", ErrBadDSN, len(vs))
 	}
-	v := strings.TrimSpace(vs[0])
-	dur, err := time.ParseDuration(v)
+	dur, err := ParseSeconds(vs[0])
 	if err != nil {
-		n, nerr := strconv.Atoi(v)
-		if nerr != nil {
-			return fmt.Errorf("%w: op_timeout=%q is neither a duration nor whole seconds", ErrBadDSN, vs[0])
-		}
-		dur = time.Duration(n) * time.Second
-	}
-	if dur < 0 {
-		return fmt.Errorf("%w: op_timeout=%q is negative", ErrBadDSN, vs[0])
+		return fmt.Errorf("%w: op_timeout: %v", ErrBadDSN, err)
 	}
 	d.OpTimeout = dur
 	return nil
 }
 
-func parseDBI(s string) (*DSN, error) {
+// ParseSeconds reads a DSN's time value as Perl's drivers and Go programs
+// write it: a Go duration ("1.5s") or a whole number of seconds ("7"). It
+// refuses a negative one; whether 0 is allowed is the caller's to say.
+func ParseSeconds(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	dur, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, fmt.Errorf("%q is neither a duration nor whole seconds", v)
+		}
+		dur = time.Duration(n) * time.Second
+	}
+	if dur < 0 {
+		return 0, fmt.Errorf("%q is negative", v)
+	}
+	return dur, nil
+}
+
+// DBISyntax is how a Perl DBD driver splits the attributes of its DBI DSN.
+type DBISyntax struct {
+	// Separators are the characters between attributes (";" for most
+	// drivers; DBD::mysql also takes ':').
+	Separators string
+	// Positional names the fields ("db", "host", "port") that attributes
+	// without '=' fill, in order; a bare attribute beyond them is an error.
+	Positional []string
+}
+
+// DefaultDBISyntax is DBD::Pg's and most drivers': ';' between attributes,
+// one bare attribute for the database name.
+var DefaultDBISyntax = DBISyntax{Separators: ";", Positional: []string{"db"}}
+
+// ParseDBI reads a Perl DBI DSN, DBI:driver:attributes, splitting the
+// attributes as syn says. database, db and dbname set Database; host and
+// hostname Host (a comma-separated list sets Hosts); port Port (one for
+// every host or one per host); user and password User and Password; every
+// other attribute becomes a Param under its own name. Driver is the
+// lower-cased driver name as written (ParseDSN replaces it with the
+// registered name). The "dbi:" prefix is case-insensitive. No error shows
+// the password.
+func ParseDBI(s string, syn DBISyntax) (*DSN, error) {
 	parts := strings.SplitN(s, ":", 3)
-	if len(parts) < 3 || parts[1] == "" {
-		return nil, fmt.Errorf("%w: %s: want DBI:<driver>:<attributes>", ErrBadDSN, redactRaw(s))
+	if len(parts) < 3 || parts[1] == "" || !strings.EqualFold(parts[0], "dbi") {
+		return nil, fmt.Errorf("%w: %s: want DBI:<driver>:<attributes>", ErrBadDSN, RedactDSN(s))
 	}
-	d := &DSN{Params: url.Values{}}
-	if drv, ok := dbiDrivers[strings.ToLower(parts[1])]; ok {
-		d.Driver = drv
-	} else {
-		d.Driver = strings.ToLower(parts[1])
-	}
+	d := &DSN{Driver: strings.ToLower(parts[1]), Params: url.Values{}}
 	var hosts, ports string
-	// DBD::mysql splits its attributes at ':' as well as ';' and takes
-	// bare ones as database, host and port in that order
-	// (DBI:mysql:mogilefs:db1:3306, or the sample config's
-	// DBI:mysql:mogilefs:host=127.0.0.1); the other drivers take ';' and
-	// one bare database name (a path for SQLite).
-	seps := ";"
-	positional := []string{"db"}
-	if d.Driver == "mysql" {
-		seps = ";:"
-		positional = []string{"db", "host", "port"}
+	positional := syn.Positional
+	seps := syn.Separators
+	if seps == "" {
+		seps = ";"
 	}
-	attrs := splitAttrs(parts[2], seps)
-	if d.Driver == "sqlite" && !strings.Contains(parts[2], "=") {
-		attrs = []string{parts[2]} // a bare path may hold ';'
-	}
-	for _, attr := range attrs {
+	for _, attr := range splitAttrs(parts[2], seps) {
 		attr = strings.TrimSpace(attr)
 		if attr == "" {
 			continue
@@ -178,7 +239,7 @@ func parseDBI(s string) (*DSN, error) {
 		k, v, hasEq := strings.Cut(attr, "=")
 		if !hasEq {
 			if len(positional) == 0 {
-				return nil, fmt.Errorf("%w: %s: attribute %q has no '='", ErrBadDSN, redactRaw(s), attr)
+				return nil, fmt.Errorf("%w: %s: attribute %q has no '='", ErrBadDSN, RedactDSN(s), attr)
 			}
 			k, v = positional[0], attr
 			positional = positional[1:]
@@ -200,7 +261,7 @@ func parseDBI(s string) (*DSN, error) {
 		}
 	}
 	if err := d.setHosts(hosts, ports); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, redactRaw(s), err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, RedactDSN(s), err)
 	}
 	return d, nil
 }
@@ -265,38 +326,29 @@ func (d *DSN) setHosts(hosts, ports string) error {
 	return nil
 }
 
-// parseURL reads scheme://[user[:password]@]host[:port][,host[:port]…]/path?query.
-// It does not use net/url for the authority: that takes one host only, and
-// refuses the %-escaped socket paths libpq accepts (%2Fvar%2Frun%2Fpostgresql).
-func parseURL(s string) (*DSN, error) {
+// ParseURL reads scheme://[user[:password]@]host[:port][,host[:port]…]/path?query.
+// A host is a name, an IP ([v6] in brackets) or a %-escaped socket path
+// (%2Fvar%2Frun%2Fpostgresql, as libpq accepts); user, password and path
+// are %-unescaped. Path is the path as written (leading '/' kept) and
+// Database the path without that '/'. Driver is the lower-cased scheme
+// (ParseDSN replaces it with the registered name). No error shows the
+// password.
+//
+// It does not use net/url for the authority: that takes one host only and
+// refuses %-escaped socket paths.
+func ParseURL(s string) (*DSN, error) {
 	scheme, rest, ok := strings.Cut(s, ":")
 	if !ok || scheme == "" || strings.ContainsAny(scheme, "/?@") {
-		return nil, fmt.Errorf("%w: %s: want scheme://… or DBI:driver:…", ErrBadDSN, redactRaw(s))
+		return nil, fmt.Errorf("%w: %s: want scheme://… or DBI:driver:…", ErrBadDSN, RedactDSN(s))
 	}
 	scheme = strings.ToLower(scheme)
 	d := &DSN{Driver: scheme, Params: url.Values{}}
-	switch scheme {
-	case "postgresql":
-		d.Driver = "postgres"
-	case "sqlite3", "file":
-		d.Driver = "sqlite"
-	}
-	if d.Driver == "sqlite" && !strings.HasPrefix(rest, "//") {
-		// sqlite:relative/path.db?opt=v
-		path, query, _ := strings.Cut(rest, "?")
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, redactRaw(s), err)
-		}
-		d.Database, d.Params = path, q
-		return d, nil
-	}
 	if !strings.HasPrefix(rest, "//") {
-		return nil, fmt.Errorf("%w: %s: want %s://…", ErrBadDSN, redactRaw(s), scheme)
+		return nil, fmt.Errorf("%w: %s: want %s://…", ErrBadDSN, RedactDSN(s), scheme)
 	}
 	rest = rest[2:]
 	if strings.Contains(rest, "#") {
-		return nil, fmt.Errorf("%w: %s: '#' must be escaped as %%23", ErrBadDSN, redactRaw(s))
+		return nil, fmt.Errorf("%w: %s: '#' must be escaped as %%23", ErrBadDSN, RedactDSN(s))
 	}
 	auth, tail := rest, ""
 	if i := strings.IndexAny(rest, "/?"); i >= 0 {
@@ -306,11 +358,11 @@ func parseURL(s string) (*DSN, error) {
 		user, pass, hasPass := strings.Cut(auth[:i], ":")
 		var err error
 		if d.User, err = url.PathUnescape(user); err != nil {
-			return nil, fmt.Errorf("%w: %s: bad escape in the user name", ErrBadDSN, redactRaw(s))
+			return nil, fmt.Errorf("%w: %s: bad escape in the user name", ErrBadDSN, RedactDSN(s))
 		}
 		if hasPass {
 			if d.Password, err = url.PathUnescape(pass); err != nil {
-				return nil, fmt.Errorf("%w: %s: bad escape in the password", ErrBadDSN, redactRaw(s))
+				return nil, fmt.Errorf("%w: %s: bad escape in the password", ErrBadDSN, RedactDSN(s))
 			}
 		}
 		auth = auth[i+1:]
@@ -326,13 +378,8 @@ func parseURL(s string) (*DSN, error) {
 	if d.Params, err = url.ParseQuery(query); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, d.Redacted(), err)
 	}
-	if d.Driver == "sqlite" {
-		// sqlite:///abs/path and sqlite://host/… (host is not meaningful).
-		d.Database = auth + path
-		d.Host, d.Port, d.Hosts = "", 0, nil
-	} else {
-		d.Database = strings.TrimPrefix(path, "/")
-	}
+	d.Path = path
+	d.Database = strings.TrimPrefix(path, "/")
 	return d, nil
 }
 
@@ -395,11 +442,11 @@ func parsePort(p string) (int, error) {
 	return n, nil
 }
 
-// redactRaw hides the password of a DSN that could not be parsed, for an
-// error message: a URL's userinfo after the first ':' (up to the last '@',
+// RedactDSN quotes a DSN that could not be parsed, with its password hidden,
+// for an error message: a URL's userinfo after the first ':' (up to the last '@',
 // which may hide more than the password but never less) and the value of a
 // DBI password attribute.
-func redactRaw(s string) string {
+func RedactDSN(s string) string {
 	if len(s) >= 4 && strings.EqualFold(s[:4], "dbi:") {
 		attrs := strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ':' })
 		out := s
@@ -436,15 +483,17 @@ func (d *DSN) Redacted() string {
 	if d.OpTimeout != DefaultOpTimeout {
 		q.Set("op_timeout", d.OpTimeout.String())
 	}
-	if d.Driver == "sqlite" {
-		tail := ""
-		if len(q) > 0 {
-			tail = "?" + q.Encode()
-		}
-		if strings.HasPrefix(d.Database, "/") {
-			return "sqlite://" + d.Database + tail // round-trips through ParseDSN
-		}
-		return "sqlite:" + d.Database + tail
+	hosts := d.AllHosts()
+	path := d.Path
+	if strings.TrimPrefix(path, "/") != strings.TrimPrefix(d.Database, "/") {
+		path = "/" + strings.TrimPrefix(d.Database, "/") // Database was amended after parsing
+	}
+	if path == "/" {
+		path = ""
+	}
+	if len(hosts) == 0 && path != "" && !strings.HasPrefix(path, "/") {
+		// A relative path, as a file backend's scheme:rel/path.db.
+		return d.Driver + ":" + (&url.URL{Path: path}).EscapedPath() + query(q)
 	}
 	var b strings.Builder
 	b.WriteString(d.Driver + "://")
@@ -456,17 +505,22 @@ func (d *DSN) Redacted() string {
 		}
 		b.WriteString("@")
 	}
-	for i, h := range d.AllHosts() {
+	for i, h := range hosts {
 		if i > 0 {
 			b.WriteString(",")
 		}
 		b.WriteString(h.String())
 	}
-	b.WriteString((&url.URL{Path: "/" + d.Database}).EscapedPath())
-	if len(q) > 0 {
-		b.WriteString("?" + q.Encode())
-	}
+	b.WriteString((&url.URL{Path: path}).EscapedPath())
+	b.WriteString(query(q))
 	return b.String()
+}
+
+func query(q url.Values) string {
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
 }
 
 // String writes h as it appears in a URL's host list, which parses back

@@ -11,24 +11,25 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
+// TestParseDSN: the generic parsers, as a backend without its own DSNParser
+// gets them (no backend is registered in this package's tests, so even
+// gomogile's own schemes parse generically here; their own forms are
+// tested in their packages).
 func TestParseDSN(t *testing.T) {
 	tests := []struct {
 		in   string
 		want store.DSN
 	}{
-		{"sqlite:///var/lib/mogilefs/db.sqlite", store.DSN{Driver: "sqlite", Database: "/var/lib/mogilefs/db.sqlite", Params: url.Values{}}},
-		{"sqlite:rel/db.sqlite?busy_timeout=5s", store.DSN{Driver: "sqlite", Database: "rel/db.sqlite", Params: url.Values{"busy_timeout": {"5s"}}}},
-		{"sqlite3:///x.db", store.DSN{Driver: "sqlite", Database: "/x.db", Params: url.Values{}}},
-		{"DBI:SQLite:dbname=/tmp/m.db", store.DSN{Driver: "sqlite", Database: "/tmp/m.db", Params: url.Values{}}},
-		{"DBI:SQLite:/tmp/m.db", store.DSN{Driver: "sqlite", Database: "/tmp/m.db", Params: url.Values{}}},
-		{"mysql://mog:s%40cret@db.example:3307/mogilefs?tls=false", store.DSN{Driver: "mysql", User: "mog", Password: "s@cret", Host: "db.example", Port: 3307, Hosts: []store.HostPort{{"db.example", 3307}}, Database: "mogilefs", Params: url.Values{"tls": {"false"}}}},
-		{"DBI:mysql:database=mogilefs;host=10.0.0.5;port=3306", store.DSN{Driver: "mysql", Host: "10.0.0.5", Port: 3306, Hosts: []store.HostPort{{"10.0.0.5", 3306}}, Database: "mogilefs", Params: url.Values{}}},
-		{"DBI:mysql:mogilefs", store.DSN{Driver: "mysql", Database: "mogilefs", Params: url.Values{}}},
-		{"dbi:mysql:mogilefs;mysql_connect_timeout=2", store.DSN{Driver: "mysql", Database: "mogilefs", Params: url.Values{"mysql_connect_timeout": {"2"}}}},
-		{"DBI:Pg:dbname=mogilefs;host=/var/run/postgresql", store.DSN{Driver: "postgres", Host: "/var/run/postgresql", Hosts: []store.HostPort{{"/var/run/postgresql", 0}}, Database: "mogilefs", Params: url.Values{}}},
-		{"postgres://root@127.0.0.1:5432/test?sslmode=disable", store.DSN{Driver: "postgres", User: "root", Host: "127.0.0.1", Port: 5432, Hosts: []store.HostPort{{"127.0.0.1", 5432}}, Database: "test", Params: url.Values{"sslmode": {"disable"}}}},
-		{"postgresql://u:p@h/d", store.DSN{Driver: "postgres", User: "u", Password: "p", Host: "h", Hosts: []store.HostPort{{"h", 0}}, Database: "d", Params: url.Values{}}},
-		{"cockroach://h:26257/mog", store.DSN{Driver: "cockroach", Host: "h", Port: 26257, Hosts: []store.HostPort{{"h", 26257}}, Database: "mog", Params: url.Values{}}},
+		{"mysql://mog:s%40cret@db.example:3307/mogilefs?tls=false", store.DSN{Driver: "mysql", User: "mog", Password: "s@cret", Host: "db.example", Port: 3307, Hosts: []store.HostPort{{"db.example", 3307}}, Database: "mogilefs", Path: "/mogilefs", Params: url.Values{"tls": {"false"}}}},
+		{"DBI:Foo:database=mogilefs;host=10.0.0.5;port=3306", store.DSN{Driver: "foo", Host: "10.0.0.5", Port: 3306, Hosts: []store.HostPort{{"10.0.0.5", 3306}}, Database: "mogilefs", Params: url.Values{}}},
+		{"DBI:Foo:mogilefs", store.DSN{Driver: "foo", Database: "mogilefs", Params: url.Values{}}},
+		{"dbi:foo:mogilefs;foo_connect_timeout=2", store.DSN{Driver: "foo", Database: "mogilefs", Params: url.Values{"foo_connect_timeout": {"2"}}}},
+		{"DBI:Foo:dbname=mogilefs;host=/var/run/postgresql", store.DSN{Driver: "foo", Host: "/var/run/postgresql", Hosts: []store.HostPort{{"/var/run/postgresql", 0}}, Database: "mogilefs", Params: url.Values{}}},
+		{"postgres://root@127.0.0.1:5432/test?sslmode=disable", store.DSN{Driver: "postgres", User: "root", Host: "127.0.0.1", Port: 5432, Hosts: []store.HostPort{{"127.0.0.1", 5432}}, Database: "test", Path: "/test", Params: url.Values{"sslmode": {"disable"}}}},
+		{"cockroach://h:26257/mog", store.DSN{Driver: "cockroach", Host: "h", Port: 26257, Hosts: []store.HostPort{{"h", 26257}}, Database: "mog", Path: "/mog", Params: url.Values{}}},
+		// The path as written is kept: a file backend's absolute path arrives whole.
+		{"MyBackend:///var/lib/x.db", store.DSN{Driver: "mybackend", Database: "var/lib/x.db", Path: "/var/lib/x.db", Params: url.Values{}}},
+		{"mybackend://h/a%2Fb/c", store.DSN{Driver: "mybackend", Host: "h", Hosts: []store.HostPort{{"h", 0}}, Database: "a/b/c", Path: "/a/b/c", Params: url.Values{}}},
 	}
 	for _, tt := range tests {
 		tt.want.OpTimeout = store.DefaultOpTimeout
@@ -43,6 +44,36 @@ func TestParseDSN(t *testing.T) {
 	}
 }
 
+// TestParseDBI_Syntax: a driver's own DBI syntax, as DBD::mysql's
+// (':' or ';', three positional attributes).
+func TestParseDBI_Syntax(t *testing.T) {
+	syn := store.DBISyntax{Separators: ";:", Positional: []string{"db", "host", "port"}}
+	for in, want := range map[string]store.DSN{
+		"DBI:x:mogilefs:host=127.0.0.1":       {Driver: "x", Database: "mogilefs", Host: "127.0.0.1", Hosts: []store.HostPort{{"127.0.0.1", 0}}},
+		"dbi:X:mogilefs:db1:3307":             {Driver: "x", Database: "mogilefs", Host: "db1", Port: 3307, Hosts: []store.HostPort{{"db1", 3307}}},
+		"DBI:x:db=m;host=[::1]:port=3307":     {Driver: "x", Database: "m", Host: "::1", Port: 3307, Hosts: []store.HostPort{{"::1", 3307}}},
+		"DBI:x:m:[2001:db8::1]:3307":          {Driver: "x", Database: "m", Host: "2001:db8::1", Port: 3307, Hosts: []store.HostPort{{"2001:db8::1", 3307}}},
+		"DBI:x:m;x_opt=1:user=u:password=p=q": {Driver: "x", Database: "m", User: "u", Password: "p=q", Params: url.Values{"x_opt": {"1"}}},
+	} {
+		got, err := store.ParseDBI(in, syn)
+		if err != nil {
+			t.Errorf("ParseDBI(%q): %v", in, err)
+			continue
+		}
+		if want.Params == nil {
+			want.Params = url.Values{}
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Errorf("ParseDBI(%q) = %+v; want %+v", in, *got, want)
+		}
+	}
+	for _, in := range []string{"DBI:x:a;b;3306;c", "DBI:x:m:h:notaport", "dbx:x:m", "DBI::m"} {
+		if _, err := store.ParseDBI(in, syn); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("ParseDBI(%q) error = %v; want ErrBadDSN", in, err)
+		}
+	}
+}
+
 func TestParseDSN_Errors(t *testing.T) {
 	for _, in := range []string{
 		"",
@@ -50,9 +81,7 @@ func TestParseDSN_Errors(t *testing.T) {
 		"nocolon",
 		"DBI:",
 		"DBI::dbname=x",
-		"DBI:mysql:a;b;3306;c", // DBD::mysql has three positional attributes
-		"DBI:Pg:a;b",           // DBD::Pg one
-		"DBI:mysql:m:h:notaport",
+		"DBI:Pg:a;b", // DBD::Pg, like most, has one positional attribute
 		"DBI:mysql:database=x;port=notaport",
 		"mysql://h:99999/db",
 		"mysql:opaque",
@@ -65,16 +94,25 @@ func TestParseDSN_Errors(t *testing.T) {
 	}
 }
 
-func TestDSN_RedactedRoundTripsSQLitePaths(t *testing.T) {
-	for _, in := range []string{"sqlite:///tmp/x.db", "sqlite:rel/x.db", "DBI:SQLite:dbname=/a/b.db"} {
+func TestDSN_RedactedRoundTrips(t *testing.T) {
+	for _, in := range []string{"mybackend:///var/lib/x.db", "mybackend://u:p@h:1/db?x=y", "DBI:Foo:dbname=m;host=h;port=2"} {
 		d, err := store.ParseDSN(in)
 		if err != nil {
 			t.Fatal(err)
 		}
 		again, err := store.ParseDSN(d.Redacted())
-		if err != nil || again.Database != d.Database {
-			t.Errorf("ParseDSN(Redacted(%q) = %q) = %+v, %v; want database %q", in, d.Redacted(), again, err, d.Database)
+		if err != nil || again.Database != d.Database || again.Host != d.Host || again.Port != d.Port {
+			t.Errorf("ParseDSN(Redacted(%q) = %q) = %+v, %v; want %+v", in, d.Redacted(), again, err, d)
 		}
+	}
+	// A caller may amend Database after parsing; Redacted shows the amendment.
+	d, err := store.ParseDSN("mybackend://h/old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Database = "new"
+	if r := d.Redacted(); r != "mybackend://h/new" {
+		t.Errorf("Redacted() after amending Database = %q; want mybackend://h/new", r)
 	}
 }
 
@@ -94,8 +132,8 @@ func TestParseDSN_OpTimeout(t *testing.T) {
 		"mysql://h/db?op_timeout=3s":           3 * time.Second,
 		"postgres://h/db?op_timeout=250ms&x=1": 250 * time.Millisecond,
 		"DBI:mysql:database=db;op_timeout=7":   7 * time.Second,
-		"sqlite:///tmp/x.db?op_timeout=0":      0,
-		"sqlite:rel.db?op_timeout=1m":          time.Minute,
+		"mybackend:///tmp/x.db?op_timeout=0":   0,
+		"DBI:foo:db=x;op_timeout=1m":           time.Minute,
 	} {
 		d, err := store.ParseDSN(in)
 		if err != nil {
@@ -116,47 +154,6 @@ func TestParseDSN_OpTimeout(t *testing.T) {
 	for _, in := range []string{"mysql://h/db?op_timeout=soon", "mysql://h/db?op_timeout=-1s", "mysql://h/db?op_timeout=1s&op_timeout=2s"} {
 		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
 			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
-		}
-	}
-}
-
-// TestParseDSN_DBIForms: the db_dsn spellings of real MogileFS configs, as
-// Perl's DBD::mysql, DBD::Pg and DBD::SQLite read them.
-func TestParseDSN_DBIForms(t *testing.T) {
-	my := func(db, host string, port int) store.DSN {
-		d := store.DSN{Driver: "mysql", Database: db, Host: host, Port: port, Params: url.Values{}}
-		if host != "" || port != 0 {
-			d.Hosts = []store.HostPort{{host, port}}
-		}
-		return d
-	}
-	tests := map[string]store.DSN{
-		"DBI:mysql:mogilefs:host=127.0.0.1":                   my("mogilefs", "127.0.0.1", 0), // the original's sample config
-		"dbi:mysql:mogilefs:127.0.0.1":                        my("mogilefs", "127.0.0.1", 0),
-		"DBI:mysql:mogilefs:db1.example.com:3307":             my("mogilefs", "db1.example.com", 3307),
-		"DBI:mysql:database=mogilefs:host=db1:port=3307":      my("mogilefs", "db1", 3307),
-		"DBI:MySQL:db=mogilefs;host=db1;port=3307":            my("mogilefs", "db1", 3307),
-		"DBI:mysql:dbname=mogilefs;host=db1":                  my("mogilefs", "db1", 0),
-		"DBI:mysql:mogilefs;host=/var/run/mysqld/mysqld.sock": my("mogilefs", "/var/run/mysqld/mysqld.sock", 0),
-		"DBI:mariadb:mogilefs;host=db1":                       my("mogilefs", "db1", 0),
-		"DBI:Pg:dbname=mogilefs;host=db1;port=5433": {Driver: "postgres", Database: "mogilefs", Host: "db1", Port: 5433,
-			Hosts: []store.HostPort{{"db1", 5433}}, Params: url.Values{}},
-		"DBI:pg:db=mogilefs": {Driver: "postgres", Database: "mogilefs", Params: url.Values{}},
-		"DBI:Pg:database=mogilefs;options=-c statement_timeout=0": {Driver: "postgres", Database: "mogilefs",
-			Params: url.Values{"options": {"-c statement_timeout=0"}}},
-		"DBI:SQLite:db=/var/lib/mogilefs/m.db":       {Driver: "sqlite", Database: "/var/lib/mogilefs/m.db", Params: url.Values{}},
-		"dbi:sqlite:database=/var/lib/mogilefs/m.db": {Driver: "sqlite", Database: "/var/lib/mogilefs/m.db", Params: url.Values{}},
-		"DBI:SQLite:/srv/mog;fs/m.db":                {Driver: "sqlite", Database: "/srv/mog;fs/m.db", Params: url.Values{}},
-	}
-	for in, want := range tests {
-		want.OpTimeout = store.DefaultOpTimeout
-		got, err := store.ParseDSN(in)
-		if err != nil {
-			t.Errorf("ParseDSN(%q): %v", in, err)
-			continue
-		}
-		if !reflect.DeepEqual(*got, want) {
-			t.Errorf("ParseDSN(%q) = %+v; want %+v", in, *got, want)
 		}
 	}
 }
@@ -215,6 +212,19 @@ func TestParseDSN_ErrorsHidePassword(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("ParseDSN(%q) error %q shows the password", in, err)
+		}
+	}
+}
+
+func TestParseSeconds(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7": 7 * time.Second, "1.5s": 1500 * time.Millisecond, " 0 ": 0, "250ms": 250 * time.Millisecond} {
+		if got, err := store.ParseSeconds(in); err != nil || got != want {
+			t.Errorf("ParseSeconds(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1", "-2s", "soon", "", "1.5"} {
+		if got, err := store.ParseSeconds(in); err == nil {
+			t.Errorf("ParseSeconds(%q) = %v; want an error", in, got)
 		}
 	}
 }

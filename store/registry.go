@@ -15,20 +15,31 @@ type Driver interface {
 	Open(ctx context.Context, dsn *DSN) (Store, error)
 }
 
+// registered is one backend: the name it was registered under and its
+// Driver. Each alias maps to the same value.
+type registered struct {
+	name   string
+	driver Driver
+}
+
 var (
 	driversMu sync.RWMutex
-	drivers   = map[string]Driver{}
+	drivers   = map[string]registered{}
 )
 
 // Register makes a backend available under name (compared case-insensitively)
-// and any aliases. It panics on an empty name, a nil driver or a name taken
-// twice: all three are programming errors found at init.
+// and any aliases: other URL schemes or DBI driver names that select it, such
+// as "postgresql" and "Pg" (DBI:Pg:…) for "postgres". A DSN through any of
+// them parses to a DSN whose Driver is name. It panics on an empty name, a
+// nil driver or a name taken twice: all three are programming errors found
+// at init.
 func Register(name string, d Driver, aliases ...string) {
 	if d == nil {
 		panic("store: Register driver is nil")
 	}
 	driversMu.Lock()
 	defer driversMu.Unlock()
+	r := registered{name: strings.ToLower(name), driver: d}
 	for _, n := range append([]string{name}, aliases...) {
 		n = strings.ToLower(n)
 		if n == "" {
@@ -37,8 +48,25 @@ func Register(name string, d Driver, aliases ...string) {
 		if _, dup := drivers[n]; dup {
 			panic("store: Register called twice for backend " + n)
 		}
-		drivers[n] = d
+		drivers[n] = r
 	}
+}
+
+func lookup(name string) (registered, bool) {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	r, ok := drivers[strings.ToLower(name)]
+	return r, ok
+}
+
+// ownAliases are the other spellings of gomogile's own backends, used only
+// to name the package to import when none registered the name; each
+// backend registers its aliases itself (a test in cmd/mogilefsd checks this
+// list against what they register).
+var ownAliases = map[string]string{
+	"postgresql": "postgres", "pg": "postgres",
+	"mariadb": "mysql",
+	"sqlite3": "sqlite", "file": "sqlite",
 }
 
 // Drivers returns the sorted names (aliases included) of registered backends.
@@ -67,18 +95,20 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 // OpenDSN is Open for an already parsed (and possibly amended) DSN, such as
 // one whose User and Password came from a tracker's db_user and db_pass.
 func OpenDSN(ctx context.Context, d *DSN) (Store, error) {
-	driversMu.RLock()
-	drv, ok := drivers[strings.ToLower(d.Driver)]
-	driversMu.RUnlock()
+	r, ok := lookup(d.Driver)
 	if !ok {
 		have := strings.Join(Drivers(), ", ")
 		if have == "" {
 			have = "none"
 		}
+		pkg := strings.ToLower(d.Driver)
+		if own, ok := ownAliases[pkg]; ok {
+			pkg = own
+		}
 		return nil, fmt.Errorf("%w %q (have: %s); forgot to import github.com/gomogile/gomogile/store/%s?",
-			ErrNoDriver, d.Driver, have, strings.ToLower(d.Driver))
+			ErrNoDriver, d.Driver, have, pkg)
 	}
-	s, err := drv.Open(ctx, d)
+	s, err := r.driver.Open(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", d.Redacted(), err)
 	}

@@ -3,9 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -40,12 +43,72 @@ func TestRegister_OpenDispatchesByScheme(t *testing.T) {
 }
 
 func TestOpen_UnknownBackendSaysHowToFix(t *testing.T) {
-	_, err := store.Open(t.Context(), "nosuchdb://h/db")
-	if !errors.Is(err, store.ErrNoDriver) {
-		t.Fatalf("error = %v; want ErrNoDriver", err)
+	for dsn, pkg := range map[string]string{
+		"nosuchdb://h/db":      "store/nosuchdb?",
+		"DBI:Pg:dbname=db":     "store/postgres?", // an alias names the backend's own package
+		"postgresql://h/db":    "store/postgres?",
+		"DBI:MariaDB:db":       "store/mysql?",
+		"sqlite3:///tmp/x.db":  "store/sqlite?",
+		"DBI:SQLite:/tmp/x.db": "store/sqlite?",
+	} {
+		_, err := store.Open(t.Context(), dsn)
+		if !errors.Is(err, store.ErrNoDriver) {
+			t.Fatalf("Open(%q) error = %v; want ErrNoDriver", dsn, err)
+		}
+		if !strings.Contains(err.Error(), "forgot to import github.com/gomogile/gomogile/"+pkg) {
+			t.Errorf("Open(%q) error %q does not suggest importing %s", dsn, err, pkg)
+		}
 	}
-	if !strings.Contains(err.Error(), "forgot to import") {
-		t.Errorf("error %q does not suggest the missing import", err)
+}
+
+// parsingDriver parses its own DSNs: the whole string after the scheme is
+// a file path, so it records what the registry handed it.
+type parsingDriver struct {
+	recordingDriver
+	raw string
+}
+
+func (d *parsingDriver) ParseDSN(raw string) (*store.DSN, error) {
+	d.raw = raw
+	_, path, _ := strings.Cut(raw, "://")
+	if path == "" {
+		return nil, fmt.Errorf("%w: no path", store.ErrBadDSN)
+	}
+	return &store.DSN{Database: path, Params: url.Values{"op_timeout": {"3s"}}}, nil
+}
+
+func TestRegister_DriverParsesItsOwnDSN(t *testing.T) {
+	d := &parsingDriver{}
+	store.Register("regparse", d, "RegParse-Alias")
+	_, err := store.Open(t.Context(), "regparse-alias://C:/var/lib/x.db")
+	if !errors.Is(err, errRecorded) {
+		t.Fatalf("Open error = %v; want the driver's error wrapped", err)
+	}
+	if d.raw != "regparse-alias://C:/var/lib/x.db" {
+		t.Errorf("driver's ParseDSN got %q; want the DSN as written", d.raw)
+	}
+	got := d.got
+	if got == nil || got.Database != "C:/var/lib/x.db" || got.Driver != "regparse" || got.OpTimeout != 3*time.Second {
+		t.Errorf("driver got %+v; want its own parse, Driver regparse (the registered name), op_timeout taken out", got)
+	}
+	if _, left := got.Params["op_timeout"]; left {
+		t.Errorf("op_timeout left in Params %v", got.Params)
+	}
+	if _, err := store.ParseDSN("regparse://"); !errors.Is(err, store.ErrBadDSN) {
+		t.Errorf("ParseDSN through the driver's parser: error %v; want its ErrBadDSN", err)
+	}
+}
+
+func TestRegister_AliasParsesToRegisteredName(t *testing.T) {
+	store.Register("regcanon", &recordingDriver{}, "regcanon-url", "RegCanonDBI")
+	for _, in := range []string{"REGCANON-URL://h/db", "DBI:RegCanonDbi:db"} {
+		d, err := store.ParseDSN(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Driver != "regcanon" || d.Database != "db" {
+			t.Errorf("ParseDSN(%q) = %+v; want Driver regcanon, Database db", in, d)
+		}
 	}
 }
 

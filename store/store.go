@@ -12,8 +12,11 @@
 //
 //  1. Implement [Store]. An SQL database usually needs only a dialect, a
 //     connection and named locks: package store/sqlstore holds the shared SQL.
-//  2. Register a [Driver] in an init function with [Register]; users select it
-//     with a blank import and a DSN whose scheme names it.
+//  2. Register a [Driver] in an init function with [Register], under its name
+//     and any aliases; users select it with a blank import and a DSN whose
+//     scheme (or DBI driver name) is one of them. The Driver gets a parsed
+//     [DSN], its URL path as written; one whose DSNs follow neither the URL
+//     nor the DBI rules also implements [DSNParser].
 //  3. Run conformance.Run from a test named TestConformance with a Harness
 //     that opens independent instances against one database.
 //  4. Declare what legitimately differs in [Capabilities]; nothing else may.

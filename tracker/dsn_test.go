@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,15 @@ func TestMain_BadDSNFailsAtStart(t *testing.T) {
 		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("db_dsn %q: %v; want it to say %q and not show the password", dsn, err, want)
 		}
+	}
+}
+
+// TestDrivers_OwnNames: the names and aliases gomogile's backends register.
+// store's "forgot to import" hint knows these aliases (store/registry.go
+// ownAliases, tested in store): a new alias belongs in both.
+func TestDrivers_OwnNames(t *testing.T) {
+	want := []string{"file", "mariadb", "mysql", "pg", "postgres", "postgresql", "sqlite", "sqlite3"}
+	if got := store.Drivers(); !slices.Equal(got, want) {
+		t.Errorf("store.Drivers() = %v; want %v", got, want)
 	}
 }

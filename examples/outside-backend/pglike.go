@@ -8,7 +8,11 @@
 //
 // A real backend for another database replaces the Dialect methods whose
 // SQL differs (embedding postgres.Dialect or mysql.Dialect keeps the rest)
-// and, where the database has no session locks, keeps the lease locks.
+// and, where the database has no session locks, keeps the lease locks: on
+// a database whose SQL differs from PostgreSQL's, it implements
+// leaselock.DB with its own statements (store/postgres/locks.go and
+// locksql.go are the pattern) and passes leaselock.New's result as
+// sqlstore.Config.Locks.
 package pglike
 
 import (

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -202,4 +203,30 @@ func (h *harness) Reset(ctx context.Context) error {
 	}
 	_, err = db.ExecContext(ctx, "INSERT INTO gomogile_lock_epoch (id, started_at) VALUES (1, '-infinity')")
 	return err
+}
+
+// pathDriver is a backend of this module that records the DSN the
+// registry hands it and opens nothing: a file-based backend needs its
+// path exactly as written.
+type pathDriver struct{ got chan *store.DSN }
+
+var errNotOpened = errors.New("pathDriver opens nothing")
+
+func (d pathDriver) Open(_ context.Context, dsn *store.DSN) (store.Store, error) {
+	d.got <- dsn
+	return nil, errNotOpened
+}
+
+// TestOpen_PathArrivesIntact: a DSN of an outside backend reaches it with
+// its path as written, leading '/' included.
+func TestOpen_PathArrivesIntact(t *testing.T) {
+	d := pathDriver{got: make(chan *store.DSN, 1)}
+	store.Register("mybackend", d)
+	if _, err := store.Open(t.Context(), "mybackend:///var/lib/x.db?op_timeout=2s"); !errors.Is(err, errNotOpened) {
+		t.Fatalf("Open error = %v; want the driver's", err)
+	}
+	got := <-d.got
+	if got.Driver != "mybackend" || got.Path != "/var/lib/x.db" || got.OpTimeout != 2*time.Second {
+		t.Errorf("driver got %+v; want Driver mybackend, Path /var/lib/x.db, OpTimeout 2s", got)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -26,10 +27,11 @@ func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
 		}
 		b.Cleanup(func() { s.Close() })
 		ss, ok := s.(*sqlstore.Store)
-		if !ok {
+		p, pok := sqlaccess.Of(s)
+		if !ok || !pok {
 			b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", s)
 		}
-		return ss, ss.DB(), ss.Dialect().Rebind
+		return ss, p.DB, p.Dialect.Rebind
 	}
 	b.Run("RawFileByKey", func(b *testing.B) {
 		s, db, q := open(b)
@@ -90,7 +92,7 @@ func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
 		if err := s.Enqueue(ctx, store.QueueReplicate, entries...); err != nil {
 			b.Fatal(err)
 		}
-		now := s.Dialect().UnixNow()
+		now := unixNow(b, s)
 		due := q("SELECT fid, nexttry FROM file_to_replicate WHERE nexttry <= " + now + " ORDER BY nexttry LIMIT 1")
 		claim := q("UPDATE file_to_replicate SET nexttry = " + now + " + 3600 WHERE fid = ? AND nexttry = ?")
 		b.ResetTimer()
@@ -123,4 +125,13 @@ func commit(b *testing.B, s store.Store, dmid int, key string) int64 {
 		b.Fatal(err)
 	}
 	return fid
+}
+
+// unixNow is the dialect's SQL for the database clock.
+func unixNow(b *testing.B, s *sqlstore.Store) string {
+	p, ok := sqlaccess.Of(s)
+	if !ok {
+		b.Fatalf("%T opens up no dialect", s)
+	}
+	return p.Dialect.UnixNow()
 }

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gomogile/gomogile/store/sqlstore"
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 )
 
 // Fault kinds, as the summary line names them.
@@ -383,11 +383,10 @@ func (in *injector) dupOwner(ctx context.Context) error {
 // store/mysql documents a lock's server name: "gomogile:" and the SHA-256
 // of the database name, NUL, the lock name, in lower-case base32.
 func (r *run) killLockSessions(ctx context.Context, names []string) (int, error) {
-	ss, ok := r.admin.(*sqlstore.Store)
+	db, ok := sqlaccess.DB(r.admin)
 	if !ok {
 		return 0, fmt.Errorf("%T is not an SQL store", r.admin)
 	}
-	db := ss.DB()
 	var database string
 	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&database); err != nil {
 		return 0, err
@@ -499,7 +498,7 @@ type sessionKiller struct {
 func (k *sessionKiller) close() { _ = k.conn.Close() }
 
 func (r *run) newKiller(ctx context.Context) (*sessionKiller, error) {
-	ss, ok := r.admin.(*sqlstore.Store)
+	db, ok := sqlaccess.DB(r.admin)
 	if !ok {
 		return nil, fmt.Errorf("%T is not an SQL store", r.admin)
 	}
@@ -520,7 +519,7 @@ func (r *run) newKiller(ctx context.Context) (*sessionKiller, error) {
 	default:
 		return nil, fmt.Errorf("no sessions to kill on %s", r.driver)
 	}
-	conn, err := ss.DB().Conn(ctx)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("killer connection: %w", err)
 	}

@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -9,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // fidRec is what the workers learned about one fid CreateTempFile gave.
@@ -159,9 +160,9 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 			fidBad = append(fidBad, fmt.Sprintf("file fid %d was never handed out by CreateTempFile", fid))
 		}
 	}
-	if ss, ok := st.(*sqlstore.Store); ok {
+	if db, ok := sqlaccess.DB(st); ok {
 		// The same equality in one statement, not trusting File/FileOn.
-		rows, err := ss.DB().QueryContext(ctx,
+		rows, err := db.QueryContext(ctx,
 			"SELECT f.fid, f.devcount, (SELECT COUNT(*) FROM file_on o WHERE o.fid = f.fid) FROM file f")
 		if err != nil {
 			return fmt.Errorf("raw devcount query: %w", err)
@@ -189,8 +190,8 @@ func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
 	// The delete queue in one statement where the Store is SQL (the
 	// contract reads it a row at a time, which long runs would feel).
 	var delSet map[int64]bool
-	if ss, ok := st.(*sqlstore.Store); ok {
-		if delSet, err = fidSet(ctx, ss, "SELECT fid FROM file_to_delete2"); err != nil {
+	if db, ok := sqlaccess.DB(st); ok {
+		if delSet, err = fidSet(ctx, db, "SELECT fid FROM file_to_delete2"); err != nil {
 			return fmt.Errorf("delete queue: %w", err)
 		}
 	}
@@ -312,8 +313,8 @@ func (f *fileLog) known(fid int64) bool {
 }
 
 // fidSet runs a query listing fids.
-func fidSet(ctx context.Context, ss *sqlstore.Store, query string) (map[int64]bool, error) {
-	rows, err := ss.DB().QueryContext(ctx, query)
+func fidSet(ctx context.Context, db *sql.DB, query string) (map[int64]bool, error) {
+	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}

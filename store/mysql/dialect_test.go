@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -19,7 +20,12 @@ import (
 // exists), for statements the Store does not offer.
 func (h *harness) db(t testing.TB) *sql.DB {
 	t.Helper()
-	return h.open(t).(interface{ DB() *sql.DB }).DB()
+	s := h.open(t)
+	db, ok := sqlaccess.DB(s)
+	if !ok {
+		t.Fatalf("%T opens up no pool", s)
+	}
+	return db
 }
 
 // Errors come from the real server, provoked as they happen in production.

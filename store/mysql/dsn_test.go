@@ -82,3 +82,42 @@ func TestConfigure_Refuses(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDSN_DBIForms: the db_dsn spellings of real MogileFS configs, as
+// Perl's DBD::mysql reads them (':' or ';', positional db, host, port).
+func TestParseDSN_DBIForms(t *testing.T) {
+	type want struct {
+		db, host string
+		port     int
+	}
+	for in, w := range map[string]want{
+		"DBI:mysql:mogilefs:host=127.0.0.1":                   {"mogilefs", "127.0.0.1", 0}, // the original's sample config
+		"dbi:mysql:mogilefs:127.0.0.1":                        {"mogilefs", "127.0.0.1", 0},
+		"DBI:mysql:mogilefs:db1.example.com:3307":             {"mogilefs", "db1.example.com", 3307},
+		"DBI:mysql:database=mogilefs:host=db1:port=3307":      {"mogilefs", "db1", 3307},
+		"DBI:MySQL:db=mogilefs;host=db1;port=3307":            {"mogilefs", "db1", 3307},
+		"DBI:mysql:dbname=mogilefs;host=db1":                  {"mogilefs", "db1", 0},
+		"DBI:mysql:mogilefs;host=/var/run/mysqld/mysqld.sock": {"mogilefs", "/var/run/mysqld/mysqld.sock", 0},
+		"DBI:mariadb:mogilefs;host=db1":                       {"mogilefs", "db1", 0},
+		"DBI:MariaDB:mogilefs:[::1]:3307":                     {"mogilefs", "::1", 3307},
+		"mariadb://u@db1/mogilefs":                            {"mogilefs", "db1", 0},
+	} {
+		d, err := store.ParseDSN(in)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", in, err)
+			continue
+		}
+		if d.Driver != "mysql" || d.Database != w.db || d.Host != w.host || d.Port != w.port {
+			t.Errorf("ParseDSN(%q) = %+v; want driver mysql, %+v", in, d, w)
+		}
+	}
+	for _, in := range []string{
+		"DBI:mysql:a;b;3306;c", // DBD::mysql has three positional attributes
+		"DBI:mysql:m:h:notaport",
+		"mysql:opaque",
+	} {
+		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package mysql
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -35,9 +37,10 @@ func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
 	}
-	b, ok := ss.LockBackend().(*lockBackend)
+	p, _ := sqlaccess.Of(s)
+	b, ok := p.Locks.(*lockBackend)
 	if !ok {
-		return nil, nil, fmt.Errorf("%T is not this package's lock backend", ss.LockBackend())
+		return nil, nil, fmt.Errorf("%T is not this package's lock backend", p.Locks)
 	}
 	return ss, b, nil
 }
@@ -85,21 +88,20 @@ func LockDatabase(s store.Store) (string, error) {
 
 // Crash drops s's lock sessions and pool without releasing anything.
 func Crash(s store.Store) error {
-	ss, b, err := backendOf(s)
+	ss, _, err := backendOf(s)
 	if err != nil {
 		return err
 	}
-	b.crash()
-	return ss.DB().Close()
+	return ss.CrashOwner(context.Background())
 }
 
 // StoreDialect is the dialect s was opened with.
 func StoreDialect(s store.Store) (sqlstore.Dialect, error) {
-	ss, _, err := backendOf(s)
-	if err != nil {
+	if _, _, err := backendOf(s); err != nil {
 		return nil, err
 	}
-	return ss.Dialect(), nil
+	p, _ := sqlaccess.Of(s)
+	return p.Dialect.(sqlstore.Dialect), nil
 }
 
 // FreezeWatchers stops s's watchers and leaves its lock sessions open and

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/mysql"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
@@ -40,7 +41,7 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	}
 	defer tx.Rollback()
 	var tok int64
-	if err := tx.QueryRowContext(ctx, "SELECT token FROM gomogile_fence WHERE name = ?"+a.(*sqlstore.Store).Dialect().Fencing().ShareLock, []byte("fence-order")).Scan(&tok); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT token FROM gomogile_fence WHERE name = ?"+mustDialect(t, a).Fencing().ShareLock, []byte("fence-order")).Scan(&tok); err != nil {
 		t.Fatal(err)
 	}
 	if tok != l.Token() {
@@ -73,4 +74,13 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the next grant did not return after the write committed")
 	}
+}
+
+func mustDialect(t *testing.T, s store.Store) sqlstore.Dialect {
+	t.Helper()
+	d, err := mysql.StoreDialect(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

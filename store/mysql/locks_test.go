@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 )
@@ -157,7 +158,10 @@ func TestLock_PoolActivityCannotTouchIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := mysql.ServerLockName(h.database, "pool")
-	pool := a.(interface{ DB() *sql.DB }).DB()
+	pool, ok := sqlaccess.DB(a)
+	if !ok {
+		t.Fatalf("%T opens up no pool", a)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := 0; i < 16; i++ {

@@ -297,18 +297,12 @@ func tlsMode(key, v string) (string, error) {
 	return "", fmt.Errorf("%w: mysql: parameter %q: bad value %q (want true, false, skip-verify or preferred)", store.ErrBadDSN, key, v)
 }
 
-// parseSeconds reads a Go duration ("1.5s") or, as DBD::mysql writes it, a
-// whole number of seconds.
+// parseSeconds reads a positive store.ParseSeconds value (DBD::mysql
+// writes whole seconds).
 func parseSeconds(v string) (time.Duration, error) {
-	if n, err := strconv.Atoi(v); err == nil {
-		if n <= 0 {
-			return 0, fmt.Errorf("want a positive duration, got %q", v)
-		}
-		return time.Duration(n) * time.Second, nil
+	d, err := store.ParseSeconds(v)
+	if err == nil && d == 0 {
+		err = fmt.Errorf("%q is not positive", v)
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("want a positive duration, got %q", v)
-	}
-	return d, nil
+	return d, err
 }

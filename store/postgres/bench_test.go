@@ -1,9 +1,9 @@
 package postgres_test
 
 import (
-	"database/sql"
 	"testing"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store/postgres"
 )
@@ -55,7 +55,11 @@ func BenchmarkLockCycle(b *testing.B) {
 	})
 	raw := func(b *testing.B, setup string, cycle ...string) {
 		s := open(b, dsn) // a pool through the same pgx stdlib driver as the Store's
-		conn, err := s.(interface{ DB() *sql.DB }).DB().Conn(b.Context())
+		db, ok := sqlaccess.DB(s)
+		if !ok {
+			b.Fatalf("%T opens up no pool", s)
+		}
+		conn, err := db.Conn(b.Context())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store/postgres"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -65,7 +66,11 @@ func TestDialect_UpsertText(t *testing.T) {
 func testDB(t *testing.T) (string, *sql.DB) {
 	dsn := testdb.Postgres(t)
 	s := open(t, dsn)
-	return dsn, s.(*sqlstore.Store).DB()
+	db, ok := sqlaccess.DB(s)
+	if !ok {
+		t.Fatalf("%T opens up no pool", s)
+	}
+	return dsn, db
 }
 
 // TestDialect_UpsertRuns runs Upsert's statements on the server, where an

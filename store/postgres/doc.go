@@ -61,7 +61,10 @@
 // releasing is one DELETE of the row with our owner and acquisition token,
 // which also sends NOTIFY with the name. Locks are not reentrant (the
 // second INSERT by the same Store conflicts like anyone's), and a Store may
-// hold any number.
+// hold any number. The machinery (renewal, reaping, the Lost timer, the
+// restart and epoch rules, LISTEN wake-ups) is package
+// store/sqlstore/leaselock; this package supplies its SQL (locksql.go) and
+// sessions (locks.go).
 //
 // A dead owner's locks are freed by a reaper that every Store runs every
 // lock_reap, and that a waiter runs at once when it finds the holder's lease

@@ -4,22 +4,21 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore/leaselock"
 )
 
 // config is a DSN turned into what Open needs.
 type config struct {
 	conn  *pgx.ConnConfig
-	locks lockConfig
+	locks leaselock.Config
 }
 
 // passThrough lists the DSN parameters handed to pgx unchanged: libpq
@@ -81,52 +80,25 @@ func parseDSN(d *store.DSN) (*config, error) {
 	if d.User != "" {
 		kv = append(kv, "user="+quoteValue(d.User))
 	}
-	lc := lockConfig{listen: true}
-	var reap time.Duration
+	lc := leaselock.Config{Name: "postgres"}
 	for k, vs := range d.Params {
 		if len(vs) != 1 {
 			return nil, bad("parameter %s given %d times", k, len(vs))
 		}
 		v := vs[0]
-		var err error
-		switch {
-		case passThrough[k]:
+		if passThrough[k] {
 			kv = append(kv, k+"="+quoteValue(v))
-		case k == "lock_lease":
-			lc.lease, err = time.ParseDuration(v)
-			if err == nil && lc.lease < minLockLease {
-				err = fmt.Errorf("below the minimum %v", minLockLease)
-			}
-		case k == "lock_reap":
-			reap, err = time.ParseDuration(v)
-			if err == nil && reap <= 0 {
-				err = fmt.Errorf("must be positive")
-			}
-		case k == "lock_owner":
-			lc.identity = v
-			if v == "" || len(v) > 255 {
-				err = fmt.Errorf("must be 1 to 255 bytes")
-			}
-		case k == "lock_notify":
-			lc.listen, err = strconv.ParseBool(v)
-		default:
+			continue
+		}
+		known, err := lc.SetParam(k, v)
+		if !known {
 			return nil, bad("unknown parameter %q (have: %s)", k, knownParams())
 		}
 		if err != nil {
 			return nil, bad("%s=%q: %v", k, v, err)
 		}
 	}
-	if lc.lease == 0 {
-		lc.lease = DefaultLockLease
-	}
-	lc.reap = reap
-	if lc.reap == 0 {
-		lc.reap = lc.lease / 2
-	}
-	if lc.identity == "" {
-		host, _ := os.Hostname()
-		lc.identity = fmt.Sprintf("%s:%d:%d", host, os.Getpid(), identitySeq.Add(1))
-	}
+	lc = lc.WithDefaults()
 	// The password is set after parsing, so no error of pgx's can quote it.
 	conn, err := pgx.ParseConfig(strings.Join(kv, " "))
 	if err != nil {
@@ -146,7 +118,7 @@ func parseDSN(d *store.DSN) (*config, error) {
 }
 
 func knownParams() string {
-	names := []string{"lock_lease", "lock_notify", "lock_owner", "lock_reap"}
+	names := slices.Clone(leaselock.Params)
 	for k := range passThrough {
 		names = append(names, k)
 	}

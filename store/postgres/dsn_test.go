@@ -134,3 +134,34 @@ func TestTestdb_NoServer(t *testing.T) {
 		t.Errorf("testdb.Postgres took %v to give up; want it quick", d)
 	}
 }
+
+// TestParseDSN_DBIForms: DBD::Pg's db_dsn spellings and the URL aliases,
+// read without a server.
+func TestParseDSN_DBIForms(t *testing.T) {
+	type want struct {
+		db, host string
+		port     int
+		params   string
+	}
+	for in, w := range map[string]want{
+		"DBI:Pg:dbname=mogilefs;host=db1;port=5433":               {"mogilefs", "db1", 5433, ""},
+		"DBI:pg:db=mogilefs":                                      {"mogilefs", "", 0, ""},
+		"dbi:PG:database=mogilefs;host=/var/run/postgresql":       {"mogilefs", "/var/run/postgresql", 0, ""},
+		"DBI:Pg:database=mogilefs;options=-c statement_timeout=0": {"mogilefs", "", 0, "options=-c+statement_timeout%3D0"},
+		"DBI:Pg:mogilefs":                                         {"mogilefs", "", 0, ""},
+		"postgresql://u:p@h/d":                                    {"d", "h", 0, ""},
+		"PG://h:5433/d?sslmode=disable":                           {"d", "h", 5433, "sslmode=disable"},
+	} {
+		d, err := store.ParseDSN(in)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", in, err)
+			continue
+		}
+		if d.Driver != "postgres" || d.Database != w.db || d.Host != w.host || d.Port != w.port || d.Params.Encode() != w.params {
+			t.Errorf("ParseDSN(%q) = %+v; want driver postgres, %+v", in, d, w)
+		}
+	}
+	if _, err := store.ParseDSN("DBI:Pg:a;b"); !errors.Is(err, store.ErrBadDSN) {
+		t.Errorf("two bare DBD::Pg attributes: error %v; want ErrBadDSN", err)
+	}
+}

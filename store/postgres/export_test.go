@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -14,9 +16,10 @@ func backendOf(s store.Store) (*lockBackend, error) {
 	if !ok {
 		return nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
 	}
-	b, ok := ss.LockBackend().(*lockBackend)
+	p, _ := sqlaccess.Of(ss)
+	b, ok := p.Locks.(*lockBackend)
 	if !ok {
-		return nil, fmt.Errorf("lock backend %T is not PostgreSQL's", ss.LockBackend())
+		return nil, fmt.Errorf("lock backend %T is not PostgreSQL's", p.Locks)
 	}
 	return b, nil
 }
@@ -28,19 +31,17 @@ func LockSessionPIDs(s store.Store) (renew, listen uint32, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	renew, listen = b.sessionPIDs()
+	renew, listen = b.db.sessionPIDs()
 	return renew, listen, nil
 }
 
 // CrashLocks stops s's renewal and drops its lock sessions and pool without
 // releasing anything.
 func CrashLocks(s store.Store) error {
-	b, err := backendOf(s)
-	if err != nil {
+	if _, err := backendOf(s); err != nil {
 		return err
 	}
-	b.crash()
-	return s.(*sqlstore.Store).DB().Close()
+	return s.(*sqlstore.Store).CrashOwner(context.Background())
 }
 
 // OwnerID is s's current owner incarnation, 0 between a loss and the next
@@ -50,12 +51,7 @@ func OwnerID(s store.Store) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return 0, nil
-	}
-	return b.cur.id, nil
+	return b.Status().Owner, nil
 }
 
 // Identity is s's lock owner identity.
@@ -64,7 +60,7 @@ func Identity(s store.Store) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return b.cfg.identity, nil
+	return b.Status().Identity, nil
 }
 
 // NotifyWakeups counts the lock waits of s that a notification ended.
@@ -73,7 +69,7 @@ func NotifyWakeups(s store.Store) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return b.notifyWakeups.Load(), nil
+	return b.Status().NotifyWakeups, nil
 }
 
 // ParseLockDSN returns the lock settings a DSN gives.
@@ -82,7 +78,7 @@ func ParseLockDSN(d *store.DSN) (lease, reap, bound string, notify bool, err err
 	if err != nil {
 		return "", "", "", false, err
 	}
-	return c.locks.lease.String(), c.locks.reap.String(), c.locks.deadOwnerBound().String(), c.locks.listen, nil
+	return c.locks.Lease.String(), c.locks.Reap.String(), c.locks.DeadOwnerBound().String(), !c.locks.NoListen, nil
 }
 
 const (

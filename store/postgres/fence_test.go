@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
+	"github.com/gomogile/gomogile/store/postgres"
 )
 
 // A fenced write's share lock on the token row orders it before a
@@ -44,7 +44,7 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tok int64
-	if err := tx.QueryRow(ctx, "SELECT token FROM gomogile_fence WHERE name = $1"+a.(*sqlstore.Store).Dialect().Fencing().ShareLock, []byte("fence-order")).Scan(&tok); err != nil {
+	if err := tx.QueryRow(ctx, "SELECT token FROM gomogile_fence WHERE name = $1"+postgres.Dialect{}.Fencing().ShareLock, []byte("fence-order")).Scan(&tok); err != nil {
 		t.Fatal(err)
 	}
 	if tok != l.Token() {

@@ -3,799 +3,138 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
+	"github.com/gomogile/gomogile/store/sqlstore/leaselock"
 )
 
-// Lock settings and their defaults; the package doc (# Locks) explains them.
-const (
-	DefaultLockLease = 10 * time.Second
-	// minLockLease keeps renewal (every lease/3) from turning into a busy
-	// loop and leaves a round trip's worth of margin.
-	minLockLease = 300 * time.Millisecond
+// DefaultLockLease is the owner lease when the DSN sets no lock_lease.
+const DefaultLockLease = leaselock.DefaultLease
 
-	minBackoff = 5 * time.Millisecond
-	maxBackoff = 100 * time.Millisecond
-
-	notifyChannel = "gomogile_lock_released"
-
-	// closeTimeout bounds the release of a Store's locks in Close, which has
-	// no context; a release that cannot finish is left to the reaper.
-	closeTimeout = 5 * time.Second
-)
-
-// lockConfig is the lock part of a DSN.
-type lockConfig struct {
-	lease    time.Duration // sentinel lease, on the database clock
-	reap     time.Duration // how often each Store reaps expired owners
-	identity string        // owner identity; a new incarnation evicts older ones
-	listen   bool          // LISTEN for releases instead of only polling
+// lockBackend is the sqlstore.LockBackend of one Store: package
+// leaselock's machinery running this package's SQL (locksql.go) through
+// lockDB.
+type lockBackend struct {
+	*leaselock.Locks
+	db *lockDB
 }
 
-// renewEvery leaves two renewal attempts before the local deadline.
-func (c lockConfig) renewEvery() time.Duration { return c.lease / 3 }
+func newLockBackend(db *sql.DB, connCfg *pgx.ConnConfig, cfg leaselock.Config) *lockBackend {
+	ldb := &lockDB{db: db, connCfg: connCfg}
+	return &lockBackend{Locks: leaselock.New(ldb, cfg), db: ldb}
+}
 
-// margin is how long before the lease can expire on the server a Store
-// gives its locks up: it absorbs clock-rate differences and the round trip
-// of the renewal that failed to come back.
-func (c lockConfig) margin() time.Duration { return c.lease / 5 }
-
-// deadOwnerBound is how long a dead owner's locks can stay taken: its lease
-// runs out at most lease after its last renewal, and the next reaper pass
-// (at most reap later) frees them; a waiter reaps at once on its next try.
-func (c lockConfig) deadOwnerBound() time.Duration { return c.lease + c.reap }
-
-// lockBackend is the sqlstore.LockBackend of one Store: one owner
-// incarnation at a time, renewed by a background goroutine on its own
-// session, plus an optional LISTEN session.
-type lockBackend struct {
-	db       *sql.DB
-	connCfg  *pgx.ConnConfig
-	cfg      lockConfig
-	hostname string
-	pid      int
-
-	ctx    context.Context // ends at Close or crash
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{} // asks the renewer to renew now
+// lockDB runs the lease locks' statements: on the pool, on the renewer's
+// session (a pgx connection of its own, outside the pool) and on the
+// LISTEN session.
+type lockDB struct {
+	db      *sql.DB
+	connCfg *pgx.ConnConfig
 
 	mu        sync.Mutex
-	cur       *incarnation  // nil between a loss and the next registration
-	lastID    int64         // the newest incarnation, current or lost
-	ready     chan struct{} // closed when cur is set
-	closed    bool
-	crashed   bool
-	regErr    error // the last failed registration, nil once one succeeds
-	renewPID  uint32
-	listenPID uint32
-
-	wmu     sync.Mutex
-	waiters map[string]map[chan struct{}]struct{}
-
-	notifyWakeups atomic.Int64 // waits ended by a notification, for tests
-	reaped        atomic.Int64 // locks of expired owners freed, for metrics
-}
-
-// LockStats implements the optional method that sqlstore.Store.LockStats
-// forwards: how many locks of expired owners this Store's reaps freed.
-func (b *lockBackend) LockStats() store.LockStats {
-	return store.LockStats{Reaped: b.reaped.Load()}
+	renewPID  uint32 // the newest renewer session's backend PID
+	listenPID uint32 // the newest listener session's
 }
 
 var (
-	_ sqlstore.LockBackend = (*lockBackend)(nil)
-	_ sqlstore.LockStarter = (*lockBackend)(nil)
-	_ sqlstore.LockFaults  = (*lockBackend)(nil)
+	_ leaselock.DB            = (*lockDB)(nil)
+	_ leaselock.Notifier      = (*lockDB)(nil)
+	_ leaselock.SessionKiller = (*lockDB)(nil)
 )
 
-// incarnation is one registration of the owner: a sentinel row and the
-// locks that reference it.
-type incarnation struct {
-	id int64
-	// timer fires expire at deadline, whatever the renewer is doing
-	// (blocked in a query, reconnecting, cut off without a FIN): the
-	// promise that Lost comes before the lease can run out on the server
-	// must not depend on the connection.
-	timer *time.Timer
-	// Guarded by lockBackend.mu.
-	deadline time.Time // local, monotonic: give the locks up at this time
-	locks    map[*pgLock]struct{}
-	gone     bool
-}
-
-type lockState int
-
-const (
-	held lockState = iota
-	released
-	lost
-)
-
-// pgLock is a held lock: a row (name, owner, token).
-type pgLock struct {
-	b     *lockBackend
-	name  string
-	inc   *incarnation
-	token int64
-	lost  chan struct{}
-	relMu sync.Mutex // one Release at a time
-	// tried records a Release that failed after its DELETE may have been
-	// applied, so a missing row later is ours gone, not a loss.
-	tried bool      // guarded by relMu
-	state lockState // guarded by b.mu
-}
-
-var _ sqlstore.BackendLock = (*pgLock)(nil)
-
-func (l *pgLock) Name() string          { return l.name }
-func (l *pgLock) Lost() <-chan struct{} { return l.lost }
-
-// identitySeq numbers the Stores of this process, so that two Stores opened
-// by one process without lock_owner are two owners, not one evicting the other.
-var identitySeq atomic.Int64
-
-func newLockBackend(db *sql.DB, connCfg *pgx.ConnConfig, cfg lockConfig, hostname string, pid int) *lockBackend {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &lockBackend{
-		db:       db,
-		connCfg:  connCfg,
-		cfg:      cfg,
-		hostname: hostname,
-		pid:      pid,
-		ctx:      ctx,
-		cancel:   cancel,
-		kick:     make(chan struct{}, 1),
-		ready:    make(chan struct{}),
-		waiters:  map[string]map[chan struct{}]struct{}{},
-	}
-}
-
-// Start registers the first incarnation (evicting an older one of the same
-// identity) and starts the renewer and, with notifications, the listener.
-// The lock tables must exist.
-func (b *lockBackend) Start(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+func (d *lockDB) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, d.connCfg)
 	if err != nil {
-		return fmt.Errorf("postgres: lock session: %w", lockErr(ctx, err))
+		return nil, lockErr(ctx, err)
 	}
-	if err := b.register(ctx, conn); err != nil {
-		conn.Close(context.Background())
-		return err
+	return conn, nil
+}
+
+func (d *lockDB) Session(ctx context.Context) (leaselock.Session, error) {
+	conn, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
 	}
-	var lconn *pgx.Conn
-	if b.cfg.listen {
-		if lconn, err = b.listenConn(ctx); err != nil {
-			conn.Close(context.Background())
-			b.evictSelf()
-			return err
-		}
+	d.mu.Lock()
+	d.renewPID = conn.PgConn().PID()
+	d.mu.Unlock()
+	return renewSession{conn}, nil
+}
+
+func (d *lockDB) Acquire(ctx context.Context, name []byte, owner, token int64, lease time.Duration) (leaselock.Attempt, error) {
+	var me, open, got int64
+	var holder sql.NullInt64
+	var dead bool
+	err := d.db.QueryRowContext(ctx, acquireSQL, name, owner, token, lease.Microseconds()).Scan(&me, &open, &got, &holder, &dead)
+	if err != nil {
+		return leaselock.Attempt{}, lockErr(ctx, err)
 	}
-	b.wg.Add(1)
-	go b.renewLoop(conn)
-	if lconn != nil {
-		b.wg.Add(1)
-		go b.listenLoop(lconn)
+	a := leaselock.Attempt{OwnerAlive: me == 1, Open: open == 1, Inserted: got == 1, HolderDead: dead}
+	if holder.Valid {
+		a.HolderToken = &holder.Int64
+	}
+	return a, nil
+}
+
+func (d *lockDB) Release(ctx context.Context, name []byte, owner, token int64) (bool, error) {
+	var n int64
+	if err := d.db.QueryRowContext(ctx, releaseSQL, name, owner, token).Scan(&n); err != nil {
+		return false, lockErr(ctx, err)
+	}
+	return n == 1, nil
+}
+
+func (d *lockDB) EvictExpired(ctx context.Context) (int64, error) {
+	var n int64
+	if err := d.db.QueryRowContext(ctx, evictExpiredSQL).Scan(&n); err != nil {
+		return 0, lockErr(ctx, err)
+	}
+	return n, nil
+}
+
+func (d *lockDB) EvictOwner(ctx context.Context, id int64) error {
+	var n int64
+	if err := d.db.QueryRowContext(ctx, evictOwnerSQL, id).Scan(&n); err != nil {
+		return lockErr(ctx, err)
 	}
 	return nil
 }
 
-// register creates a fresh incarnation on conn, freeing at once the locks of
-// this Store's previous one (after a loss) and of any expired incarnation of
-// the identity (a restarted tracker's predecessor). While another
-// incarnation of the identity is alive it waits: if that one renews, a
-// live Store has the identity and register refuses it (store.ErrDuplicate);
-// if it expires, its Store is dead, and register takes over at once.
-func (b *lockBackend) register(ctx context.Context, conn *pgx.Conn) error {
-	err := b.registerOnce(ctx, conn)
-	b.mu.Lock()
-	b.regErr = err
-	b.mu.Unlock()
-	return err
+// Listen opens a session LISTENing on the release channel.
+func (d *lockDB) Listen(ctx context.Context) (leaselock.Listener, error) {
+	conn, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		conn.Close(context.Background())
+		return nil, lockErr(ctx, err)
+	}
+	d.mu.Lock()
+	d.listenPID = conn.PgConn().PID()
+	d.mu.Unlock()
+	return listener{conn}, nil
 }
 
-func (b *lockBackend) registerOnce(ctx context.Context, conn *pgx.Conn) error {
-	var seen *time.Time // the other incarnation's expires_at when first seen
-	for {
-		b.mu.Lock()
-		prev := b.lastID
-		b.mu.Unlock()
-		id := rand.Int64()
-		sent := time.Now()
-		var n, freed int64
-		var until *time.Time
-		err := conn.QueryRow(ctx, registerSQL, b.cfg.identity, id, b.hostname, b.pid, b.cfg.lease.Microseconds(), prev).Scan(&n, &until, &freed)
-		if err != nil {
-			if (Dialect{}).Classify(err) == sqlstore.ErrKindDuplicate {
-				continue // owner_id collision: draw again
-			}
-			return fmt.Errorf("postgres: register lock owner %q: %w", b.cfg.identity, lockErr(ctx, err))
-		}
-		if n == 1 {
-			b.install(id, sent, conn)
-			return nil
-		}
-		if until == nil {
-			continue // it expired between the statement's two looks
-		}
-		if seen != nil && until.After(*seen) {
-			return fmt.Errorf("%w: postgres: lock owner identity %q is in use by another live Store (it renews its lease); "+
-				"give every Store on this database its own identity with the DSN parameter lock_owner "+
-				"(e.g. lock_owner=<host>:<port>, unique among trackers; the default, hostname:pid:n, repeats in containers with a fixed hostname)",
-				store.ErrDuplicate, b.cfg.identity)
-		}
-		if seen == nil {
-			seen = until
-		}
-		if !sleepCtx(ctx, b.cfg.lease/20) {
-			return fmt.Errorf("postgres: register lock owner %q: waiting for the identity's previous owner to renew or expire: %w", b.cfg.identity, ctx.Err())
-		}
-	}
-}
-
-// install makes id, just registered on conn, the current incarnation.
-func (b *lockBackend) install(id int64, sent time.Time, conn *pgx.Conn) {
-	inc := &incarnation{id: id, deadline: sent.Add(b.cfg.lease - b.cfg.margin()), locks: map[*pgLock]struct{}{}}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	inc.timer = time.AfterFunc(time.Until(inc.deadline), func() { b.expire(inc) })
-	b.cur = inc
-	b.lastID = id
-	b.renewPID = conn.PgConn().PID()
-	close(b.ready)
-}
-
-// expire runs at inc's deadline: unless a renewal moved the deadline on
-// meanwhile, the locks are given up now.
-func (b *lockBackend) expire(inc *incarnation) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if inc.gone || b.closed || b.crashed {
-		return
-	}
-	if d := time.Until(inc.deadline); d > 0 {
-		inc.timer.Reset(d)
-		return
-	}
-	b.loseLocked(inc)
-	b.poke() // the renewer registers a new incarnation
-}
-
-// renewLoop keeps the incarnation alive, reaps dead owners, and replaces the
-// incarnation after a loss. It owns conn.
-func (b *lockBackend) renewLoop(conn *pgx.Conn) {
-	defer b.wg.Done()
-	defer func() {
-		if conn != nil {
-			conn.Close(context.Background())
-		}
-	}()
-	every := b.cfg.renewEvery()
-	nextRenew := time.Now().Add(every)
-	nextReap := time.Now().Add(b.cfg.reap)
-	retry := minBackoff
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		b.mu.Lock()
-		inc := b.cur
-		b.mu.Unlock()
-
-		if conn == nil || conn.IsClosed() || inc == nil {
-			if conn != nil && conn.IsClosed() {
-				// The renewer's session died (a reaper pass or the
-				// listener found it so): as in renew, that forfeits.
-				if inc != nil {
-					b.loseSession(inc, nil)
-				}
-				conn.Close(context.Background())
-				conn = nil
-			}
-			err := b.reconnect(&conn)
-			if err == nil {
-				retry = minBackoff
-				nextRenew = time.Now().Add(every)
-				continue
-			}
-			if b.ctx.Err() != nil {
-				return
-			}
-			if !sleepCtx(b.ctx, retry) {
-				return
-			}
-			retry = min(retry*2, time.Second)
-			continue
-		}
-
-		timer.Reset(max(min(time.Until(nextRenew), time.Until(nextReap)), 0))
-		kicked := false
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-b.kick:
-			kicked = true
-		case <-timer.C:
-		}
-		timer.Stop() // since Go 1.23 no stale tick survives Stop
-		b.mu.Lock()
-		gone := inc.gone
-		b.mu.Unlock()
-		if gone {
-			continue // expired meanwhile: register anew
-		}
-
-		now := time.Now()
-		if kicked || !now.Before(nextRenew) {
-			sent := now
-			if b.renew(conn, inc) {
-				// Counted from the sending, not the reply: slow round
-				// trips must not eat the attempts left before the
-				// deadline (lease - lease/5 after this sending).
-				nextRenew = sent.Add(every)
-			} else {
-				// A failure that was not a loss: try again soon, but the
-				// deadline check in renew still applies.
-				nextRenew = time.Now().Add(min(every/4, 50*time.Millisecond))
-			}
-			continue
-		}
-		if !now.Before(nextReap) {
-			b.reapOn(conn, inc)
-			nextReap = time.Now().Add(b.cfg.reap)
-		}
-	}
-}
-
-// reconnect opens the renewer's session if needed and registers a new
-// incarnation. Nothing is held meanwhile (the renewer comes here only without
-// an incarnation), so a lease is as long as it may take.
-func (b *lockBackend) reconnect(conn **pgx.Conn) error {
-	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.lease)
-	defer cancel()
-	if *conn == nil {
-		c, err := pgx.ConnectConfig(ctx, b.connCfg)
-		if err != nil {
-			if b.ctx.Err() == nil && ctx.Err() != nil {
-				// No answer within a lease: a partition or a hung server.
-				err = fmt.Errorf("%w: no answer within %v: %w", store.ErrUnavailable, b.cfg.lease, err)
-			} else {
-				err = lockErr(ctx, err)
-			}
-			err = fmt.Errorf("postgres: lock session: %w", err)
-			b.mu.Lock()
-			b.regErr = err
-			b.mu.Unlock()
-			return err
-		}
-		*conn = c
-	}
-	b.mu.Lock()
-	needs := b.cur == nil
-	b.mu.Unlock()
-	if !needs {
-		return nil
-	}
-	err := b.register(ctx, *conn)
-	if err != nil && (*conn).IsClosed() {
-		(*conn).Close(context.Background())
-		*conn = nil
-	}
-	return err
-}
-
-// renew extends inc's lease. It reports whether the lease was extended; on
-// a loss it has already fired Lost and cleared the incarnation.
-func (b *lockBackend) renew(conn *pgx.Conn, inc *incarnation) bool {
-	b.mu.Lock()
-	deadline := inc.deadline
-	b.mu.Unlock()
-	ctx, cancel := context.WithDeadline(b.ctx, deadline)
-	defer cancel()
-	sent := time.Now()
-	tag, err := conn.Exec(ctx, renewSQL, inc.id, b.cfg.lease.Microseconds())
-	switch {
-	case b.ctx.Err() != nil:
-		return false
-	case err == nil && tag.RowsAffected() == 1:
-		b.mu.Lock()
-		if !inc.gone {
-			inc.deadline = sent.Add(b.cfg.lease - b.cfg.margin())
-		}
-		b.mu.Unlock()
-		return true
-	case err == nil:
-		// The sentinel is gone: reaped after expiring, or evicted by a
-		// Store claiming our identity. Its locks went with it.
-		b.lose(inc)
-		return false
-	case conn.IsClosed():
-		// The renewer's session died (terminated, server restart). Our
-		// rows may outlive it until they expire; re-registration evicts
-		// them at once instead.
-		b.loseSession(inc, err)
-		return false
-	case !time.Now().Before(deadline):
-		b.lose(inc) // expire has done so, or is about to
-		return false
-	}
-	return false
-}
-
-// lose fires Lost on every lock of inc and clears it, so the renewer
-// registers a fresh incarnation (which deletes inc's rows) and Acquire waits.
-func (b *lockBackend) lose(inc *incarnation) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.loseLocked(inc)
-}
-
-// loseSession is lose for an incarnation whose renewer's session ended
-// (with err, if known): until the next registration, that is also why
-// Acquire cannot lend a lock.
-func (b *lockBackend) loseSession(inc *incarnation, err error) {
-	if err == nil {
-		err = pgconn.ErrConnClosed
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !inc.gone {
-		b.regErr = fmt.Errorf("postgres: lock session ended: %w: %w", store.ErrUnavailable, err)
-	}
-	b.loseLocked(inc)
-}
-
-func (b *lockBackend) loseLocked(inc *incarnation) {
-	if inc.gone {
-		return
-	}
-	inc.gone = true
-	if inc.timer != nil {
-		inc.timer.Stop()
-	}
-	if b.cur == inc {
-		b.cur = nil
-		b.ready = make(chan struct{})
-	}
-	for l := range inc.locks {
-		if l.state == held {
-			l.state = lost
-			close(l.lost)
-		}
-	}
-	inc.locks = nil
-}
-
-// reapOn frees the locks of every owner whose lease has expired. A failure
-// needs no handling here: if it broke the session, the renewer's loop finds
-// it closed; the deadline is expire's to enforce.
-func (b *lockBackend) reapOn(conn *pgx.Conn, inc *incarnation) {
-	b.mu.Lock()
-	deadline := inc.deadline
-	b.mu.Unlock()
-	ctx, cancel := context.WithDeadline(b.ctx, deadline)
-	defer cancel()
-	var n int64
-	if conn.QueryRow(ctx, evictExpiredSQL).Scan(&n) == nil {
-		b.reaped.Add(n)
-	}
-}
-
-// current returns the live incarnation; or nil and, between a loss and the
-// next registration, a channel closed at that registration and why the last
-// registration failed (nil if none has yet).
-func (b *lockBackend) current() (*incarnation, <-chan struct{}, error, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.closed || b.crashed:
-		return nil, nil, nil, store.ErrClosed
-	case b.cur == nil && errors.Is(b.regErr, store.ErrDuplicate):
-		// Another live Store took the identity over: this one cannot
-		// register again until that one is gone.
-		return nil, nil, nil, b.regErr
-	case b.cur == nil:
-		return nil, b.ready, b.regErr, nil
-	case !time.Now().Before(b.cur.deadline):
-		// Renewal is late: the lease is no longer safe to lend out. The
-		// renewer is about to renew or give the incarnation up.
-		b.poke()
-		return nil, nil, nil, nil
-	}
-	return b.cur, nil, nil, nil
-}
-
-type tryResult int
-
-const (
-	tryTaken tryResult = iota
-	tryAcquired
-	tryHolderDead
-	tryOwnerGone
-	tryGated // the lock epoch is younger than a lease
-)
-
-// Acquire implements sqlstore.LockBackend.
-func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
-	deadline := time.Now().Add(timeout)
-	var wake chan struct{}
-	if timeout > 0 && b.cfg.listen {
-		// Registered before the first try, so a release between that
-		// try and the wait is not missed.
-		wake = b.addWaiter(name)
-		defer b.removeWaiter(name, wake)
-	}
-	key := []byte(name)
-	backoff := minBackoff
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		inc, ready, why, err := b.current()
-		if err != nil {
-			return nil, err
-		}
-		if inc != nil {
-			l, res, err := b.try(ctx, key, name, inc)
-			if err != nil {
-				return nil, err
-			}
-			switch res {
-			case tryAcquired:
-				return l, nil
-			case tryHolderDead:
-				if n, err := b.reap(ctx); err == nil && n > 0 {
-					continue
-				}
-			case tryOwnerGone:
-				b.poke()
-			}
-		}
-		now := time.Now()
-		if !now.Before(deadline) {
-			if inc == nil && errors.Is(why, store.ErrUnavailable) {
-				// Not a lock someone holds: no owner could be registered.
-				return nil, fmt.Errorf("no lock owner registered within %v: %w", timeout, why)
-			}
-			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
-		}
-		wait := min(backoff, deadline.Sub(now))
-		backoff = min(backoff*2, maxBackoff)
-		if timer == nil {
-			timer = time.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-b.ctx.Done():
-			return nil, store.ErrClosed
-		case <-wake:
-			b.notifyWakeups.Add(1)
-			backoff = minBackoff
-		case <-ready:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-}
-
-// try makes one attempt for name under inc. It waits no longer than inc's
-// deadline: a grant after it could not be handed out anyway.
-func (b *lockBackend) try(ctx context.Context, key []byte, name string, inc *incarnation) (*pgLock, tryResult, error) {
-	b.mu.Lock()
-	deadline := inc.deadline
-	b.mu.Unlock()
-	qctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	token := rand.Int64()
-	for attempt := 0; ; attempt++ {
-		var me, open, got int64
-		var holder sql.NullInt64
-		var dead bool
-		err := b.db.QueryRowContext(qctx, acquireSQL, key, inc.id, token, b.cfg.lease.Microseconds()).Scan(&me, &open, &got, &holder, &dead)
-		if err != nil {
-			if ctx.Err() == nil && qctx.Err() != nil {
-				// Our incarnation's deadline, not the caller's: the
-				// incarnation is being lost; wait for the next.
-				b.forget(key, inc.id, token)
-				return nil, tryOwnerGone, nil
-			}
-			if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
-				// The row may have gone in; the token recognises it.
-				continue
-			}
-			b.forget(key, inc.id, token)
-			return nil, 0, lockErr(ctx, err)
-		}
-		switch {
-		case got == 1 || holder.Valid && holder.Int64 == token:
-		case me == 0:
-			return nil, tryOwnerGone, nil
-		case open == 0:
-			return nil, tryGated, nil
-		case dead:
-			return nil, tryHolderDead, nil
-		default:
-			return nil, tryTaken, nil
-		}
-		l := &pgLock{b: b, name: name, inc: inc, token: token, lost: make(chan struct{})}
-		b.mu.Lock()
-		// Not past the deadline either: expire may not have run yet.
-		ok := !inc.gone && !b.closed && !b.crashed && time.Now().Before(inc.deadline)
-		if ok {
-			inc.locks[l] = struct{}{}
-		}
-		b.mu.Unlock()
-		if !ok {
-			// The incarnation was lost while the row went in: nobody
-			// may rely on it. Re-registration or Close removes it too.
-			b.forget(key, inc.id, token)
-			return nil, tryOwnerGone, nil
-		}
-		return l, tryAcquired, nil
-	}
-}
-
-// forget deletes a row this Store may have inserted without handing out a
-// Lock for it (the statement's outcome was unknown, or its incarnation was
-// lost meanwhile), in the background and best effort: if it fails, the row
-// goes with the incarnation at the next registration or Close.
-func (b *lockBackend) forget(key []byte, owner, token int64) {
-	b.mu.Lock()
-	if b.closed || b.crashed {
-		b.mu.Unlock()
-		return
-	}
-	b.wg.Add(1)
-	b.mu.Unlock()
-	go func() {
-		defer b.wg.Done()
-		ctx, cancel := context.WithTimeout(b.ctx, closeTimeout)
-		defer cancel()
-		var n int64
-		_ = b.db.QueryRowContext(ctx, releaseSQL, key, owner, token).Scan(&n)
-	}()
-}
-
-// reap frees the locks of every expired owner and returns how many it freed.
-func (b *lockBackend) reap(ctx context.Context) (int64, error) {
-	var n int64
-	err := b.db.QueryRowContext(ctx, evictExpiredSQL).Scan(&n)
-	if err == nil {
-		b.reaped.Add(n)
-	}
-	return n, err
-}
-
-// Release implements store.Lock.
-func (l *pgLock) Release(ctx context.Context) error {
-	b := l.b
-	l.relMu.Lock()
-	defer l.relMu.Unlock()
-	b.mu.Lock()
-	st := l.state
-	b.mu.Unlock()
-	switch st {
-	case released:
-		return nil
-	case lost:
-		return store.ErrLockLost
-	}
-	for attempt := 0; ; attempt++ {
-		var n int64
-		err := b.db.QueryRowContext(ctx, releaseSQL, []byte(l.name), l.inc.id, l.token).Scan(&n)
-		if err != nil {
-			l.tried = true
-			if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost && attempt < 3 && ctx.Err() == nil {
-				continue
-			}
-			return lockErr(ctx, err)
-		}
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		// After a failed attempt, a missing row is most likely that
-		// attempt's DELETE having committed; had the lock been reaped,
-		// the renewer would have marked it lost.
-		if n == 1 || l.tried && l.state == held {
-			l.state = released
-			delete(l.inc.locks, l)
-			return nil
-		}
-		if l.state == held {
-			l.state = lost
-			close(l.lost)
-			delete(l.inc.locks, l)
-		}
-		return store.ErrLockLost
-	}
-}
-
-// Close implements sqlstore.LockBackend: it stops the background work and
-// deletes this Store's owner row and locks.
-func (b *lockBackend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.closed = true
-	crashed := b.crashed
-	b.mu.Unlock()
-	b.cancel()
-	b.wg.Wait()
-	if crashed {
-		return nil
-	}
-	b.mu.Lock()
-	inc, id := b.cur, b.lastID
-	b.mu.Unlock()
-	var err error
-	if id != 0 {
-		// The newest incarnation: the current one, or one lost and not
-		// yet replaced, whose rows are still there until they expire.
-		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-		defer cancel()
-		var n int64
-		if err = b.db.QueryRowContext(ctx, evictOwnerSQL, id).Scan(&n); err != nil {
-			err = fmt.Errorf("postgres: release locks of %q: %w", b.cfg.identity, lockErr(ctx, err))
-		}
-	}
-	b.mu.Lock()
-	if inc != nil {
-		inc.gone = true
-		inc.timer.Stop()
-		for l := range inc.locks {
-			l.state = released
-		}
-		inc.locks = nil
-	}
-	b.mu.Unlock()
-	return err
-}
-
-// evictSelf undoes a registration when start fails half-way.
-func (b *lockBackend) evictSelf() {
-	b.mu.Lock()
-	inc := b.cur
-	if inc != nil {
-		b.loseLocked(inc) // holds no locks yet: this only stops its timer
-	}
-	b.mu.Unlock()
-	if inc == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	var n int64
-	_ = b.db.QueryRowContext(ctx, evictOwnerSQL, inc.id).Scan(&n)
-}
-
-// KillSession terminates the renewer's session, whose death forfeits every
-// lock of the Store, and the listener's (sqlstore.LockFaults), from a
+// KillSessions terminates the renewer's and the listener's sessions from a
 // session of its own.
-func (b *lockBackend) KillSession(ctx context.Context, _ sqlstore.BackendLock) error {
-	renew, listen := b.sessionPIDs()
+func (d *lockDB) KillSessions(ctx context.Context) error {
+	renew, listen := d.sessionPIDs()
 	var ids []int32
 	for _, p := range []uint32{renew, listen} {
 		if p != 0 {
 			ids = append(ids, int32(p))
 		}
 	}
-	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+	conn, err := pgx.ConnectConfig(ctx, d.connCfg)
 	if err != nil {
 		return fmt.Errorf("postgres: kill lock session: %w", err)
 	}
@@ -806,52 +145,70 @@ func (b *lockBackend) KillSession(ctx context.Context, _ sqlstore.BackendLock) e
 	return nil
 }
 
-// Crash is crash, for sqlstore.LockFaults.
-func (b *lockBackend) Crash() { b.crash() }
-
-// crash stops renewal and drops the lock sessions without deleting
-// anything, as a tracker that dies does; the pool is the caller's to drop.
-func (b *lockBackend) crash() {
-	b.mu.Lock()
-	if b.closed || b.crashed {
-		b.mu.Unlock()
-		return
-	}
-	b.crashed = true
-	b.mu.Unlock()
-	b.cancel()
-	b.wg.Wait()
-	b.mu.Lock()
-	if b.cur != nil {
-		b.loseLocked(b.cur)
-	}
-	b.mu.Unlock()
-}
-
 // sessionPIDs are the backend PIDs of the renewer's and listener's sessions
 // (0 when absent): the sessions that hold this Store's locks.
-func (b *lockBackend) sessionPIDs() (renew, listen uint32) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.renewPID, b.listenPID
+func (d *lockDB) sessionPIDs() (renew, listen uint32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.renewPID, d.listenPID
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+// renewSession is the renewer's connection.
+type renewSession struct{ conn *pgx.Conn }
+
+func (s renewSession) Register(ctx context.Context, o leaselock.Owner, prev int64, lease time.Duration) (leaselock.Registration, error) {
+	var n, freed int64
+	var r leaselock.Registration
+	err := s.conn.QueryRow(ctx, registerSQL, o.Identity, o.ID, o.Hostname, o.PID, lease.Microseconds(), prev).Scan(&n, &r.LiveUntil, &freed)
+	if err != nil {
+		return r, lockErr(ctx, err)
+	}
+	r.Registered = n == 1
+	return r, nil
+}
+
+func (s renewSession) Renew(ctx context.Context, owner int64, lease time.Duration) (bool, error) {
+	tag, err := s.conn.Exec(ctx, renewSQL, owner, lease.Microseconds())
+	if err != nil {
+		return false, lockErr(ctx, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (s renewSession) EvictExpired(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.conn.QueryRow(ctx, evictExpiredSQL).Scan(&n); err != nil {
+		return 0, lockErr(ctx, err)
+	}
+	return n, nil
+}
+
+func (s renewSession) Closed() bool { return s.conn.IsClosed() }
+func (s renewSession) Close()       { s.conn.Close(context.Background()) }
+
+// listener is the LISTEN session; payloads are hex-encoded names.
+type listener struct{ conn *pgx.Conn }
+
+func (l listener) Next(ctx context.Context) (string, error) {
+	for {
+		n, err := l.conn.WaitForNotification(ctx)
+		if err != nil {
+			return "", err
+		}
+		if name, err := hex.DecodeString(n.Payload); err == nil {
+			return string(name), nil
+		}
 	}
 }
+
+func (l listener) Close() { l.conn.Close(context.Background()) }
 
 // lockErr maps a driver error of the lock paths onto the store's sentinels:
 // the context's error when that is what ended the call (pgx reports it in
 // several shapes), store.ErrUnavailable for a connection that failed or
-// broke; other errors (SQL errors: a bug or a damaged schema) as they are.
-// Classification is by error type and SQLSTATE, never by text.
+// broke, store.ErrDuplicate for a unique violation; other errors (SQL
+// errors: a bug or a damaged schema) as they are. Classification is by
+// error type and SQLSTATE, never by text.
 func lockErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(err, cerr) {
@@ -859,8 +216,11 @@ func lockErr(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
-	if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
+	switch (Dialect{}).Classify(err) {
+	case sqlstore.ErrKindConnLost:
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	case sqlstore.ErrKindDuplicate:
+		return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
 	}
 	return err
 }

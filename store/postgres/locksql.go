@@ -27,6 +27,9 @@ var lockTables = []table{
 }
 
 const (
+	// notifyChannel carries the hex-encoded names of released locks.
+	notifyChannel = "gomogile_lock_released"
+
 	ownerTable = "gomogile_lock_owner"
 	lockTable  = "gomogile_lock"
 	epochTable = "gomogile_lock_epoch"

@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
+	"github.com/gomogile/gomogile/store/sqlstore/leaselock"
 )
 
 func init() {
@@ -63,20 +63,19 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		}
 		return sqlstore.Config{}, fmt.Errorf("postgres: connect: %w", err)
 	}
-	host, _ := os.Hostname()
 	return sqlstore.Config{
 		DB:           db,
 		Dialect:      Dialect{},
-		Locks:        newLockBackend(db, cfg.conn, cfg.locks, host, os.Getpid()),
+		Locks:        newLockBackend(db, cfg.conn, cfg.locks),
 		Capabilities: capabilities(cfg.locks),
 		OpTimeout:    d.OpTimeout,
 	}, nil
 }
 
-func capabilities(c lockConfig) store.Capabilities {
+func capabilities(c leaselock.Config) store.Capabilities {
 	return store.Capabilities{
 		LockMechanism:  "lease",
 		CrossProcess:   true,
-		DeadOwnerBound: c.deadOwnerBound(),
+		DeadOwnerBound: c.DeadOwnerBound(),
 	}
 }

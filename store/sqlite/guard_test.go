@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlite"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -168,5 +169,6 @@ func mustDSN(t *testing.T, s string) *store.DSN {
 }
 
 func rawConnPragma(s *sqlstore.Store, v *int) error {
-	return s.DB().QueryRow("PRAGMA synchronous").Scan(v)
+	db, _ := sqlaccess.DB(s)
+	return db.QueryRow("PRAGMA synchronous").Scan(v)
 }

@@ -95,7 +95,7 @@ import (
 )
 
 func init() {
-	store.Register("sqlite", driver{})
+	store.Register("sqlite", driver{}, "sqlite3", "file")
 }
 
 // capabilities are this backend's legitimate differences (see # Capabilities).

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlite"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 const childEnv = "GOMOGILE_SQLITE_TEST_CHILD_DB"
@@ -660,12 +660,12 @@ func TestStore_Lock(t *testing.T) {
 func TestStore_Accessors(t *testing.T) {
 	h := newHarness(t)
 	s := openStore(t, h)
-	ss, ok := s.(*sqlstore.Store)
+	db, ok := sqlaccess.DB(s)
 	if !ok {
-		t.Fatalf("store.Open returned %T; want *sqlstore.Store", s)
+		t.Fatalf("store.Open returned %T; want a Store of sqlstore's", s)
 	}
 	var mode string
-	if err := ss.DB().QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+	if err := db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
 	}
 	if c := s.Capabilities(); c.LockMechanism != "in-process" || c.CrossProcess {

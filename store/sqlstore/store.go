@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -96,15 +97,17 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// DB is the database handle, for harnesses and backend-only tests.
-func (s *Store) DB() *sql.DB { return s.db }
-
-// LockBackend is the backend's lock implementation, for harnesses that need
-// to reach a lock's session.
-func (s *Store) LockBackend() LockBackend { return s.locks }
-
-// Dialect is the backend's dialect.
-func (s *Store) Dialect() Dialect { return s.d }
+// gomogile's own tests and tools reach a Store's pool, dialect and lock
+// backend through internal/sqlaccess, not through exported methods.
+func init() {
+	sqlaccess.Register(func(st store.Store) (sqlaccess.Parts, bool) {
+		s, ok := st.(*Store)
+		if !ok {
+			return sqlaccess.Parts{}, false
+		}
+		return sqlaccess.Parts{DB: s.db, Dialect: s.d, Locks: s.locks}, true
+	})
+}
 
 // migrate brings the database to schema 17 plus OwnSchema. Every statement
 // is idempotent, and each is retried a few times because two Stores starting

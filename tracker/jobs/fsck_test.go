@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/jobs"
 )
@@ -21,11 +22,11 @@ import (
 // way a hand edit would; the contract itself never lets devcount drift.
 func rawDB(t *testing.T, st store.Store) *sql.DB {
 	t.Helper()
-	r, ok := st.(interface{ DB() *sql.DB })
+	db, ok := sqlaccess.DB(st)
 	if !ok {
-		t.Skip("store gives no raw database access")
+		t.Fatalf("%T gives no raw database access", st)
 	}
-	return r.DB()
+	return db
 }
 
 // startFsck sets the settings Query.pm's fsck_start writes.

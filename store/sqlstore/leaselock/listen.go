@@ -1,50 +1,44 @@
-package postgres
+package leaselock
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
-// The LISTEN side of the lease locks: a session that hears releases and
+// The listening side of the lease locks: a session that hears releases and
 // wakes the waiters of the names it hears, so a wait ends at the release
 // instead of the next poll.
 
-func (b *lockBackend) listenConn(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, b.connCfg)
+// listening reports whether waiters can count on wake-ups.
+func (b *Locks) listening() bool {
+	_, ok := b.db.(Notifier)
+	return ok && !b.cfg.NoListen
+}
+
+func (b *Locks) listenConn(ctx context.Context) (Listener, error) {
+	conn, err := b.db.(Notifier).Listen(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
+		return nil, fmt.Errorf("%s: listen session: %w", b.cfg.Name, err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		conn.Close(context.Background())
-		return nil, fmt.Errorf("postgres: listen session: %w", lockErr(ctx, err))
-	}
-	b.mu.Lock()
-	b.listenPID = conn.PgConn().PID()
-	b.mu.Unlock()
 	return conn, nil
 }
 
 // listenLoop wakes waiters named in notifications. It owns conn. While it is
 // down, waiters fall back to polling.
-func (b *lockBackend) listenLoop(conn *pgx.Conn) {
+func (b *Locks) listenLoop(conn Listener) {
 	defer b.wg.Done()
 	retry := minBackoff
 	for {
 		if conn != nil {
 			for {
-				n, err := conn.WaitForNotification(b.ctx)
+				name, err := conn.Next(b.ctx)
 				if err != nil {
 					break
 				}
-				if name, err := hex.DecodeString(n.Payload); err == nil {
-					b.wake(string(name))
-				}
+				b.wake(name)
 			}
-			conn.Close(context.Background())
+			conn.Close()
 			conn = nil
 			if b.ctx.Err() != nil {
 				return
@@ -69,14 +63,14 @@ func (b *lockBackend) listenLoop(conn *pgx.Conn) {
 	}
 }
 
-func (b *lockBackend) poke() {
+func (b *Locks) poke() {
 	select {
 	case b.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (b *lockBackend) addWaiter(name string) chan struct{} {
+func (b *Locks) addWaiter(name string) chan struct{} {
 	ch := make(chan struct{}, 1)
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
@@ -89,7 +83,7 @@ func (b *lockBackend) addWaiter(name string) chan struct{} {
 	return ch
 }
 
-func (b *lockBackend) removeWaiter(name string, ch chan struct{}) {
+func (b *Locks) removeWaiter(name string, ch chan struct{}) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	if m := b.waiters[name]; m != nil {
@@ -100,7 +94,7 @@ func (b *lockBackend) removeWaiter(name string, ch chan struct{}) {
 	}
 }
 
-func (b *lockBackend) wake(name string) {
+func (b *Locks) wake(name string) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	for ch := range b.waiters[name] {
@@ -111,7 +105,7 @@ func (b *lockBackend) wake(name string) {
 	}
 }
 
-func (b *lockBackend) wakeAll() {
+func (b *Locks) wakeAll() {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	for _, m := range b.waiters {
