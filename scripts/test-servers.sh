@@ -7,6 +7,9 @@
 # It also installs the binaries internal/dbinstance starts private servers
 # from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer);
 # those are only installed, never started here.
+# And it installs what the tests that drive the original Perl client need
+# (perl, LWP, IO::WrapTie from Debian; MogileFS::Client 1.17 from CPAN,
+# which Debian does not package); those tests skip without it.
 set -euo pipefail
 
 log() { printf 'test-servers: %s\n' "$*" >&2; }
@@ -94,7 +97,29 @@ ensure_pgbouncer() {
 	fi
 }
 
+# The Perl client is a nice-to-have for a developer (its tests skip when it
+# is missing), so failing to fetch it warns instead of stopping the script.
+perl_client_ok() { perl -MMogileFS::Client -MLWP::UserAgent -MIO::WrapTie -e1; }
+
+ensure_perl_client() {
+	if ! command -v perl >/dev/null || ! perl -MLWP::UserAgent -MIO::WrapTie -e1 >/dev/null 2>&1; then
+		log "installing perl, LWP and IO::WrapTie"
+		apt_install perl libwww-perl libio-stringy-perl
+	fi
+	perl_client_ok >/dev/null 2>&1 && return 0
+	if ! command -v cpanm >/dev/null; then
+		log "installing cpanminus"
+		apt_install cpanminus
+	fi
+	log "installing MogileFS::Client 1.17 from CPAN"
+	as_root cpanm --quiet --notest MogileFS::Client@1.17 >/dev/null 2>&1 ||
+		as_root cpanm --quiet --notest MogileFS::Client >/dev/null 2>&1 || true
+	perl_client_ok >/dev/null 2>&1 ||
+		log "WARNING: MogileFS::Client not installed (no CPAN?); the Perl client tests will skip"
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_pgbouncer
+ensure_perl_client
 log "PostgreSQL, MariaDB and PgBouncer ready"
