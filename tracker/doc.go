@@ -191,6 +191,12 @@
 //     hold the file (from_devices=2 to_devices=1,3 with copies on 1, 2, 3
 //     leaves 2). The row is dropped with an error instead
 //     (TestRebalance_TargetsHoldingTheFileKeepMinDevCount).
+//   - On a MySQL database made by mogdbsetup with a case-insensitive
+//     collation, list_keys matches the prefix by that collation as the
+//     original did, but lists in byte order, as on every backend, where the
+//     original listed in collation order ("B" before "a" here, after it
+//     there); case_sensitive_list_keys is not consulted
+//     (store/mysql TestOpen_MogdbsetupLatin1).
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).
