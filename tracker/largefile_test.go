@@ -19,34 +19,6 @@ import (
 	"github.com/gomogile/gomogile/tracker"
 )
 
-// largefileCluster is one tracker and one storage node with domain d and
-// class c (mindevcount 1).
-func largefileCluster(t *testing.T) (*testTracker, *lineConn) {
-	tt := startTracker(t, testConfig(), nil, nil)
-	c := tt.dial()
-	n := startNode(t, "127.0.0.2", 1)
-	c.want("create_domain domain=d", "OK domain=d")
-	c.want("create_class domain=d&class=c&mindevcount=1", "OK class=c&mindevcount=1&domain=d")
-	c.want("create_host host=h&ip=127.0.0.2&port="+n.port+"&status=alive", "OK hostid=1&hostname=h")
-	c.want("create_device devid=1&hostid=1", "OK ")
-	c.want("clear_cache", "OK ")
-	return tt, c
-}
-
-func fetch(t *testing.T, url string) []byte {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d, %v", url, res.StatusCode, err)
-	}
-	return b
-}
-
 func rangedPut(t *testing.T, url string, pos int, chunk []byte) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPut, url, bytes.NewReader(chunk))
@@ -69,7 +41,7 @@ func rangedPut(t *testing.T, url string, pos int, chunk []byte) int {
 // that matter; before mogstored wrote ranges, each chunk replaced the file
 // and create_close failed with size_mismatch.
 func TestE2E_LargefileRangedPuts(t *testing.T) {
-	_, c := largefileCluster(t)
+	_, c, _ := oneNodeCluster(t, nil)
 	body := bytes.Repeat([]byte("largefile chunk "), 5000) // 80000 bytes, 10 chunks of 8192 and a short one
 	r := parseOK(t, c.do("create_open domain=d&key=big&class=c&multi_dest=1"))
 	path := r.Get("path_1")
@@ -112,7 +84,7 @@ func TestE2E_LargefilePerlClient(t *testing.T) {
 	if out, err := exec.Command(perl, "-MMogileFS::Client", "-MLWP::UserAgent", "-e1").CombinedOutput(); err != nil {
 		t.Skipf("MogileFS::Client not usable from perl (PERL5LIB=%q): %s", os.Getenv("PERL5LIB"), strings.TrimSpace(string(out)))
 	}
-	tt, c := largefileCluster(t)
+	tt, c, _ := oneNodeCluster(t, nil)
 	body := bytes.Repeat([]byte("perl largefile "), 7000) // 105000 bytes
 	file := filepath.Join(t.TempDir(), "upload")
 	if err := os.WriteFile(file, body, 0o644); err != nil {

@@ -18,14 +18,7 @@ import (
 // bytes is found and listed as those bytes.
 func TestMogdbsetupLatin1_UploadGetPathsListKeys(t *testing.T) {
 	dsn, perl := testdb.MogdbsetupLatin1MySQL(t)
-	tt := startTracker(t, testConfig(), openStore(t, dsn), nil)
-	c := tt.dial()
-	n := startNode(t, "127.0.0.2", 1)
-	c.want("create_domain domain=d", "OK domain=d")
-	c.want("create_class domain=d&class=c&mindevcount=1", "OK class=c&mindevcount=1&domain=d")
-	c.want("create_host host=h&ip=127.0.0.2&port="+n.port+"&status=alive", "OK hostid=1&hostname=h")
-	c.want("create_device devid=1&hostid=1", "OK ")
-	c.want("clear_cache", "OK ")
+	_, c, n := oneNodeCluster(t, openStore(t, dsn))
 
 	upload := func(key string, body []byte) string {
 		t.Helper()
