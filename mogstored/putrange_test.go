@@ -5,7 +5,6 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,28 +101,5 @@ func TestPut_ContentRangeRefused(t *testing.T) {
 	}
 	if left := listDir(t, filepath.Join(docroot, "dev1", "0", "000", "000")); len(left) != 1 {
 		t.Errorf("directory holds %v; want only the file", left)
-	}
-}
-
-// A ranged body cut short by a disconnect writes nothing into the file.
-func TestPut_ContentRangeShortBody(t *testing.T) {
-	s, docroot := startServer(t, nil)
-	base := "http://" + s.HTTPAddr()
-	do(t, "PUT", base+fidPath, strings.NewReader("version one"), nil)
-	dir := filepath.Join(docroot, "dev1", "0", "000", "000")
-	c, err := net.Dial("tcp", s.HTTPAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Range: bytes 0-99999/*\r\nContent-Length: 100000\r\n\r\n", fidPath)
-	c.Write(bytes.Repeat([]byte("z"), 5000))
-	tmp := waitTemp(t, dir)
-	c.Close()
-	waitFor(t, "the temporary file to go", func() bool {
-		_, err := os.Stat(filepath.Join(dir, tmp))
-		return os.IsNotExist(err)
-	})
-	if _, body := do(t, "GET", base+fidPath, nil, nil); body != "version one" {
-		t.Fatalf("cut ranged upload changed the file: %q", body)
 	}
 }
