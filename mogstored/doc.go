@@ -26,6 +26,18 @@
 //     body arrived (and matched Content-MD5 when one was sent, which the
 //     tracker's monitor probes for). A short body, a disconnect or Close leaves
 //     neither a partial file nor the temporary file.
+//   - PUT with Content-Range ("bytes first-last/total" or "bytes
+//     first-last/*") writes the body into the file at that offset, as
+//     Apache's and nginx's WebDAV modules do for MogileFS::Client's
+//     largefile mode (ClientHTTPFile: an empty PUT, then one ranged PUT per
+//     chunk). Perlbal ignored the header, which made such uploads fail
+//     create_close with size_mismatch. The body is received and verified
+//     (length, Content-MD5) in a temporary file first and written into the
+//     file only when complete, then synced; a range starting beyond the end
+//     of the file answers 416 (so a lost chunk is never a hole of zeros), a
+//     malformed range or a body of another length 400, and neither changes
+//     the file. A ranged PUT grows a file but never truncates it;
+//     create_close's size check judges the result.
 //   - Containment: request paths must be plain /dev<N>/name/… made of
 //     [A-Za-z0-9_.-] segments; "..", percent-encoding, empty or dot-leading
 //     segments get 400. Every file operation goes through an os.Root opened on

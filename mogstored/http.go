@@ -198,9 +198,20 @@ func (s *Server) mkcol(w http.ResponseWriter, r *http.Request, root *os.Root, p 
 // put stores the body atomically: temporary file in the target directory,
 // fsync, rename. Anything short of a complete, verified body removes the
 // temporary file and leaves any previous version of the target untouched.
+// A PUT with Content-Range receives its body the same way and then writes
+// it into the target at the range's offset (putRange).
 func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p reqPath) {
 	if p.rel == "." || strings.HasSuffix(r.URL.EscapedPath(), "/") {
 		httpError(w, http.StatusBadRequest, "Invalid filename: PUT needs a file name")
+		return
+	}
+	rng, ranged, err := parseContentRange(r.Header.Get("Content-Range"))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if ranged && r.ContentLength >= 0 && r.ContentLength != rng.size() {
+		httpError(w, http.StatusBadRequest, "body length does not match Content-Range")
 		return
 	}
 	var wantMD5 []byte
@@ -225,7 +236,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		return
 	}
 	tmp := path.Join(dir, "."+base+".tmp-"+randomSuffix())
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		s.fsError(w, r, p, err)
 		return
@@ -246,7 +257,12 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		sum = md5.New()
 		dst = io.MultiWriter(dst, sum)
 	}
-	n, err := io.Copy(dst, s.pacedBody(w, r))
+	var body io.Reader = s.pacedBody(w, r)
+	if ranged {
+		// A chunked ranged body must not grow past its range.
+		body = io.LimitReader(body, rng.size()+1)
+	}
+	n, err := io.Copy(dst, body)
 	if err != nil {
 		var we *writeError
 		if errors.As(err, &we) {
@@ -269,8 +285,16 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		httpError(w, http.StatusBadRequest, "body length does not match Content-Length")
 		return
 	}
+	if ranged && n != rng.size() {
+		httpError(w, http.StatusBadRequest, "body length does not match Content-Range")
+		return
+	}
 	if sum != nil && !bytes.Equal(sum.Sum(nil), wantMD5) {
 		httpError(w, http.StatusBadRequest, "Content-MD5 mismatch")
+		return
+	}
+	if ranged {
+		s.putRange(w, r, root, p, f, rng)
 		return
 	}
 	if err := f.Sync(); err != nil {
@@ -290,15 +314,19 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		return
 	}
 	committed = true
-	// Make the rename itself durable; a failure here is logged, not fatal,
-	// because the data is already in place.
+	syncDir(s, root, dir)
+	w.WriteHeader(http.StatusOK)
+}
+
+// syncDir makes a rename or a new file in dir durable; a failure is
+// logged, not fatal, because the data is already in place.
+func syncDir(s *Server, root *os.Root, dir string) {
 	if d, err := root.Open(dir); err == nil {
 		if err := d.Sync(); err != nil {
 			s.log.Warn("syncing directory", "dir", dir, "err", err)
 		}
 		d.Close()
 	}
-	w.WriteHeader(http.StatusOK)
 }
 
 // writeError marks an error as coming from the file, not the request body.

@@ -224,29 +224,32 @@ func waitTemp(t *testing.T, dir string) string {
 }
 
 func TestShortPutLeavesNothing(t *testing.T) {
-	s, docroot := startServer(t, nil)
-	base := "http://" + s.HTTPAddr()
-	do(t, "PUT", base+fidPath, strings.NewReader("version one"), nil)
-	dir := filepath.Join(docroot, "dev1", "0", "000", "000")
+	// Whole and ranged (largefile) bodies alike.
+	for _, extra := range []string{"", "Content-Range: bytes 0-99999/*\r\n"} {
+		s, docroot := startServer(t, nil)
+		base := "http://" + s.HTTPAddr()
+		do(t, "PUT", base+fidPath, strings.NewReader("version one"), nil)
+		dir := filepath.Join(docroot, "dev1", "0", "000", "000")
 
-	c, err := net.Dial("tcp", s.HTTPAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", fidPath)
-	c.Write(bytes.Repeat([]byte("z"), 5000))
-	tmp := waitTemp(t, dir)
-	c.Close() // 95000 bytes short
+		c, err := net.Dial("tcp", s.HTTPAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 100000\r\n\r\n", fidPath, extra)
+		c.Write(bytes.Repeat([]byte("z"), 5000))
+		tmp := waitTemp(t, dir)
+		c.Close() // 95000 bytes short
 
-	waitFor(t, "the temporary file to go", func() bool {
-		_, err := os.Stat(filepath.Join(dir, tmp))
-		return os.IsNotExist(err)
-	})
-	if left := listDir(t, dir); len(left) != 1 || left[0] != "0000000123.fid" {
-		t.Fatalf("after the short upload dir holds %v", left)
-	}
-	if _, body := do(t, "GET", base+fidPath, nil, nil); body != "version one" {
-		t.Fatalf("short upload damaged the previous version: %q", body)
+		waitFor(t, "the temporary file to go", func() bool {
+			_, err := os.Stat(filepath.Join(dir, tmp))
+			return os.IsNotExist(err)
+		})
+		if left := listDir(t, dir); len(left) != 1 || left[0] != "0000000123.fid" {
+			t.Fatalf("after the short upload (%q) dir holds %v", extra, left)
+		}
+		if _, body := do(t, "GET", base+fidPath, nil, nil); body != "version one" {
+			t.Fatalf("short upload (%q) damaged the previous version: %q", extra, body)
+		}
 	}
 }
 

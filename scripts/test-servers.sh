@@ -6,8 +6,11 @@
 # It is idempotent and quick when everything already runs.
 # It also installs the binaries internal/dbinstance starts private servers
 # from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer);
-# those are only installed, never started here; and Chromium, for the
-# status page's headless-browser test.
+# those are only installed, never started here; Chromium, for the
+# status page's headless-browser test; and perl, LWP and IO::WrapTie from
+# Debian for the tests that drive the original Perl client. Debian does
+# not package MogileFS::Client itself: those tests run when PERL5LIB (or
+# the system) provides it, and skip saying so otherwise.
 set -euo pipefail
 
 log() { printf 'test-servers: %s\n' "$*" >&2; }
@@ -104,8 +107,20 @@ ensure_chromium() {
 	fi
 }
 
+# The Perl client is a nice-to-have for a developer (its tests skip when it
+# is missing); only its Debian-packaged dependencies are installed here.
+ensure_perl_client() {
+	if ! command -v perl >/dev/null || ! perl -MLWP::UserAgent -MIO::WrapTie -e1 >/dev/null 2>&1; then
+		log "installing perl, LWP and IO::WrapTie"
+		apt_install perl libwww-perl libio-stringy-perl
+	fi
+	perl -MMogileFS::Client -e1 >/dev/null 2>&1 ||
+		log "note: MogileFS::Client is not installed (Debian has no package); the Perl client tests skip unless PERL5LIB provides it"
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_pgbouncer
 ensure_chromium
-log "PostgreSQL, MariaDB, PgBouncer and Chromium ready"
+ensure_perl_client
+log "PostgreSQL, MariaDB, PgBouncer, Chromium and the Perl client's dependencies ready"

@@ -211,7 +211,9 @@ type Files interface {
 	// ListKeys returns keys of domain dmid starting with prefix and sorting
 	// after `after` (exclusive; "" = from the start), in byte order whatever
 	// the server collation, at most limit. Prefix characters are literal
-	// (%, _ and \ included).
+	// (%, _ and \ included). Where keys are unique by a collation of the
+	// database's own (a MySQL database made by mogdbsetup) the prefix, like
+	// FileByKey, matches by that collation, as in MogileFS.
 	ListKeys(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error)
 	// RenameFile: ErrNotFound (from), ErrDuplicate (to exists).
 	// Not idempotent: a retry of one that applied fails with ErrNotFound.

@@ -224,6 +224,12 @@
 //     it (the default) matched prefixes case-insensitively on MySQL and
 //     SQLite. set_server_setting refuses case_sensitive_list_keys = 0 and
 //     accepts 1 (TestCommands_ServerSettingsRefused).
+//   - On a MySQL database made by mogdbsetup with a case-insensitive
+//     collation, list_keys matches the prefix by that collation as the
+//     original did, but lists in byte order, as on every backend, where the
+//     original listed in collation order ("B" before "a" here, after it
+//     there); case_sensitive_list_keys is not consulted
+//     (store/mysql TestOpen_MogdbsetupLatin1).
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -249,4 +250,33 @@ func fixKeyCount(s string, n int) string {
 		}
 	}
 	return "OK key_count=" + strconv.Itoa(n) + "&" + strings.Join(parts, "&")
+}
+
+// oneNodeCluster is one tracker (on st, or a fresh database when nil) and
+// one storage node on 127.0.0.2 with device 1, domain d and class c
+// (mindevcount 1).
+func oneNodeCluster(t *testing.T, st store.Store) (*testTracker, *lineConn, *node) {
+	tt := startTracker(t, testConfig(), st, nil)
+	c := tt.dial()
+	n := startNode(t, "127.0.0.2", 1)
+	c.want("create_domain domain=d", "OK domain=d")
+	c.want("create_class domain=d&class=c&mindevcount=1", "OK class=c&mindevcount=1&domain=d")
+	c.want("create_host host=h&ip=127.0.0.2&port="+n.port+"&status=alive", "OK hostid=1&hostname=h")
+	c.want("create_device devid=1&hostid=1", "OK ")
+	c.want("clear_cache", "OK ")
+	return tt, c, n
+}
+
+func fetch(t *testing.T, url string) []byte {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v", url, res.StatusCode, err)
+	}
+	return b
 }

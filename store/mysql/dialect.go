@@ -44,20 +44,26 @@ type Dialect struct {
 	// bytewise names the columns (by bare name) that already compare and
 	// sort by bytes in this database, so ByteOrder can leave them alone.
 	bytewise map[string]bool
+	// keyCharset is the character set of file.dkey ("" before the table
+	// exists); latin1 makes Open talk latin1 (see rawBytesCollation).
+	keyCharset string
 }
 
-var _ sqlstore.Dialect = Dialect{}
+var (
+	_ sqlstore.Dialect  = Dialect{}
+	_ sqlstore.Collated = Dialect{}
+)
 
 // NewDialect returns the Dialect for the database db is connected to:
 // ByteOrder leaves alone the name columns that already compare by bytes
 // there (VARBINARY, as Schema17 creates them; a mogdbsetup database's
-// VARCHAR columns get a cast).
+// VARCHAR columns get a cast), and Collated reports the others.
 func NewDialect(ctx context.Context, db *sql.DB) (Dialect, error) {
-	bytewise, err := bytewiseColumns(ctx, db)
+	bytewise, charset, err := bytewiseColumns(ctx, db)
 	if err != nil {
 		return Dialect{}, err
 	}
-	return Dialect{bytewise: bytewise}, nil
+	return Dialect{bytewise: bytewise, keyCharset: charset}, nil
 }
 
 // byteExact lists the name columns the shared layer orders or compares
@@ -71,24 +77,29 @@ var byteExact = map[string][]string{
 
 // bytewiseColumns finds which of byteExact are VARBINARY in the database
 // ctx's pool is on, counting tables still to be created (by schema, as
-// VARBINARY) as such. A mogdbsetup database's VARCHAR columns are not.
-func bytewiseColumns(ctx context.Context, db *sql.DB) (map[string]bool, error) {
-	rows, err := db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
+// VARBINARY) as such. A mogdbsetup database's VARCHAR columns are not. It
+// also returns file.dkey's character set.
+func bytewiseColumns(ctx context.Context, db *sql.DB) (map[string]bool, string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('file', 'tempfile', 'domain', 'class', 'server_settings')`)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer rows.Close()
 	types := map[string]string{}
+	var keyCharset string
 	for rows.Next() {
-		var table, col, typ string
-		if err := rows.Scan(&table, &col, &typ); err != nil {
-			return nil, err
+		var table, col, typ, charset string
+		if err := rows.Scan(&table, &col, &typ, &charset); err != nil {
+			return nil, "", err
 		}
 		types[table+"."+col] = strings.ToLower(typ)
+		if table == "file" && col == "dkey" {
+			keyCharset = strings.ToLower(charset)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out := map[string]bool{}
 	for col, tables := range byteExact {
@@ -100,7 +111,22 @@ func bytewiseColumns(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 		}
 		out[col] = ok
 	}
-	return out, nil
+	return out, keyCharset, nil
+}
+
+// rawBytesCollation is the connection collation under which keys pass to
+// and from the tables unchanged, as MogileFS's DBD::mysql connection
+// (without mysql_enable_utf8, on a latin1 server) passed them: a latin1
+// table holds whatever bytes the Perl tracker sent, UTF-8 included, and a
+// utf8mb4 connection would convert them (losing every character latin1
+// lacks on the way in, and turning each stored byte into a character on
+// the way out). Comparisons still use each column's own collation, which
+// outranks a connection's. "" for any other character set: utf8mb4.
+func (d Dialect) rawBytesCollation() string {
+	if d.keyCharset == "latin1" {
+		return "latin1_swedish_ci"
+	}
+	return ""
 }
 
 // Name is BackendName, or "mysql".
@@ -133,6 +159,14 @@ func (d Dialect) ByteOrder(col string) string {
 	}
 	return "CAST(" + col + " AS BINARY)"
 }
+
+// Collated reports the name columns that compare by a collation of their
+// own: a mogdbsetup database's VARCHAR columns (case-insensitive and PAD
+// SPACE with the usual collations). Lookups of such a name then match
+// what the table's unique key treats as the same name, as MogileFS's
+// "dkey = ?" did, so an upload of "a" replaces the file "A" instead of
+// colliding with it on every retry.
+func (d Dialect) Collated(col string) bool { return !d.bytewise[col] }
 
 // Upsert uses ON DUPLICATE KEY UPDATE. Two MySQL rules the caller must
 // know: the clause fires on a conflict over any unique key of the table,

@@ -29,7 +29,9 @@
 //	writeTimeout=30s    I/O write timeout  (write_timeout, mysql_write_timeout)
 //	socket=/path        Unix socket        (mysql_socket)
 //	mysql_enable_utf8, mysql_enable_utf8mb4
-//	                    accepted and ignored: connections always use utf8mb4
+//	                    0 or 1; 1 keeps utf8mb4 sessions on a latin1
+//	                    mogdbsetup database (see Schema), which otherwise
+//	                    get latin1 ones; elsewhere sessions are utf8mb4
 //	op_timeout=10s      default deadline of every Store call (store.DefaultOpTimeout;
 //	                    0 = none; a Lock call gets its wait timeout on top)
 //
@@ -37,7 +39,8 @@
 // the Store's queries, never to lock sessions, which wait in GET_LOCK as
 // long as the caller asked.
 //
-// Sessions use utf8mb4, READ COMMITTED isolation, and client-side
+// Sessions use utf8mb4 (latin1 on a latin1 mogdbsetup database, see
+// Schema), READ COMMITTED isolation, and client-side
 // placeholder interpolation, so each statement costs one round trip. With
 // binary logging on, the server's binlog_format must be ROW or MIXED (the
 // defaults of MySQL 8 and MariaDB): InnoDB refuses writes at READ
@@ -49,10 +52,19 @@
 // EXISTS, InnoDB and utf8mb4, every fid BIGINT UNSIGNED. The names that
 // must compare byte for byte (file and tempfile keys, domain and class
 // names, setting names) are VARBINARY: "A" and "a" are different keys. A
-// database made by mogdbsetup keeps its own column types and collation;
-// there the shared layer's byte-order casts still list keys in byte order,
-// but uniqueness follows that collation (a case-insensitive one lets "A"
-// and "a" collide), as it did under MogileFS. A MogileFS database below
+// database made by mogdbsetup keeps its own column types and collation,
+// and keys there behave as they did under MogileFS: a key is found by that
+// collation, as its unique index compares (with the usual case-insensitive,
+// PAD SPACE one, "Photo", "PHOTO" and "photo " are one key, and uploading
+// one replaces the file of another), and list_keys' prefix matches by it
+// too (MogileFS's LIKE); keys are still listed and paged in byte order.
+// When file.dkey is latin1 (a server whose default was latin1, as MySQL
+// 5's was), the Store's sessions are latin1 as DBD::mysql's were, so keys
+// pass through as bytes: a UTF-8 key the Perl tracker stored is found and
+// listed as those bytes, and ours are stored as theirs were; unless the
+// DSN sets mysql_enable_utf8 (or mysql_enable_utf8mb4), with which
+// DBD::mysql sent characters, which the server converted to latin1. A
+// MogileFS database below
 // schema 17 is refused with store.ErrSchemaMismatch rather than upgraded:
 // run MogileFS's mogdbsetup on it first.
 //

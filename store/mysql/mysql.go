@@ -55,27 +55,15 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	if err != nil {
 		return sqlstore.Config{}, err
 	}
-	mc, err := gomysql.NewConnector(cfg.main)
-	if err != nil {
-		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
-	}
 	dial := newDialer()
 	cfg.lock.DialFunc = dial.dial
 	lc, err := gomysql.NewConnector(cfg.lock)
 	if err != nil {
 		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
-	db := sql.OpenDB(readCommitted{mc})
-	db.SetMaxIdleConns(8)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		if sessionGone(err) {
-			// Down, unreachable or dropping connections: worth retrying,
-			// unlike a refused login or a missing database.
-			return sqlstore.Config{}, fmt.Errorf("%w: mysql: connect: %w", store.ErrUnavailable, err)
-		}
-		return sqlstore.Config{}, fmt.Errorf("mysql: connect: %w", err)
+	db, err := openPool(ctx, cfg.main)
+	if err != nil {
+		return sqlstore.Config{}, err
 	}
 	database, err := canonicalDatabase(ctx, db)
 	if err != nil {
@@ -91,6 +79,15 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		db.Close()
 		return sqlstore.Config{}, fmt.Errorf("mysql: inspect schema: %w", err)
 	}
+	if c := dialect.rawBytesCollation(); c != "" && !cfg.utf8 {
+		// The sessions' character set is fixed in the handshake: start
+		// over with one that passes the keys through as bytes.
+		db.Close()
+		cfg.main.Collation = c
+		if db, err = openPool(ctx, cfg.main); err != nil {
+			return sqlstore.Config{}, err
+		}
+	}
 	return sqlstore.Config{
 		DB:      db,
 		Dialect: dialect,
@@ -102,6 +99,27 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		},
 		OpTimeout: d.OpTimeout,
 	}, nil
+}
+
+// openPool opens and pings the Store's pool.
+func openPool(ctx context.Context, cfg *gomysql.Config) (*sql.DB, error) {
+	mc, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
+	}
+	db := sql.OpenDB(readCommitted{mc})
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		if sessionGone(err) {
+			// Down, unreachable or dropping connections: worth retrying,
+			// unlike a refused login or a missing database.
+			return nil, fmt.Errorf("%w: mysql: connect: %w", store.ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("mysql: connect: %w", err)
+	}
+	return db, nil
 }
 
 // checkOldSchema refuses a MogileFS database below schema 17: its tables
@@ -154,6 +172,9 @@ func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
 // configs are the driver settings of the Store's pool and of its lock pool.
 type configs struct {
 	main, lock *gomysql.Config
+	// utf8 is DBD::mysql's mysql_enable_utf8(mb4)=1: the Perl tracker
+	// sent characters, not bytes, so keys are converted even to latin1.
+	utf8 bool
 }
 
 // dsnParams maps each accepted parameter name, lower-cased, to the setting
@@ -173,7 +194,7 @@ var dsnParams = map[string]string{
 	"mysql_write_timeout":   "writeTimeout",
 	"socket":                "socket",
 	"mysql_socket":          "socket",
-	// Harmless: every connection uses utf8mb4 already.
+	// What the Perl tracker's keys were on a latin1 database (rawBytesCollation).
 	"mysql_enable_utf8":    "utf8",
 	"mysql_enable_utf8mb4": "utf8",
 }
@@ -200,6 +221,7 @@ func configure(d *store.DSN) (*configs, error) {
 	// and MariaDB, and safe for client-side interpolation.
 	cfg.Collation = "utf8mb4_general_ci"
 	host, port := d.Host, d.Port
+	utf8 := false
 	for k, vs := range d.Params {
 		name, ok := dsnParams[strings.ToLower(k)]
 		if !ok {
@@ -211,9 +233,11 @@ func configure(d *store.DSN) (*configs, error) {
 		v := vs[0]
 		switch name {
 		case "utf8":
-			if _, err := strconv.ParseBool(v); err != nil {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
 				return nil, fmt.Errorf("%w: mysql: parameter %q=%q: want 0 or 1", store.ErrBadDSN, k, v)
 			}
+			utf8 = utf8 || on
 		case "tls":
 			t, err := tlsMode(strings.ToLower(k), v)
 			if err != nil {
@@ -270,7 +294,7 @@ func configure(d *store.DSN) (*configs, error) {
 	// server then ends it and frees its lock instead of waiting for the
 	// default eight hours or TCP keepalive.
 	lock.Params = map[string]string{"wait_timeout": strconv.Itoa(int(lockSessionIdle / time.Second))}
-	return &configs{main: cfg, lock: lock}, nil
+	return &configs{main: cfg, lock: lock, utf8: utf8}, nil
 }
 
 // tlsMode maps tls=true|false|skip-verify|preferred, and DBD::mysql's

@@ -52,6 +52,23 @@ type Dialect interface {
 	Fencing() Fencing
 }
 
+// Collated is an optional Dialect interface for a database whose name
+// columns may compare by a collation of their own rather than by bytes (on
+// MySQL, a database made by MogileFS's mogdbsetup: case-insensitive, PAD
+// SPACE). For a column it reports, the shared layer finds a key by that
+// collation, as the column's unique key does — a lookup, a replacing
+// commit, list_keys' prefix — and still orders and pages by ByteOrder.
+// Without the interface every name compares by bytes.
+type Collated interface {
+	Collated(col string) bool
+}
+
+// collated reports whether d compares col by its own collation (Collated).
+func collated(d Dialect, col string) bool {
+	c, ok := d.(Collated)
+	return ok && c.Collated(col)
+}
+
 // Fencing is a dialect's SQL for the fencing-token table gomogile_fence,
 // one row per lock name ever granted, holding the token of its newest
 // grant. The table must be durable (logged): a token that went backwards

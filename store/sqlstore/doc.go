@@ -41,7 +41,9 @@
 //     in its transaction; see fence.go for the token table.
 //   - Time values reach the database as integers computed from
 //     Dialect.UnixNow, never from the Go clock.
-//   - Comparisons and ordering of keys go through Dialect.ByteOrder.
+//   - Comparisons and ordering of keys go through Dialect.ByteOrder;
+//     a dialect that is Collated has lookups and list_keys prefixes
+//     follow the key column's collation instead (ordering stays by bytes).
 //   - UPDATE's RowsAffected is only trusted when the statement changes the
 //     value it matches on, so a MySQL connection without CLIENT_FOUND_ROWS
 //     gives the same results.

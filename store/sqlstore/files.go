@@ -71,8 +71,14 @@ func (s *Store) topFid(ctx context.Context, q querier) (int64, error) {
 // keyIs matches dkey against a key given twice: the plain comparison lets
 // the (dmid, dkey) index find the row, the byte comparison keeps a
 // case-insensitive or PAD SPACE collation from matching "K" or "k " for "k"
-// (which, in a commit, would replace another key's file).
+// (which, in a commit, would replace another key's file). Where the
+// dialect says dkey is Collated, the unique key itself treats "K" and "k"
+// as one key, so the lookup must too (as MogileFS's did), or a commit of
+// "k" beside "K" would find no owner and collide on every retry.
 func (s *Store) keyIs() string {
+	if collated(s.d, "dkey") {
+		return "dkey = ? AND dkey = ?"
+	}
 	return "dkey = ? AND " + s.d.ByteOrder("dkey") + " = ?"
 }
 
@@ -507,6 +513,10 @@ func (s *Store) MaxFid(ctx context.Context) (int64, error) {
 	return v.Int64, s.wrap(op, err)
 }
 
+// likeEscaper quotes LIKE's wildcards with '!' (a backslash would mean
+// different things in MySQL's string literals and in PostgreSQL's).
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+
 // prefixEnd is the smallest valid UTF-8 string above every string starting
 // with prefix, or "" when there is none. Byte order of UTF-8 is code point
 // order, so incrementing the last code point (skipping surrogates, carrying
@@ -550,7 +560,14 @@ func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, li
 	key := s.d.ByteOrder("dkey")
 	q := "SELECT dkey FROM file WHERE dmid = ?"
 	args := []any{dmid}
-	if prefix != "" {
+	switch {
+	case prefix == "":
+	case collated(s.d, "dkey"):
+		// MogileFS's LIKE, which follows the collation as the key's
+		// uniqueness does.
+		q += ` AND dkey LIKE ? ESCAPE '!'`
+		args = append(args, likeEscaper.Replace(prefix)+"%")
+	default:
 		q += " AND " + key + " >= ?"
 		args = append(args, prefix)
 		if end := prefixEnd(prefix); end != "" {
@@ -606,7 +623,9 @@ func (s *Store) RenameFile(ctx context.Context, dmid int, from, to string) error
 		if from == to {
 			return nil
 		}
-		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, to, to); err != nil || ok {
+		// Another file only: under a collated key, "a" to "A" renames
+		// the file to a spelling of its own key, as MogileFS's UPDATE did.
+		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM file WHERE dmid = ? AND "+s.keyIs()+" AND fid <> ?", dmid, to, to, fid); err != nil || ok {
 			return hasErr(err, store.ErrDuplicate)
 		}
 		_, err := s.exec(ctx, tx, "UPDATE file SET dkey = ? WHERE fid = ?", to, fid)
