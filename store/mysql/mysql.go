@@ -66,7 +66,6 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
 	db := sql.OpenDB(readCommitted{mc})
-	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -100,7 +99,9 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 			CrossProcess:   true,
 			DeadOwnerBound: deadOwnerBound,
 		},
-		OpTimeout: d.OpTimeout,
+		OpTimeout:    d.OpTimeout,
+		MaxIdleConns: d.MaxIdleConns,
+		MaxOpenConns: d.MaxOpenConns,
 	}, nil
 }
 

@@ -62,6 +62,8 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		Locks:        newLockBackend(db, cfg.conn, cfg.locks, host, os.Getpid()),
 		Capabilities: capabilities(cfg.locks),
 		OpTimeout:    d.OpTimeout,
+		MaxIdleConns: d.MaxIdleConns,
+		MaxOpenConns: d.MaxOpenConns,
 	}, nil
 }
 

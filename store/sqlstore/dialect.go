@@ -129,6 +129,10 @@ type Config struct {
 	// has none earlier; a Lock call gets its wait timeout plus OpTimeout.
 	// 0 = none. Backends pass store.DSN.OpTimeout.
 	OpTimeout time.Duration
+	// MaxIdleConns and MaxOpenConns size DB's pool, which New sets:
+	// store.DefaultMaxIdleConns idle when 0, no open limit when 0.
+	// Backends pass store.DSN's fields of the same names.
+	MaxIdleConns, MaxOpenConns int
 }
 
 // Insert is the INSERT statement that every Dialect's Upsert starts from:

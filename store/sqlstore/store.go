@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -82,6 +83,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 
 		opTimeout: cfg.OpTimeout,
 	}
+	// Every concurrent call beyond the idle limit opens a new connection
+	// (a TCP, perhaps TLS, handshake and a server backend) and closes it
+	// after: the pool must hold as many as the caller runs calls at once.
+	cfg.DB.SetMaxIdleConns(cmp.Or(cfg.MaxIdleConns, store.DefaultMaxIdleConns))
+	cfg.DB.SetMaxOpenConns(cfg.MaxOpenConns)
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}

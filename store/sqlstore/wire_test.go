@@ -1,0 +1,99 @@
+package sqlstore_test
+
+import (
+	"net/url"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/store"
+	_ "github.com/gomogile/gomogile/store/mysql"
+)
+
+// serverDSNs are the server backends' test databases, each made private
+// when called.
+var serverDSNs = map[string]func(testing.TB) string{"postgres": testdb.Postgres, "mysql": testdb.MySQL}
+
+// withParams adds query parameters to a URL DSN.
+func withParams(tb testing.TB, dsn string, kv ...string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openWire opens a Store on dsn through a proxy that counts its sessions
+// and round trips.
+func openWire(tb testing.TB, dsn string) (store.Store, *faultproxy.Proxy) {
+	tb.Helper()
+	p, pdsn, err := faultproxy.Through(dsn, faultproxy.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	s, err := store.Open(tb.Context(), pdsn)
+	if err != nil {
+		tb.Fatalf("store.Open through the proxy: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s, p
+}
+
+// BenchmarkPool runs uploads (CreateTempFile, CommitFile, FileByKey) from 8
+// goroutines at once, each pausing 1ms between create and commit for the
+// client's upload to a storage node, on a Store whose pool keeps
+// database/sql's default 2 idle connections and on one that keeps as many
+// as a default tracker's concurrency (query_jobs 20 + workers + 2 = 26).
+// sessions/op counts the server sessions opened per upload: the small pool
+// closes connections the next burst must open again.
+func BenchmarkPool(b *testing.B) {
+	for _, backend := range []string{"postgres", "mysql"} {
+		for _, idle := range []int{2, 26} {
+			b.Run(backend+"/idle="+strconv.Itoa(idle), func(b *testing.B) {
+				dsn := serverDSNs[backend](b)
+				s, p := openWire(b, withParams(b, dsn, "max_idle_conns", strconv.Itoa(idle)))
+				ctx := b.Context()
+				d, err := s.CreateDomain(ctx, "pool")
+				if err != nil {
+					b.Fatal(err)
+				}
+				var seq atomic.Int64
+				before := p.Stats().Accepted
+				b.SetParallelism(8 / max(1, testingProcs()))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						key := "k" + strconv.FormatInt(seq.Add(1), 10)
+						fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key})
+						// The client's PUT to a storage node, during which
+						// the tracker's pool sees fewer callers.
+						time.Sleep(time.Millisecond)
+						if err == nil {
+							_, err = s.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d.ID, Key: key})
+						}
+						if err == nil {
+							_, err = s.FileByKey(ctx, d.ID, key)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(p.Stats().Accepted-before)/float64(b.N), "sessions/op")
+			})
+		}
+	}
+}
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
