@@ -236,3 +236,9 @@ func (Dialect) Fencing() sqlstore.Fencing {
 		ShareLock:      " LOCK IN SHARE MODE",
 	}
 }
+
+// Counter: LAST_INSERT_ID(expr) hands the new value back in the OK packet,
+// as for the fencing bump.
+func (Dialect) Counter() sqlstore.Counter {
+	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = LAST_INSERT_ID(value + 1) WHERE name = ?", NextByInsertID: true}
+}

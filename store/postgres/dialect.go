@@ -287,3 +287,9 @@ func (Dialect) Fencing() sqlstore.Fencing {
 		ShareLock: " FOR SHARE",
 	}
 }
+
+// Counter: UPDATE … RETURNING hands the new value back in the same round
+// trip.
+func (Dialect) Counter() sqlstore.Counter {
+	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value"}
+}

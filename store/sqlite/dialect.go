@@ -202,3 +202,8 @@ func (dialect) Fencing() sqlstore.Fencing {
 	ON CONFLICT (name) DO UPDATE SET token = token + 1 RETURNING token`,
 	}
 }
+
+// Counter: UPDATE … RETURNING (SQLite 3.35) hands the new value back.
+func (dialect) Counter() sqlstore.Counter {
+	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value"}
+}

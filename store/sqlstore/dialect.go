@@ -50,6 +50,23 @@ type Dialect interface {
 	// Fencing is the SQL of the fencing-token table, the one piece of the
 	// shared layer's own schema that cannot be written portably.
 	Fencing() Fencing
+	// Counter is the SQL that takes the next value of a gomogile_counter
+	// row in one statement (fid allocation).
+	Counter() Counter
+}
+
+// Counter is a dialect's one-statement advance of a gomogile_counter row,
+// run in autocommit, so the row is locked for one statement and its commit
+// only: every tracker's create_open passes through it.
+type Counter struct {
+	// Next is one statement, with the row's name as its only '?', that adds
+	// one to the row's value and yields the new value: as its
+	// single-column result row (UPDATE … RETURNING value), or when
+	// NextByInsertID is set as the statement's LastInsertId (MySQL's
+	// UPDATE … SET value = LAST_INSERT_ID(value + 1)). A missing row yields
+	// no row, or RowsAffected 0.
+	Next           string
+	NextByInsertID bool
 }
 
 // Fencing is a dialect's SQL for the fencing-token table gomogile_fence,

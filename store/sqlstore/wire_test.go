@@ -97,3 +97,39 @@ func BenchmarkPool(b *testing.B) {
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkCreateTempFile reserves fids from 8 goroutines on two Stores
+// (two trackers) at once. Every reservation takes the one fid counter row,
+// so what counts is how long each holds it: rt/op is the round trips per
+// reservation on the wire.
+func BenchmarkCreateTempFile(b *testing.B) {
+	for _, backend := range []string{"postgres", "mysql"} {
+		b.Run(backend, func(b *testing.B) {
+			dsn := serverDSNs[backend](b)
+			s1, p1 := openWire(b, dsn)
+			s2, p2 := openWire(b, dsn)
+			ctx := b.Context()
+			d, err := s1.CreateDomain(ctx, "fids")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ss := []store.Store{s1, s2}
+			var seq atomic.Int64
+			before := p1.Stats().RoundTrips + p2.Stats().RoundTrips
+			b.SetParallelism(8 / max(1, testingProcs()))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					if _, err := ss[n%2].CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "k"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			rt := p1.Stats().RoundTrips + p2.Stats().RoundTrips - before
+			b.ReportMetric(float64(rt)/float64(b.N), "rt/op")
+		})
+	}
+}
