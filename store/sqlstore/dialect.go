@@ -53,6 +53,13 @@ type Dialect interface {
 	// Counter is the SQL that takes the next value of a gomogile_counter
 	// row in one statement (fid allocation).
 	Counter() Counter
+	// ClaimLock is appended to Lease's SELECT of due queue rows (… ORDER
+	// BY nexttry, fid LIMIT n) in the transaction that then moves them: a
+	// locking read that skips rows another transaction holds
+	// (" FOR UPDATE SKIP LOCKED") or waits for them and reads them again
+	// (" FOR UPDATE"), or "" when the transaction already excludes every
+	// other writer (SQLite's BEGIN IMMEDIATE).
+	ClaimLock() string
 }
 
 // Counter is a dialect's one-statement advance of a gomogile_counter row,
