@@ -86,6 +86,7 @@ type Tracker struct {
 	onStop func()
 
 	ns       *cluster.Cache
+	cached   settingCache // settingCachedBool
 	commands map[string]handler
 	limiter  *limiter
 	watch    *watchers

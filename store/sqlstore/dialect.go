@@ -30,7 +30,10 @@ type Dialect interface {
 	// Upsert builds an INSERT of cols (one '?' each) into table which, on a
 	// conflict over the key columns, applies the assignments in update
 	// instead ("" = do nothing). In update, a bare column name is the existing
-	// row's value and Excluded(col) the value proposed by the INSERT.
+	// row's value and Excluded(col) the value proposed by the INSERT. With
+	// update "" the statement's RowsAffected must be 1 when it inserted and
+	// 0 when the row existed (MySQL: without CLIENT_FOUND_ROWS, so that
+	// assigning a column to itself counts as no change).
 	Upsert(table string, cols, key []string, update string) string
 	// Excluded names the proposed value of col inside Upsert's update.
 	Excluded(col string) string

@@ -399,16 +399,15 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store
 		}
 		return res, err
 	}
-	now, err := s.dbNow(ctx, tx)
-	if err != nil {
-		return res, err
-	}
-	var old int64
-	err = s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs(), c.DomainID, c.Key, c.Key).Scan(&old)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	// The key's current owner and the database clock, in one round trip.
+	var owner sql.NullInt64
+	var now int64
+	err = s.queryRow(ctx, tx, "SELECT (SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs()+"), "+s.d.UnixNow(),
+		c.DomainID, c.Key, c.Key).Scan(&owner, &now)
+	switch old := owner.Int64; {
 	case err != nil:
 		return res, err
+	case !owner.Valid:
 	case old != c.Fid:
 		n, err := s.execN(ctx, tx, "DELETE FROM file WHERE fid = ?", old)
 		if err != nil {
