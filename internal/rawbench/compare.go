@@ -106,6 +106,10 @@ func Compare(b *testing.B, dsn string, reset func(b *testing.B), w io.Writer) []
 		out = append(out, r)
 		fmt.Fprintln(w, r.Line(e.backend))
 	}
+	for _, r := range e.handoff(b, dsn) {
+		out = append(out, r)
+		fmt.Fprintln(w, r.Line(e.backend))
+	}
 	fmt.Fprintf(w, "\n| backend | op | ours µs | raw µs | ratio |\n|---|---|---|---|---|\n")
 	for _, r := range out {
 		ratio, raw := "-", "-"
@@ -349,4 +353,118 @@ func CompareOnce(b *testing.B, dsn string, reset func(b *testing.B)) {
 		return
 	}
 	Compare(b, dsn, reset, nil)
+}
+
+// Handoffs is how many lock handoffs the handoff figures are taken from.
+const Handoffs = 60
+
+// handoff measures lock handoff: a second Store (a second tracker) waits
+// in Lock while the first holds the lock, then the roles swap; the time
+// from the holder's Release returning to the waiter's Lock returning, p50
+// and p99, beside the same for the database's own lock pair on two
+// sessions.
+func (e *cmpEnv) handoff(b *testing.B, dsn string) []Result {
+	ctx := b.Context()
+	other, err := store.Open(ctx, dsn)
+	if err != nil {
+		b.Fatalf("store.Open: %v", err)
+	}
+	defer other.Close()
+	stores := [2]store.Store{e.s, other}
+	const name = "bench:handoff"
+	held, err := stores[0].Lock(ctx, name, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ours := handoffs(b, func(i int) (time.Duration, error) {
+		type grant struct {
+			l   store.Lock
+			err error
+			at  time.Time
+		}
+		got := make(chan grant, 1)
+		go func() {
+			l, err := stores[(i+1)%2].Lock(ctx, name, 10*time.Second)
+			got <- grant{l, err, time.Now()}
+		}()
+		time.Sleep(5 * time.Millisecond) // the waiter is waiting
+		if err := held.Release(ctx); err != nil {
+			return 0, err
+		}
+		released := time.Now()
+		g := <-got
+		held = g.l
+		return g.at.Sub(released), g.err
+	})
+	if held != nil {
+		held.Release(ctx)
+	}
+	var raw []time.Duration
+	var lock, unlock string
+	switch e.backend {
+	case "postgres":
+		lock, unlock = "SELECT pg_advisory_lock(43)", "SELECT pg_advisory_unlock(43)"
+	case "mysql":
+		lock, unlock = "SELECT GET_LOCK('gomogile-rawbench-handoff', 10)", "SELECT RELEASE_LOCK('gomogile-rawbench-handoff')"
+	}
+	if lock != "" {
+		var conns [2]*sql.Conn
+		for i := range conns {
+			if conns[i], err = e.db.Conn(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer conns[i].Close()
+		}
+		var v any
+		if err := conns[0].QueryRowContext(ctx, lock).Scan(&v); err != nil {
+			b.Fatal(err)
+		}
+		raw = handoffs(b, func(i int) (time.Duration, error) {
+			got := make(chan time.Time, 1)
+			errc := make(chan error, 1)
+			go func() {
+				var v any
+				errc <- conns[(i+1)%2].QueryRowContext(ctx, lock).Scan(&v)
+				got <- time.Now()
+			}()
+			time.Sleep(5 * time.Millisecond)
+			if err := conns[i%2].QueryRowContext(ctx, unlock).Scan(&v); err != nil {
+				return 0, err
+			}
+			released := time.Now()
+			err := <-errc
+			return (<-got).Sub(released), err
+		})
+		conns[Handoffs%2].QueryRowContext(ctx, unlock).Scan(&v)
+	}
+	return []Result{
+		{Op: "handoff_p50", Ours: percentile(ours, 50), Raw: percentile(raw, 50)},
+		{Op: "handoff_p99", Ours: percentile(ours, 99), Raw: percentile(raw, 99)},
+	}
+}
+
+// handoffs runs Handoffs rounds of f and returns their times.
+func handoffs(b *testing.B, f func(i int) (time.Duration, error)) []time.Duration {
+	var out []time.Duration
+	for i := range Handoffs {
+		d, err := f(i)
+		if err != nil {
+			b.Fatalf("handoff %d: %v", i, err)
+		}
+		out = append(out, max(d, 0))
+	}
+	return out
+}
+
+// percentile is the p-th percentile of ds in microseconds (nearest rank),
+// 0 for none. A raw handoff can be quicker than a microsecond: it is
+// reported as one so that a ratio stays defined.
+func percentile(ds []time.Duration, p int) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	i := max(0, (len(ds)*p+99)/100-1)
+	return max(float64(ds[i].Nanoseconds())/1000, 1)
 }
