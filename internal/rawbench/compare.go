@@ -59,16 +59,7 @@ func Compare(b *testing.B, dsn string, reset func(b *testing.B), w io.Writer) []
 	if w == nil {
 		w = os.Stdout
 	}
-	reset(b)
-	st, err := store.Open(b.Context(), dsn)
-	if err != nil {
-		b.Fatalf("store.Open: %v", err)
-	}
-	b.Cleanup(func() { st.Close() })
-	s, ok := st.(*sqlstore.Store)
-	if !ok {
-		b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", st)
-	}
+	s := openSQL(b, dsn, reset)
 	e := &cmpEnv{s: s, db: s.DB(), q: s.Dialect().Rebind, backend: s.Dialect().Name()}
 	e.dmid = mustDomain(b, s)
 	ops, err := e.ops(b)

@@ -19,16 +19,7 @@ import (
 // and a conditional UPDATE). reset empties the database before each.
 func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
 	open := func(b *testing.B) (*sqlstore.Store, *sql.DB, func(string) string) {
-		reset(b)
-		s, err := store.Open(b.Context(), dsn)
-		if err != nil {
-			b.Fatalf("store.Open: %v", err)
-		}
-		b.Cleanup(func() { s.Close() })
-		ss, ok := s.(*sqlstore.Store)
-		if !ok {
-			b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", s)
-		}
+		ss := openSQL(b, dsn, reset)
 		return ss, ss.DB(), ss.Dialect().Rebind
 	}
 	b.Run("RawFileByKey", func(b *testing.B) {
@@ -123,4 +114,21 @@ func commit(b *testing.B, s store.Store, dmid int, key string) int64 {
 		b.Fatal(err)
 	}
 	return fid
+}
+
+// openSQL empties the database with reset, then opens dsn as an
+// sqlstore.Store, closed with b; a Store of another kind skips b, having
+// no raw SQL to compare with.
+func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) *sqlstore.Store {
+	reset(b)
+	s, err := store.Open(b.Context(), dsn)
+	if err != nil {
+		b.Fatalf("store.Open: %v", err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ss, ok := s.(*sqlstore.Store)
+	if !ok {
+		b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", s)
+	}
+	return ss
 }
