@@ -33,6 +33,9 @@ type faults struct {
 	busyAtEnd atomic.Int32 // COMMITs that roll back and report errBusy
 	busyExec  atomic.Int32 // statements in a transaction that fail with errBusy
 	dropped   atomic.Int32 // statements, in a transaction or not, that fail with errDropped
+	// insertLost: autocommit INSERTs into tempfile that apply and then
+	// fail with errDropped, as when the connection breaks before the reply.
+	insertLost atomic.Int32
 	// beforeExec, if set, runs before each statement on its connection,
 	// to play a competing tracker's write at a chosen point.
 	beforeExec func(ctx context.Context, c fullConn, q string, args []sqldriver.NamedValue)
@@ -102,7 +105,11 @@ func (c *faultConn) ExecContext(ctx context.Context, q string, args []sqldriver.
 	if c.f.beforeExec != nil {
 		c.f.beforeExec(ctx, c.c, q, args)
 	}
-	return c.c.ExecContext(ctx, q, args)
+	res, err := c.c.ExecContext(ctx, q, args)
+	if err == nil && !c.inTx && strings.HasPrefix(q, "INSERT INTO tempfile") && take(&c.f.insertLost) {
+		return nil, errDropped
+	}
+	return res, err
 }
 func (c *faultConn) QueryContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
 	if take(&c.f.dropped) {
@@ -267,6 +274,29 @@ func TestStore_LeaseClaimsInOneStatement(t *testing.T) {
 	}
 	if n := updates.Load(); n != 1 {
 		t.Errorf("Lease(100) ran %d UPDATEs; want 1", n)
+	}
+}
+
+// A reservation whose INSERT applied but whose reply was lost is reported
+// as of unknown outcome, not retried under another fid behind the caller's
+// back (the torture program counted such rows as tempfiles nobody made).
+func TestStore_CreateTempFileLostReplyIsUnknown(t *testing.T) {
+	s, f := openFaulty(t)
+	ctx := t.Context()
+	d, err := s.CreateDomain(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.insertLost.Store(1)
+	if _, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "k"}); !errors.Is(err, store.ErrUnknownOutcome) {
+		t.Fatalf("CreateTempFile with its reply lost: %v; want ErrUnknownOutcome", err)
+	}
+	fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "k2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TempFile(ctx, fid-1); err != nil {
+		t.Errorf("TempFile(%d), the reservation whose reply was lost: %v; want it present (it applied)", fid-1, err)
 	}
 }
 

@@ -182,10 +182,16 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 			break
 		}
 		if len(store.Fences(ctx)) == 0 {
-			// One autocommit INSERT. Should its outcome be lost with the
-			// connection, the next round takes a new fid: the row, if it
-			// applied, is an abandoned reservation the reaper removes.
+			// One autocommit INSERT. When the connection or the context
+			// ends under it, it may have applied: the outcome is unknown,
+			// as for a COMMIT (a reservation nobody was told of is left for
+			// the reaper, and the caller knows it may exist).
 			err = insert(s.db, fid)
+			if err != nil && !isSentinel(err) && (s.d.Classify(err) == ErrKindConnLost ||
+				errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				err = fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+				break
+			}
 		} else {
 			err = s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, fid) })
 		}
