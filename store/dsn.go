@@ -13,6 +13,13 @@ import (
 // op_timeout and the caller's context none earlier.
 const DefaultOpTimeout = 10 * time.Second
 
+// DefaultMaxIdleConns is how many idle database connections a Store keeps
+// when the DSN has no max_idle_conns: enough for a program making a few
+// calls at once (database/sql's own default of 2 makes every third
+// concurrent call open, and for TLS handshake, a new connection). The
+// tracker sets max_idle_conns from its concurrency instead.
+const DefaultMaxIdleConns = 8
+
 // DSN is a parsed data source name. Backends read the fields they know and
 // must reject Params they do not understand, so a typo is an error rather
 // than a silently ignored setting.
@@ -42,6 +49,15 @@ type DSN struct {
 	// this). DefaultOpTimeout when the DSN does not set it; 0
 	// (op_timeout=0) means no default deadline.
 	OpTimeout time.Duration
+	// MaxIdleConns and MaxOpenConns are the parameters max_idle_conns and
+	// max_open_conns, common to every backend and taken out of Params: the
+	// Store's database/sql pool limits (SetMaxIdleConns, SetMaxOpenConns).
+	// 0 = not given: DefaultMaxIdleConns idle, no limit on open
+	// connections. A program that knows its concurrency (the tracker:
+	// query_jobs plus its workers) sets MaxIdleConns to it when the DSN
+	// does not.
+	MaxIdleConns int
+	MaxOpenConns int
 }
 
 // AllHosts is the host list to connect to: Hosts, whose first entry is
@@ -112,7 +128,8 @@ type DSNParser interface {
 //
 // The parameter op_timeout (a Go duration, or whole seconds; default
 // [DefaultOpTimeout], 0 for none) is read here for every backend and moved
-// to DSN.OpTimeout.
+// to DSN.OpTimeout; max_idle_conns and max_open_conns (positive integers)
+// to DSN.MaxIdleConns and DSN.MaxOpenConns.
 func ParseDSN(s string) (*DSN, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -146,6 +163,17 @@ func ParseDSN(s string) (*DSN, error) {
 	if err := d.takeOpTimeout(); err != nil {
 		return nil, err
 	}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"max_idle_conns", &d.MaxIdleConns}, {"max_open_conns", &d.MaxOpenConns}} {
+		if err := d.takeCount(p.name, p.dst); err != nil {
+			return nil, err
+		}
+	}
+	if d.MaxOpenConns > 0 && d.MaxIdleConns > d.MaxOpenConns {
+		return nil, fmt.Errorf("%w: max_idle_conns=%d above max_open_conns=%d", ErrBadDSN, d.MaxIdleConns, d.MaxOpenConns)
+	}
 	return d, nil
 }
 
@@ -158,6 +186,24 @@ func schemeOf(s string) (name string, dbi bool) {
 	}
 	name, _, _ = strings.Cut(s, ":")
 	return name, false
+}
+
+// takeCount moves the positive integer parameter name out of Params.
+func (d *DSN) takeCount(name string, dst *int) error {
+	vs, ok := d.Params[name]
+	if !ok {
+		return nil
+	}
+	delete(d.Params, name)
+	if len(vs) != 1 {
+		return fmt.Errorf("%w: parameter %s given %d times", ErrBadDSN, name, len(vs))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(vs[0]))
+	if err != nil || n < 1 {
+		return fmt.Errorf("%w: %s=%q is not a positive integer", ErrBadDSN, name, vs[0])
+	}
+	*dst = n
+	return nil
 }
 
 func (d *DSN) takeOpTimeout() error {
@@ -482,6 +528,12 @@ func (d *DSN) Redacted() string {
 	}
 	if d.OpTimeout != DefaultOpTimeout {
 		q.Set("op_timeout", d.OpTimeout.String())
+	}
+	if d.MaxIdleConns > 0 {
+		q.Set("max_idle_conns", strconv.Itoa(d.MaxIdleConns))
+	}
+	if d.MaxOpenConns > 0 {
+		q.Set("max_open_conns", strconv.Itoa(d.MaxOpenConns))
 	}
 	hosts := d.AllHosts()
 	path := d.Path

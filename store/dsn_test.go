@@ -158,6 +158,40 @@ func TestParseDSN_OpTimeout(t *testing.T) {
 	}
 }
 
+func TestParseDSN_PoolSizes(t *testing.T) {
+	for in, want := range map[string][2]int{
+		"mysql://h/db":                                      {0, 0},
+		"mysql://h/db?max_idle_conns=24":                    {24, 0},
+		"postgres://h/db?max_idle_conns=4&max_open_conns=9": {4, 9},
+		"DBI:Pg:dbname=db;max_open_conns=3":                 {0, 3},
+		"sqlite:///var/lib/m.db?max_idle_conns=1":           {1, 0},
+	} {
+		d, err := store.ParseDSN(in)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", in, err)
+			continue
+		}
+		if got := [2]int{d.MaxIdleConns, d.MaxOpenConns}; got != want {
+			t.Errorf("ParseDSN(%q) idle, open = %v; want %v", in, got, want)
+		}
+		if len(d.Params) != 0 {
+			t.Errorf("ParseDSN(%q) left %v in Params for the backend to refuse", in, d.Params)
+		}
+		again, err := store.ParseDSN(d.Redacted())
+		if err != nil || [2]int{again.MaxIdleConns, again.MaxOpenConns} != want {
+			t.Errorf("ParseDSN(Redacted(%q) = %q) = %+v, %v; want idle, open %v", in, d.Redacted(), again, err, want)
+		}
+	}
+	for _, in := range []string{
+		"mysql://h/db?max_idle_conns=0", "mysql://h/db?max_idle_conns=-2", "mysql://h/db?max_open_conns=many",
+		"mysql://h/db?max_open_conns=1&max_open_conns=2", "mysql://h/db?max_idle_conns=5&max_open_conns=4",
+	} {
+		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
+		}
+	}
+}
+
 func TestParseDSN_HostList(t *testing.T) {
 	for in, want := range map[string][]store.HostPort{
 		"postgres://root@127.0.0.1:5433,127.0.0.1:5434/test?target_session_attrs=read-write": {{"127.0.0.1", 5433}, {"127.0.0.1", 5434}},

@@ -584,7 +584,8 @@ func defaultDSN(dir string) string {
 
 // StoreDSN parses db_dsn (or DefaultDSN) and applies db_user and db_pass.
 // A server backend without any user gets "mogile", the original's default
-// db_user.
+// db_user. Unless db_dsn sets max_idle_conns, the pool keeps DBConcurrency
+// connections idle, so a busy tracker never opens a connection per call.
 func (c Config) StoreDSN() (*store.DSN, error) {
 	s := c.DBDSN
 	if s == "" {
@@ -603,5 +604,19 @@ func (c Config) StoreDSN() (*store.DSN, error) {
 	if d.User == "" && d.Driver != "sqlite" {
 		d.User = "mogile"
 	}
+	if d.MaxIdleConns == 0 {
+		d.MaxIdleConns = c.DBConcurrency()
+		if d.MaxOpenConns > 0 {
+			d.MaxIdleConns = min(d.MaxIdleConns, d.MaxOpenConns)
+		}
+	}
 	return d, nil
+}
+
+// DBConcurrency is how many Store calls the tracker runs at once at most
+// in steady state: one per query job, one per delete, replicate, fsck and
+// reaper job, and one for the monitor and one for the lock renewal or
+// another background loop.
+func (c Config) DBConcurrency() int {
+	return c.QueryJobs + c.DeleteJobs + c.ReplicateJobs + c.FsckJobs + c.ReaperJobs + 2
 }

@@ -154,6 +154,22 @@ func TestConfig_StoreDSNDefaults(t *testing.T) {
 	if err != nil || d.User != "mogile" {
 		t.Errorf("mysql without user: %+v, %v; want the original's default user mogile", d, err)
 	}
+	if want := c.QueryJobs + 1 + 1 + 1 + 1 + 2; d.MaxIdleConns != want || d.MaxOpenConns != 0 {
+		t.Errorf("pool of a default tracker: idle %d, open %d; want %d (query_jobs + workers), no open limit",
+			d.MaxIdleConns, d.MaxOpenConns, want)
+	}
+	c.QueryJobs = 50
+	if d, err := c.StoreDSN(); err != nil || d.MaxIdleConns != 56 {
+		t.Errorf("pool with query_jobs 50: idle %d, %v; want 56", d.MaxIdleConns, err)
+	}
+	c.DBDSN = "DBI:mysql:mogilefs;max_idle_conns=3"
+	if d, err := c.StoreDSN(); err != nil || d.MaxIdleConns != 3 {
+		t.Errorf("db_dsn with max_idle_conns=3: idle %d, %v; want the DSN's 3", d.MaxIdleConns, err)
+	}
+	c.DBDSN = "DBI:mysql:mogilefs;max_open_conns=10"
+	if d, err := c.StoreDSN(); err != nil || d.MaxIdleConns != 10 || d.MaxOpenConns != 10 {
+		t.Errorf("db_dsn with max_open_conns=10: idle %d, open %d, %v; want 10, 10", d.MaxIdleConns, d.MaxOpenConns, err)
+	}
 	c.DBDSN = ""
 	dir := filepath.Join(t.TempDir(), "var", "lib", "mogilefs")
 	defer tracker.SetDefaultDSNFunc(func() string { return tracker.DefaultDSNIn(dir) })()

@@ -33,7 +33,10 @@
 // # Caching
 //
 // The tracker reads file, placement, queue, checksum and setting rows from
-// the database on every request, because operators edit them by hand;
+// the database on every request, because operators edit them by hand,
+// except skip_mkcol, which create_open reads for every upload: like the
+// original's server_setting_cached it may be up to 5 s old (a change
+// through this tracker's set_server_setting is seen at once);
 // domains, classes, hosts and devices are cached for namespace_cache_ttl
 // (Config.NamespaceCacheTTL, 3 s), reloaded on a miss, and dropped at once
 // by clear_cache and by the tracker's own changes. The standard workers

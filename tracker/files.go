@@ -104,7 +104,7 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 		return nil, perr("db")
 	}
 
-	skip, err := t.settingBool(ctx, "skip_mkcol")
+	skip, err := t.settingCachedBool(ctx, "skip_mkcol")
 	if err != nil {
 		return nil, err
 	}
@@ -248,14 +248,10 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 		}
 	}
 
-	old, err := t.st.FileByKey(ctx, dom.ID, key)
-	switch {
-	case err == nil && old.Fid == fid:
-		return nil, perr("fid_exists")
-	case err != nil && !errors.Is(err, store.ErrNotFound):
-		return nil, err
-	}
-
+	// No lookup of the key first (the original's fid_exists check): the
+	// commit finds the key's owner itself, and a close of this fid that
+	// committed since the TempFile read above makes CommitFile answer as
+	// for a retry, which is what the client asked for (see commit_retry.go).
 	c := store.Commit{
 		Fid: fid, DomainID: dom.ID, Key: key, ClassID: tf.ClassID, Length: size,
 		DevIDs:    []int{devid},

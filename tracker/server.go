@@ -96,6 +96,7 @@ type Tracker struct {
 	onStop func()
 
 	ns       *cluster.Cache
+	cached   settingCache // settingCachedBool
 	commands map[string]handler
 	limiter  *limiter
 	watch    *watchers

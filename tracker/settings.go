@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -24,6 +25,47 @@ func (t *Tracker) settingBool(ctx context.Context, key string) (bool, error) {
 	return perlTrue(v), nil
 }
 
+// settingTTL bounds how stale settingCached may be: the original's
+// server_setting_cached reads a copy its monitor refreshes every few
+// seconds.
+const settingTTL = 5 * time.Second
+
+// settingCache holds the values settingCached read, by key.
+type settingCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSetting
+}
+
+type cachedSetting struct {
+	on bool
+	at time.Time
+}
+
+// settingCachedBool is settingBool for a setting read on a hot path
+// (create_open's skip_mkcol), as the original's server_setting_cached:
+// the database is asked at most once per settingTTL per key, and a
+// set_server_setting through this tracker is seen at once.
+func (t *Tracker) settingCachedBool(ctx context.Context, key string) (bool, error) {
+	c := &t.cached
+	c.mu.Lock()
+	v, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && time.Since(v.at) < settingTTL {
+		return v.on, nil
+	}
+	on, err := t.settingBool(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]cachedSetting{}
+	}
+	c.m[key] = cachedSetting{on: on, at: time.Now()}
+	c.mu.Unlock()
+	return on, nil
+}
+
 func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
 	v, err := t.st.ServerSetting(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
@@ -37,6 +79,9 @@ func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
 
 // setOrDelete is set_server_setting with Perl's undef meaning delete.
 func (t *Tracker) setOrDelete(ctx context.Context, key string, val *string) error {
+	t.cached.mu.Lock()
+	delete(t.cached.m, key)
+	t.cached.mu.Unlock()
 	if val == nil {
 		return t.st.DeleteServerSetting(ctx, key)
 	}

@@ -263,6 +263,7 @@ func (h *pgClient) end(hdr, body []byte, truncated bool) ([]byte, bool) {
 	switch hdr[0] {
 	case 'Q': // simple query: one ReadyForQuery ends its reply
 		st.syncs++
+		h.c.p.nRT.Add(1)
 		if !truncated && isCommit(cstrings(body, 1)[0], true) && h.c.claim() && st.commitAt == 0 {
 			st.commitAt = st.syncs
 		}
@@ -286,6 +287,7 @@ func (h *pgClient) end(hdr, body []byte, truncated bool) ([]byte, bool) {
 		}
 	case 'S': // Sync: one ReadyForQuery ends what came before it
 		st.syncs++
+		h.c.p.nRT.Add(1)
 		if st.execCommit {
 			st.execCommit = false
 			if h.c.claim() && st.commitAt == 0 {
@@ -294,6 +296,7 @@ func (h *pgClient) end(hdr, body []byte, truncated bool) ([]byte, bool) {
 		}
 	case 'F': // FunctionCall is answered with a ReadyForQuery too
 		st.syncs++
+		h.c.p.nRT.Add(1)
 	}
 	return nil, false
 }
@@ -384,6 +387,9 @@ func (h *myClient) end(hdr, body []byte, truncated bool) ([]byte, bool) {
 			h.c.p.logf("%s: client asked for TLS or compression: commits on this connection are not seen", h.c.client.RemoteAddr())
 		}
 		return nil, false
+	}
+	if hdr[3] == 0 {
+		h.c.p.nRT.Add(1) // a command; anything later in the exchange has a higher sequence id
 	}
 	if hdr[3] == 0 && len(body) > 0 && body[0] == myComQuery && !truncated && isCommit(string(body[1:]), false) {
 		if h.c.claim() {

@@ -66,16 +66,22 @@ type Options struct {
 
 // Stats are counters since Start.
 type Stats struct {
-	Accepted             int64         // client connections accepted
-	Active               int           // connections open now
-	Cuts                 int64         // connections closed by Cut
-	CommitsSeen          int64         // COMMITs recognised (Postgres/MySQL)
-	DroppedCommitReplies int64         // COMMIT replies discarded (connection cut after)
-	PendingDrops         int64         // COMMIT replies still to drop (DropCommitReplies)
-	DialErrors           int64         // failed connections to the target
-	BytesUp, BytesDown   int64         // bytes forwarded client→server, server→client
-	Blackholed           bool          // Blackhole is on
-	Delay                time.Duration // current SetDelay
+	Accepted             int64 // client connections accepted
+	Active               int   // connections open now
+	Cuts                 int64 // connections closed by Cut
+	CommitsSeen          int64 // COMMITs recognised (Postgres/MySQL)
+	DroppedCommitReplies int64 // COMMIT replies discarded (connection cut after)
+	PendingDrops         int64 // COMMIT replies still to drop (DropCommitReplies)
+	DialErrors           int64 // failed connections to the target
+	BytesUp, BytesDown   int64 // bytes forwarded client→server, server→client
+	// RoundTrips counts the requests clients sent after connecting, each
+	// answered before the client goes on (Postgres/MySQL): PostgreSQL
+	// Query, Sync and FunctionCall messages (each ends with a
+	// ReadyForQuery), MySQL command packets. It is what a statement costs
+	// on the wire, however the driver batches its messages.
+	RoundTrips int64
+	Blackholed bool          // Blackhole is on
+	Delay      time.Duration // current SetDelay
 }
 
 // Proxy is a running fault proxy. Its methods are safe for concurrent use.
@@ -101,6 +107,7 @@ type Proxy struct {
 	nDialE  atomic.Int64
 	bytesUp atomic.Int64
 	bytesDn atomic.Int64
+	nRT     atomic.Int64
 }
 
 // Start listens on 127.0.0.1 on a free port and forwards every connection
@@ -277,6 +284,7 @@ func (p *Proxy) Stats() Stats {
 		DialErrors:           p.nDialE.Load(),
 		BytesUp:              p.bytesUp.Load(),
 		BytesDown:            p.bytesDn.Load(),
+		RoundTrips:           p.nRT.Load(),
 		Blackholed:           bh,
 		Delay:                time.Duration(p.delay.Load()),
 	}

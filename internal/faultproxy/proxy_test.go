@@ -779,3 +779,67 @@ func TestPostgresDropCommitReplyPgBouncer(t *testing.T) {
 		dropOne(t, p, direct, pooled, "INSERT INTO t DEFAULT VALUES")
 	})
 }
+
+// TestRoundTrips: each statement a client waits for counts once, whatever
+// the protocol's messages (PostgreSQL's extended Parse/Bind/Execute/Sync,
+// its simple Query, MySQL's commands); connecting counts nothing.
+func TestRoundTrips(t *testing.T) {
+	pgdsn, pgaddr := pgServer(t)
+	mycfg, myaddr := mysqlServer(t)
+	for _, tc := range []struct {
+		name string
+		pr   faultproxy.Protocol
+		addr string
+		open func(p *faultproxy.Proxy) *sql.DB
+	}{
+		{"Postgres", faultproxy.Postgres, pgaddr, func(p *faultproxy.Proxy) *sql.DB {
+			return openDB(t, "pgx", pgDSN(t, pgdsn, p.Addr(), "disable"))
+		}},
+		{"MySQL", faultproxy.MySQL, myaddr, func(p *faultproxy.Proxy) *sql.DB {
+			c := mycfg.Clone()
+			c.Addr = p.Addr()
+			return openDB(t, "mysql", c.FormatDSN())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, tc.addr, faultproxy.Options{Protocol: tc.pr})
+			db := tc.open(p)
+			db.SetMaxIdleConns(1)
+			ctx := ctxT(t, 10*time.Second)
+			conn, err := db.Conn(ctx) // connect and authenticate
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			before := p.Stats().RoundTrips
+			var n int
+			for i := range 3 {
+				// The first run of a parameterised query may cost pgx a
+				// Describe round trip; count the later ones.
+				if i == 1 {
+					before = p.Stats().RoundTrips
+				}
+				if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := p.Stats().RoundTrips - before; got != 2 {
+				t.Errorf("RoundTrips for 2 SELECTs = %d; want 2", got)
+			}
+			before = p.Stats().RoundTrips
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.QueryRowContext(ctx, "SELECT 1").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Stats().RoundTrips - before; got != 3 {
+				t.Errorf("RoundTrips for BEGIN, SELECT, COMMIT = %d; want 3", got)
+			}
+		})
+	}
+}

@@ -20,17 +20,8 @@ import (
 // and a conditional UPDATE). reset empties the database before each.
 func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
 	open := func(b *testing.B) (*sqlstore.Store, *sql.DB, func(string) string) {
-		reset(b)
-		s, err := store.Open(b.Context(), dsn)
-		if err != nil {
-			b.Fatalf("store.Open: %v", err)
-		}
-		b.Cleanup(func() { s.Close() })
-		ss, ok := s.(*sqlstore.Store)
-		p, pok := sqlaccess.Of(s)
-		if !ok || !pok {
-			b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", s)
-		}
+		ss := openSQL(b, dsn, reset)
+		p := parts(b, ss)
 		return ss, p.DB, p.Dialect.Rebind
 	}
 	b.Run("RawFileByKey", func(b *testing.B) {
@@ -134,4 +125,30 @@ func unixNow(b *testing.B, s *sqlstore.Store) string {
 		b.Fatalf("%T opens up no dialect", s)
 	}
 	return p.Dialect.UnixNow()
+}
+
+// openSQL empties the database with reset, then opens dsn as an
+// sqlstore.Store, closed with b; a Store of another kind skips b, having
+// no raw SQL to compare with.
+func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) *sqlstore.Store {
+	reset(b)
+	s, err := store.Open(b.Context(), dsn)
+	if err != nil {
+		b.Fatalf("store.Open: %v", err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ss, ok := s.(*sqlstore.Store)
+	if !ok {
+		b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", s)
+	}
+	return ss
+}
+
+// parts is what sqlaccess opens up of s: its pool and dialect.
+func parts(b *testing.B, s *sqlstore.Store) sqlaccess.Parts {
+	p, ok := sqlaccess.Of(s)
+	if !ok {
+		b.Fatalf("%T opens up no pool or dialect", s)
+	}
+	return p
 }

@@ -15,6 +15,7 @@ import (
 
 // Dialect is what raw-SQL callers use of a Store's sqlstore.Dialect.
 type Dialect interface {
+	Name() string
 	Rebind(query string) string
 	UnixNow() string
 }

@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
+	"github.com/gomogile/gomogile/internal/rawbench"
 	"testing"
 
 	"github.com/gomogile/gomogile/store/mysql"
@@ -76,6 +77,18 @@ func BenchmarkLock(b *testing.B) {
 			if err := l.Release(ctx); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// BenchmarkCompare prints, for make bench, each hot Store operation beside
+// the raw SQL doing its work, alternating over several passes (medians):
+// "bench: backend=… op=… ours_us=… raw_us=… ratio=…" lines and a table.
+func BenchmarkCompare(b *testing.B) {
+	h := newHarness(b)
+	rawbench.CompareOnce(b, h.DSN(), func(b *testing.B) {
+		if err := h.Reset(b.Context()); err != nil {
+			b.Fatal(err)
 		}
 	})
 }

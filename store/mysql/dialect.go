@@ -196,6 +196,9 @@ func (Dialect) Excluded(col string) string { return "VALUES(" + col + ")" }
 
 func (Dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
 
+// Schema is Schema17. It needs no sqlstore.DueIndexes: an InnoDB secondary
+// index ends with the primary key, so the (nexttry) and (type, nexttry)
+// indexes already serve Lease's ORDER BY nexttry, fid.
 func (Dialect) Schema() []string { return schema }
 
 func (Dialect) VersionQuery() string { return "SELECT VERSION()" }
@@ -270,3 +273,14 @@ func (Dialect) Fencing() sqlstore.Fencing {
 		ShareLock:      " LOCK IN SHARE MODE",
 	}
 }
+
+// Counter: LAST_INSERT_ID(expr) hands the new value back in the OK packet,
+// as for the fencing bump.
+func (Dialect) Counter() sqlstore.Counter {
+	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = LAST_INSERT_ID(value + 1) WHERE name = ?", NextByInsertID: true}
+}
+
+// ClaimLock: a locking read (what every MySQL and MariaDB version knows;
+// SKIP LOCKED needs MySQL 8 or MariaDB 10.6) reads the newest version of a
+// row it waited for and re-checks that it is still due.
+func (Dialect) ClaimLock() string { return " FOR UPDATE" }

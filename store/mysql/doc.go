@@ -34,6 +34,10 @@
 //	                    get latin1 ones; elsewhere sessions are utf8mb4
 //	op_timeout=10s      default deadline of every Store call (store.DefaultOpTimeout;
 //	                    0 = none; a Lock call gets its wait timeout on top)
+//	max_idle_conns=8    idle connections the pool keeps (store.DefaultMaxIdleConns;
+//	                    the tracker sets query_jobs + its workers + 2)
+//	max_open_conns=N    limit on the pool's open connections (default none);
+//	                    lock sessions are a pool of their own
 //
 // Durations are Go durations or whole seconds. The read timeout applies to
 // the Store's queries, never to lock sessions, which wait in GET_LOCK as

@@ -97,7 +97,9 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 			CrossProcess:   true,
 			DeadOwnerBound: deadOwnerBound,
 		},
-		OpTimeout: d.OpTimeout,
+		OpTimeout:    d.OpTimeout,
+		MaxIdleConns: d.MaxIdleConns,
+		MaxOpenConns: d.MaxOpenConns,
 	}, nil
 }
 
@@ -108,7 +110,6 @@ func openPool(ctx context.Context, cfg *gomysql.Config) (*sql.DB, error) {
 		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
 	db := sql.OpenDB(readCommitted{mc})
-	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

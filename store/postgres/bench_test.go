@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/gomogile/gomogile/internal/rawbench"
 	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store/postgres"
@@ -88,5 +89,17 @@ func BenchmarkLockCycle(b *testing.B) {
 	b.Run("UnloggedInsertDelete", func(b *testing.B) {
 		raw(b, "CREATE UNLOGGED TABLE IF NOT EXISTS bench_unlogged (name BYTEA PRIMARY KEY, owner BIGINT NOT NULL)",
 			"INSERT INTO bench_unlogged VALUES ('\\x6c6f636b', 1)", "DELETE FROM bench_unlogged WHERE name = '\\x6c6f636b' AND owner = 1")
+	})
+}
+
+// BenchmarkCompare prints, for make bench, each hot Store operation beside
+// the raw SQL doing its work, alternating over several passes (medians):
+// "bench: backend=… op=… ours_us=… raw_us=… ratio=…" lines and a table.
+func BenchmarkCompare(b *testing.B) {
+	h := newHarness(b)
+	rawbench.CompareOnce(b, h.DSN(), func(b *testing.B) {
+		if err := h.Reset(b.Context()); err != nil {
+			b.Fatal(err)
+		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -221,8 +222,8 @@ func (Dialect) Excluded(col string) string { return "EXCLUDED." + col }
 
 func (Dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" }
 
-// Schema is Schema17 followed by LockSchema.
-func (Dialect) Schema() []string { return schema }
+// Schema is Schema17 followed by LockSchema and sqlstore.DueIndexes.
+func (Dialect) Schema() []string { return append(slices.Clip(schema), sqlstore.DueIndexes...) }
 
 func (Dialect) VersionQuery() string { return "SHOW server_version" }
 
@@ -287,3 +288,13 @@ func (Dialect) Fencing() sqlstore.Fencing {
 		ShareLock: " FOR SHARE",
 	}
 }
+
+// Counter: UPDATE … RETURNING hands the new value back in the same round
+// trip.
+func (Dialect) Counter() sqlstore.Counter {
+	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value"}
+}
+
+// ClaimLock: two trackers leasing at once take different rows instead of
+// queueing on each other's.
+func (Dialect) ClaimLock() string { return " FOR UPDATE SKIP LOCKED" }

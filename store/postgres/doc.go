@@ -43,6 +43,11 @@
 //	lock_notify=true   LISTEN for releases; false makes waiters poll only.
 //	op_timeout=10s     default deadline of every Store call (store.DefaultOpTimeout;
 //	                   0 = none; a Lock call gets its wait timeout on top).
+//	max_idle_conns=8   idle connections the pool keeps (store.DefaultMaxIdleConns;
+//	                   the tracker sets query_jobs + its workers + 2): with
+//	                   fewer than the callers running at once, nearly every
+//	                   call opens (and TLS-handshakes) a new session.
+//	max_open_conns=N   limit on the pool's open connections (default none).
 //
 // # Locks
 //

@@ -69,6 +69,8 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		Locks:        newLockBackend(db, cfg.conn, cfg.locks),
 		Capabilities: capabilities(cfg.locks),
 		OpTimeout:    d.OpTimeout,
+		MaxIdleConns: d.MaxIdleConns,
+		MaxOpenConns: d.MaxOpenConns,
 	}, nil
 }
 

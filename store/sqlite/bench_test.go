@@ -18,3 +18,15 @@ func BenchmarkConformance(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCompare prints, for make bench, each hot Store operation beside
+// the raw SQL doing its work, alternating over several passes (medians):
+// "bench: backend=… op=… ours_us=… raw_us=… ratio=…" lines and a table.
+func BenchmarkCompare(b *testing.B) {
+	h := newHarness(b)
+	rawbench.CompareOnce(b, h.DSN(), func(b *testing.B) {
+		if err := h.Reset(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"modernc.org/sqlite"
@@ -59,8 +60,9 @@ func (dialect) Classify(err error) sqlstore.ErrorKind {
 
 // Schema is MogileFS schema 17 as its SQLite store creates it (types,
 // table and index names), with every upgrade column already present, so
-// a database made by mogdbsetup --type=SQLite is left as it is.
-func (dialect) Schema() []string { return schema }
+// a database made by mogdbsetup --type=SQLite is left as it is; then
+// sqlstore.DueIndexes.
+func (dialect) Schema() []string { return append(slices.Clip(schema), sqlstore.DueIndexes...) }
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS domain (
@@ -202,3 +204,11 @@ func (dialect) Fencing() sqlstore.Fencing {
 	ON CONFLICT (name) DO UPDATE SET token = token + 1 RETURNING token`,
 	}
 }
+
+// Counter: UPDATE … RETURNING (SQLite 3.35) hands the new value back.
+func (dialect) Counter() sqlstore.Counter {
+	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value"}
+}
+
+// ClaimLock: BEGIN IMMEDIATE already excludes every other writer.
+func (dialect) ClaimLock() string { return "" }

@@ -29,6 +29,10 @@
 //   - op_timeout, every backend's default deadline of a Store call (default
 //     store.DefaultOpTimeout, 10s; 0 = none).
 //
+//   - max_idle_conns and max_open_conns, every backend's pool limits
+//     (default store.DefaultMaxIdleConns idle, no open limit; the tracker
+//     keeps query_jobs + its workers + 2 idle).
+//
 // Any other parameter is an error. ":memory:" is refused: the Stores of a
 // tracker must share one database, and an in-memory database belongs to
 // one connection.
@@ -181,8 +185,10 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		// The guard goes only after every connection of this Store: closing
 		// the guard's descriptor while SQLite holds fcntl locks on the file
 		// would drop them (sqlstore closes the DB again; that is a no-op).
-		OnClose:   func() error { return errors.Join(db.Close(), f.release()) },
-		OpTimeout: dsn.OpTimeout,
+		OnClose:      func() error { return errors.Join(db.Close(), f.release()) },
+		OpTimeout:    dsn.OpTimeout,
+		MaxIdleConns: dsn.MaxIdleConns,
+		MaxOpenConns: dsn.MaxOpenConns,
 	})
 	if err != nil {
 		db.Close()

@@ -356,7 +356,8 @@ func TestStore_FidNeverReused(t *testing.T) {
 	if fid <= last {
 		t.Fatalf("fid after deleting every row and reopening = %d; want > %d", fid, last)
 	}
-	// A row written by someone else (an older tracker) with a higher fid.
+	// A row written by someone else (an older tracker) with a higher fid:
+	// the counter starts above it when a Store opens the database.
 	db, err := rawDB(h.path)
 	if err != nil {
 		t.Fatal(err)
@@ -365,9 +366,23 @@ func TestStore_FidNeverReused(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "INSERT INTO file (fid, dmid, dkey, length, classid, devcount) VALUES (1000, ?, 'old', 0, 0, 0)", dmid); err != nil {
 		t.Fatal(err)
 	}
+	s.Close()
+	s = openStore(t, h)
 	fid, err = s.CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: "after-old"})
 	if err != nil || fid != 1001 {
 		t.Fatalf("fid after a foreign fid 1000 = %d, %v; want 1001", fid, err)
+	}
+	// One written while the Store runs, where the counter would go next:
+	// the allocation that collides with it raises the counter and goes on.
+	if _, err := db.ExecContext(ctx, "INSERT INTO tempfile (fid, dmid, dkey, classid, createtime) VALUES (1002, ?, 'foreign', 0, 0)", dmid); err != nil {
+		t.Fatal(err)
+	}
+	fid, err = s.CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: "after-foreign"})
+	if err != nil || fid != 1003 {
+		t.Fatalf("fid after a foreign tempfile 1002 = %d, %v; want 1003", fid, err)
+	}
+	if err := s.DeleteTempFile(ctx, 1002); err != nil {
+		t.Fatal(err)
 	}
 	// A caller-named fid moves the counter too.
 	if _, err := s.CreateTempFile(ctx, store.TempFile{Fid: 5000, DomainID: dmid, Key: "named"}); err != nil {

@@ -30,7 +30,10 @@ type Dialect interface {
 	// Upsert builds an INSERT of cols (one '?' each) into table which, on a
 	// conflict over the key columns, applies the assignments in update
 	// instead ("" = do nothing). In update, a bare column name is the existing
-	// row's value and Excluded(col) the value proposed by the INSERT.
+	// row's value and Excluded(col) the value proposed by the INSERT. With
+	// update "" the statement's RowsAffected must be 1 when it inserted and
+	// 0 when the row existed (MySQL: without CLIENT_FOUND_ROWS, so that
+	// assigning a column to itself counts as no change).
 	Upsert(table string, cols, key []string, update string) string
 	// Excluded names the proposed value of col inside Upsert's update.
 	Excluded(col string) string
@@ -50,6 +53,30 @@ type Dialect interface {
 	// Fencing is the SQL of the fencing-token table, the one piece of the
 	// shared layer's own schema that cannot be written portably.
 	Fencing() Fencing
+	// Counter is the SQL that takes the next value of a gomogile_counter
+	// row in one statement (fid allocation).
+	Counter() Counter
+	// ClaimLock is appended to Lease's SELECT of due queue rows (… ORDER
+	// BY nexttry, fid LIMIT n) in the transaction that then moves them: a
+	// locking read that skips rows another transaction holds
+	// (" FOR UPDATE SKIP LOCKED") or waits for them and reads them again
+	// (" FOR UPDATE"), or "" when the transaction already excludes every
+	// other writer (SQLite's BEGIN IMMEDIATE).
+	ClaimLock() string
+}
+
+// Counter is a dialect's one-statement advance of a gomogile_counter row,
+// run in autocommit, so the row is locked for one statement and its commit
+// only: every tracker's create_open passes through it.
+type Counter struct {
+	// Next is one statement, with the row's name as its only '?', that adds
+	// one to the row's value and yields the new value: as its
+	// single-column result row (UPDATE … RETURNING value), or when
+	// NextByInsertID is set as the statement's LastInsertId (MySQL's
+	// UPDATE … SET value = LAST_INSERT_ID(value + 1)). A missing row yields
+	// no row, or RowsAffected 0.
+	Next           string
+	NextByInsertID bool
 }
 
 // Collated is an optional Dialect interface for a database whose name
@@ -146,6 +173,10 @@ type Config struct {
 	// has none earlier; a Lock call gets its wait timeout plus OpTimeout.
 	// 0 = none. Backends pass store.DSN.OpTimeout.
 	OpTimeout time.Duration
+	// MaxIdleConns and MaxOpenConns size DB's pool, which New sets:
+	// store.DefaultMaxIdleConns idle when 0, no open limit when 0.
+	// Backends pass store.DSN's fields of the same names.
+	MaxIdleConns, MaxOpenConns int
 }
 
 // Insert is the INSERT statement that every Dialect's Upsert starts from:

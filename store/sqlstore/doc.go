@@ -22,10 +22,13 @@
 //
 //   - Every statement it sees uses '?' placeholders and passes through
 //     Dialect.Rebind exactly once.
-//   - Write statements always run inside a transaction started with
-//     DB.BeginTx and default options, so a backend that needs a particular
-//     transaction mode (SQLite's BEGIN IMMEDIATE) sets it on its connections.
-//     A transaction is short: it never waits on anything but the database.
+//   - Write statements run inside a transaction started with DB.BeginTx and
+//     default options, so a backend that needs a particular transaction
+//     mode (SQLite's BEGIN IMMEDIATE) sets it on its connections. A
+//     transaction is short: it never waits on anything but the database.
+//     The exceptions are single statements in autocommit: the
+//     Dialect.Counter and Fencing bumps, and the INSERT of an allocated
+//     tempfile when no fence guards it.
 //   - A transaction whose statement fails with ErrKindRetry is rolled back
 //     and run again from the start, a few times with a small jittered
 //     backoff; statements are never continued after a failure inside a

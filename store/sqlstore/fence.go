@@ -25,23 +25,43 @@ import (
 // cannot).
 func (s *Store) bumpFence(ctx context.Context, name string) (int64, error) {
 	f := s.d.Fencing()
-	q := s.d.Rebind(f.Bump)
 	var token int64
 	err := s.read(ctx, func() error {
-		if f.BumpByInsertID {
-			res, err := s.db.ExecContext(ctx, q, []byte(name))
-			if err != nil {
-				return err
-			}
-			token, err = res.LastInsertId()
-			return err
+		var ok bool
+		var err error
+		token, ok, err = s.bump(ctx, f.Bump, f.BumpByInsertID, []byte(name))
+		if err == nil && !ok {
+			err = fmt.Errorf("fencing bump for %q returned nothing", name)
 		}
-		return s.db.QueryRowContext(ctx, q, []byte(name)).Scan(&token)
+		return err
 	})
 	if err == nil && token <= 0 {
 		err = fmt.Errorf("fencing token %d for %q is not positive", token, name)
 	}
 	return token, err
+}
+
+// bump runs one autocommit statement that yields a new counter value, as
+// its result row or, byInsertID, as its LastInsertId (MySQL's
+// LAST_INSERT_ID(expr)). ok is false when it touched no row.
+func (s *Store) bump(ctx context.Context, query string, byInsertID bool, args ...any) (v int64, ok bool, err error) {
+	q := s.d.Rebind(query)
+	if byInsertID {
+		res, err := s.db.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, false, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return 0, false, err
+		}
+		v, err = res.LastInsertId()
+		return v, err == nil, err
+	}
+	err = s.db.QueryRowContext(ctx, q, args...).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return v, err == nil, err
 }
 
 // checkFences refuses the transaction tx when a fence of ctx is stale. It

@@ -16,39 +16,54 @@ import (
 
 const fidCounter = "fid"
 
-// allocFid advances the fid counter under its row lock to one past the
-// largest fid it has handed out or that file or tempfile holds, so a fid is
-// never reused whatever happened to AUTO_INCREMENT or to the rows.
-func (s *Store) allocFid(ctx context.Context, tx *sql.Tx) (int64, error) {
-	n, err := s.execN(ctx, tx, "UPDATE gomogile_counter SET value = value + 1 WHERE name = ?", fidCounter)
-	if err != nil {
-		return 0, err
-	}
-	if n == 0 {
-		// New database, or its rows were emptied: create the counter
-		// without failing when a concurrent Store does the same.
-		if err := s.ensureCounter(ctx, tx, 0); err != nil {
-			return 0, err
+// The fid allocator's invariant: the counter row "fid" is at least every
+// fid in file and tempfile. initFidCounter establishes it (New runs it, and
+// so does an allocation that finds the row missing); a named reservation
+// raises the counter in the transaction that inserts the row; an
+// allocation adds one to it. So taking the next value is one short
+// autocommit statement (Dialect.Counter): no MAX(fid) per upload, and the
+// row is locked for that statement only, not across a transaction.
+
+// nextFid takes the next fid from the counter.
+func (s *Store) nextFid(ctx context.Context) (int64, error) {
+	c := s.d.Counter()
+	var fid int64
+	err := s.read(ctx, func() error {
+		var ok bool
+		var err error
+		if fid, ok, err = s.bump(ctx, c.Next, c.NextByInsertID, fidCounter); err != nil || ok {
+			return err
 		}
-		if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = value + 1 WHERE name = ?", fidCounter); err != nil {
-			return 0, err
+		// A new database, or its rows were emptied.
+		if err := s.initFidCounter(ctx); err != nil {
+			return err
 		}
-	}
-	var next int64
-	if err := s.queryRow(ctx, tx, "SELECT value FROM gomogile_counter WHERE name = ?", fidCounter).Scan(&next); err != nil {
-		return 0, err
-	}
-	top, err := s.topFid(ctx, tx)
-	if err != nil {
-		return 0, err
-	}
-	if next <= top {
-		next = top + 1
-		if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = ? WHERE name = ?", next, fidCounter); err != nil {
-			return 0, err
+		if fid, ok, err = s.bump(ctx, c.Next, c.NextByInsertID, fidCounter); err == nil && !ok {
+			err = errors.New("the fid counter row vanished as it was created")
 		}
+		return err
+	})
+	if err == nil && fid <= 0 {
+		err = fmt.Errorf("fid counter gave %d", fid)
 	}
-	return next, nil
+	return fid, err
+}
+
+// initFidCounter creates the fid counter, or raises it, to the largest fid
+// in file or tempfile, without failing when a concurrent Store does the
+// same. Fids taken meanwhile are already below the counter.
+func (s *Store) initFidCounter(ctx context.Context) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		top, err := s.topFid(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := s.ensureCounter(ctx, tx, top); err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, "UPDATE gomogile_counter SET value = ? WHERE name = ? AND value < ?", top, fidCounter, top)
+		return err
+	})
 }
 
 func (s *Store) ensureCounter(ctx context.Context, tx *sql.Tx, value int64) error {
@@ -138,37 +153,74 @@ func (s *Store) CreateTempFile(ctx context.Context, t store.TempFile) (int64, er
 	if err != nil {
 		return 0, s.wrap(op, err)
 	}
-	var fid int64
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		if t.Fid != 0 {
-			fid = t.Fid
+	ins := `INSERT INTO tempfile (fid, createtime, classid, dmid, dkey, devids)
+VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
+	insert := func(q querier, fid int64) error {
+		_, err := s.exec(ctx, q, ins, fid, t.ClassID, t.DomainID, t.Key, nullStr(devids))
+		return err
+	}
+	if t.Fid != 0 {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
 			for _, table := range []string{"file", "tempfile"} {
-				if ok, err := s.exists(ctx, tx, "SELECT 1 FROM "+table+" WHERE fid = ?", fid); err != nil || ok {
+				if ok, err := s.exists(ctx, tx, "SELECT 1 FROM "+table+" WHERE fid = ?", t.Fid); err != nil || ok {
 					return hasErr(err, store.ErrDuplicate)
 				}
 			}
-			// Keep the counter ahead of a caller-named fid, so it is
+			// Keep the counter at or above a caller-named fid, so it is
 			// never handed out again once its rows are gone.
-			if err := s.ensureCounter(ctx, tx, fid); err != nil {
+			if err := s.ensureCounter(ctx, tx, t.Fid); err != nil {
 				return err
 			}
-			if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = ? WHERE name = ? AND value < ?", fid, fidCounter, fid); err != nil {
+			if _, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = ? WHERE name = ? AND value < ?", t.Fid, fidCounter, t.Fid); err != nil {
 				return err
+			}
+			return insert(tx, t.Fid)
+		})
+		if err != nil {
+			return 0, s.wrap(op, err)
+		}
+		return t.Fid, nil
+	}
+	for attempt := 0; ; attempt++ {
+		var fid int64
+		fid, err = s.nextFid(ctx)
+		if err != nil {
+			break
+		}
+		if len(store.Fences(ctx)) == 0 {
+			// One autocommit INSERT. When the connection or the context
+			// ends under it, it may have applied: the outcome is unknown,
+			// as for a COMMIT (a reservation nobody was told of is left for
+			// the reaper, and the caller knows it may exist).
+			err = insert(s.db, fid)
+			if err != nil && !isSentinel(err) && (s.d.Classify(err) == ErrKindConnLost ||
+				errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				err = fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+				break
 			}
 		} else {
-			var err error
-			if fid, err = s.allocFid(ctx, tx); err != nil {
-				return err
-			}
+			err = s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, fid) })
 		}
-		_, err := s.exec(ctx, tx, `INSERT INTO tempfile (fid, createtime, classid, dmid, dkey, devids)
-VALUES (?, `+s.d.UnixNow()+`, ?, ?, ?, ?)`, fid, t.ClassID, t.DomainID, t.Key, nullStr(devids))
-		return err
-	})
-	if err != nil {
-		return 0, s.wrap(op, err)
+		if err == nil {
+			return fid, nil
+		}
+		dup := !isSentinel(err) && s.d.Classify(err) == ErrKindDuplicate
+		if (!dup && !s.retryable(err)) || attempt == maxAttempts-1 {
+			break
+		}
+		if dup {
+			// Something put a row above the counter (another program
+			// writing tempfile): restore the invariant and go on.
+			if err = s.initFidCounter(ctx); err != nil {
+				break
+			}
+			continue
+		}
+		if serr := sleep(ctx, attempt); serr != nil {
+			break
+		}
 	}
-	return fid, nil
+	return 0, s.wrap(op, err)
 }
 
 const tempfileCols = "fid, dmid, dkey, classid, createtime, devids"
@@ -359,16 +411,15 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store
 		}
 		return res, err
 	}
-	now, err := s.dbNow(ctx, tx)
-	if err != nil {
-		return res, err
-	}
-	var old int64
-	err = s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs(), c.DomainID, c.Key, c.Key).Scan(&old)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	// The key's current owner and the database clock, in one round trip.
+	var owner sql.NullInt64
+	var now int64
+	err = s.queryRow(ctx, tx, "SELECT (SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs()+"), "+s.d.UnixNow(),
+		c.DomainID, c.Key, c.Key).Scan(&owner, &now)
+	switch old := owner.Int64; {
 	case err != nil:
 		return res, err
+	case !owner.Valid:
 	case old != c.Fid:
 		n, err := s.execN(ctx, tx, "DELETE FROM file WHERE fid = ?", old)
 		if err != nil {

@@ -50,15 +50,13 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 			return err
 		}
 		if add {
-			had, err := s.exists(ctx, tx, "SELECT 1 FROM file_on WHERE fid = ? AND devid = ?", fid, devid)
-			if err != nil {
-				return err
-			}
+			// A do-nothing Upsert affects one row when it inserted, none
+			// when the row was there (see Dialect.Upsert): no probe first.
 			n, err := s.execN(ctx, tx, s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, ""), fid, devid)
 			if err != nil {
 				return err
 			}
-			changed = !had && n > 0
+			changed = n == 1
 		} else {
 			n, err := s.execN(ctx, tx, "DELETE FROM file_on WHERE fid = ? AND devid = ?", fid, devid)
 			if err != nil {

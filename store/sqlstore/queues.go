@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -169,10 +170,13 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// Lease claims up to max due rows. Candidates are read first, then each is
-// claimed with an UPDATE conditional on the nexttry that was read: of two
-// Stores reading the same row, only the first UPDATE matches (the second,
-// once the first commits, sees a different nexttry), so only one keeps it.
+// Lease claims up to max due rows in one transaction of four round trips
+// whatever max is: a locking read of the due rows in (nexttry, fid) order
+// (Dialect.ClaimLock: it skips or waits out rows another Lease holds, and
+// re-checks that they are still due), one UPDATE moving them all out of
+// reach, COMMIT. Two Stores never get one row: the second's read does not
+// return a row the first holds, nor, once the first commits, a row whose
+// nexttry it moved.
 func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease time.Duration) ([]store.QueueItem, error) {
 	ctx, cancel := s.bound(ctx, 0)
 	defer cancel()
@@ -190,79 +194,58 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
+	if maxRows == 0 {
+		return nil, nil
+	}
 	var out []store.QueueItem
-	// A row claimed in an earlier round can be due again by the next one
-	// (an Enqueue moved it earlier); it is this caller's already, so one
-	// Lease never returns a fid twice.
-	taken := map[int64]bool{}
-	for round := 0; round < 4 && len(out) < maxRows; round++ {
-		var cands []store.QueueItem
-		var now int64
-		err := s.read(ctx, func() error {
-			cands = nil
-			var err error
-			if now, err = s.dbNow(ctx, s.db); err != nil {
-				return err
-			}
-			rows, err := s.query(ctx, s.db, "SELECT "+t.cols()+" FROM "+t.table+" WHERE nexttry <= ?"+t.where+
-				" ORDER BY nexttry, fid"+limitClause(maxRows-len(out)), now)
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		now := s.d.UnixNow()
+		rows, err := s.query(ctx, tx, "SELECT "+t.cols()+", "+now+" FROM "+t.table+" WHERE nexttry <= "+now+t.where+
+			" ORDER BY nexttry, fid"+limitClause(maxRows)+s.d.ClaimLock())
+		if err != nil {
+			return err
+		}
+		var dbNow int64
+		for rows.Next() {
+			it, err := scanItem(q, rowWithNow{rows, &dbNow})
 			if err != nil {
+				rows.Close()
 				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				it, err := scanItem(q, rows)
-				if err != nil {
-					return err
-				}
-				if !taken[it.Fid] {
-					cands = append(cands, it)
-				}
-			}
-			return rows.Err()
-		})
-		if err != nil {
-			return nil, s.wrap(op, err)
+			out = append(out, it)
 		}
-		if len(cands) == 0 {
-			break
+		rows.Close()
+		if err := rows.Err(); err != nil || len(out) == 0 {
+			return err
 		}
-		until := min(now+secondsCeil(lease), endOfTime-1)
-		// Claim in fid order, so two Stores lock shared rows in one order;
-		// report in due order.
-		byFid := slices.Clone(cands)
-		slices.SortFunc(byFid, func(a, b store.QueueItem) int { return cmpInt64(a.Fid, b.Fid) })
-		claimed := map[int64]bool{}
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			clear(claimed)
-			for _, c := range byFid {
-				n, err := s.execN(ctx, tx, "UPDATE "+t.table+" SET nexttry = ? WHERE fid = ? AND nexttry = ?"+t.where,
-					until, c.Fid, c.NextTry.Unix())
-				if err != nil {
-					return err
-				}
-				claimed[c.Fid] = n == 1
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, s.wrap(op, err)
+		until := min(dbNow+secondsCeil(lease), endOfTime-1)
+		args := []any{until}
+		for _, it := range out {
+			args = append(args, it.Fid)
 		}
-		var got []store.QueueItem
-		for _, c := range cands {
-			if claimed[c.Fid] {
-				c.NextTry = time.Unix(until, 0)
-				got = append(got, c)
-				taken[c.Fid] = true
-			}
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(out)), ", ")
+		if _, err := s.exec(ctx, tx, "UPDATE "+t.table+" SET nexttry = ? WHERE fid IN ("+marks+")"+t.where, args...); err != nil {
+			return err
 		}
-		out = append(out, got...)
-		if len(got) == len(cands) {
-			break // nobody competed; what was due has been taken
+		for i := range out {
+			out[i].NextTry = time.Unix(until, 0)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
 	}
 	return out, nil
 }
+
+// rowWithNow scans a queue row followed by the database clock.
+type rowWithNow struct {
+	rows *sql.Rows
+	now  *int64
+}
+
+func (r rowWithNow) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.now)...) }
 
 // Reschedule moves a row's nexttry, counting a failure if asked.
 func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {

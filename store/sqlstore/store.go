@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -22,8 +23,9 @@ const endOfTime = 2147483647
 // OwnSchema lists the tables this package adds to schema 17, in portable SQL.
 // New creates them; harnesses may use the list to know every table.
 //
-// gomogile_counter row "fid" is the last fid handed out, so a fid is never
-// reused even after MySQL's AUTO_INCREMENT resets or rows are deleted; the
+// gomogile_counter row "fid" is the last fid handed out, at least every fid
+// in file and tempfile (New makes it so), so a fid is never reused even
+// after MySQL's AUTO_INCREMENT resets or rows are deleted; the
 // rows "dmid", "classid", "hostid" and "devid" are only locked (their value
 // counts allocations), so allocators of one kind take turns.
 // gomogile_commit remembers which fid a commit replaced, so a retried commit
@@ -83,6 +85,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 
 		opTimeout: cfg.OpTimeout,
 	}
+	// Every concurrent call beyond the idle limit opens a new connection
+	// (a TCP, perhaps TLS, handshake and a server backend) and closes it
+	// after: the pool must hold as many as the caller runs calls at once.
+	cfg.DB.SetMaxIdleConns(cmp.Or(cfg.MaxIdleConns, store.DefaultMaxIdleConns))
+	cfg.DB.SetMaxOpenConns(cfg.MaxOpenConns)
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -128,6 +135,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := s.ddl(ctx, q); err != nil {
 			return err
 		}
+	}
+	// A database MogileFS or an older gomogile filled, or a harness
+	// emptied, gets the fid allocator's invariant here (see nextFid).
+	if err := s.initFidCounter(ctx); err != nil {
+		return s.wrap("initialise the fid counter", err)
 	}
 	if have == store.SchemaVersion {
 		return nil

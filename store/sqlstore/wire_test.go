@@ -1,0 +1,187 @@
+package sqlstore_test
+
+import (
+	"github.com/gomogile/gomogile/internal/sqlaccess"
+	"net/url"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/store"
+	_ "github.com/gomogile/gomogile/store/mysql"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+// serverDSNs are the server backends' test databases, each made private
+// when called.
+var serverDSNs = map[string]func(testing.TB) string{"postgres": testdb.Postgres, "mysql": testdb.MySQL}
+
+// withParams adds query parameters to a URL DSN.
+func withParams(tb testing.TB, dsn string, kv ...string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openWire opens a Store on dsn through a proxy that counts its sessions
+// and round trips.
+func openWire(tb testing.TB, dsn string) (store.Store, *faultproxy.Proxy) {
+	tb.Helper()
+	p, pdsn, err := faultproxy.Through(dsn, faultproxy.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	s, err := store.Open(tb.Context(), pdsn)
+	if err != nil {
+		tb.Fatalf("store.Open through the proxy: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s, p
+}
+
+// BenchmarkPool runs uploads (CreateTempFile, CommitFile, FileByKey) from 8
+// goroutines at once, each pausing 1ms between create and commit for the
+// client's upload to a storage node, on a Store whose pool keeps
+// database/sql's default 2 idle connections and on one that keeps as many
+// as a default tracker's concurrency (query_jobs 20 + workers + 2 = 26).
+// sessions/op counts the server sessions opened per upload: the small pool
+// closes connections the next burst must open again.
+func BenchmarkPool(b *testing.B) {
+	for _, backend := range []string{"postgres", "mysql"} {
+		for _, idle := range []int{2, 26} {
+			b.Run(backend+"/idle="+strconv.Itoa(idle), func(b *testing.B) {
+				dsn := serverDSNs[backend](b)
+				s, p := openWire(b, withParams(b, dsn, "max_idle_conns", strconv.Itoa(idle)))
+				ctx := b.Context()
+				d, err := s.CreateDomain(ctx, "pool")
+				if err != nil {
+					b.Fatal(err)
+				}
+				var seq atomic.Int64
+				before := p.Stats().Accepted
+				b.SetParallelism(8 / max(1, testingProcs()))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						key := "k" + strconv.FormatInt(seq.Add(1), 10)
+						fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key})
+						// The client's PUT to a storage node, during which
+						// the tracker's pool sees fewer callers.
+						time.Sleep(time.Millisecond)
+						if err == nil {
+							_, err = s.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d.ID, Key: key})
+						}
+						if err == nil {
+							_, err = s.FileByKey(ctx, d.ID, key)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(p.Stats().Accepted-before)/float64(b.N), "sessions/op")
+			})
+		}
+	}
+}
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkCreateTempFile reserves fids from 8 goroutines on two Stores
+// (two trackers) at once. Every reservation takes the one fid counter row,
+// so what counts is how long each holds it: rt/op is the round trips per
+// reservation on the wire.
+func BenchmarkCreateTempFile(b *testing.B) {
+	for _, backend := range []string{"postgres", "mysql"} {
+		b.Run(backend, func(b *testing.B) {
+			dsn := serverDSNs[backend](b)
+			s1, p1 := openWire(b, dsn)
+			s2, p2 := openWire(b, dsn)
+			ctx := b.Context()
+			d, err := s1.CreateDomain(ctx, "fids")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ss := []store.Store{s1, s2}
+			var seq atomic.Int64
+			before := p1.Stats().RoundTrips + p2.Stats().RoundTrips
+			b.SetParallelism(8 / max(1, testingProcs()))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					if _, err := ss[n%2].CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "k"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			rt := p1.Stats().RoundTrips + p2.Stats().RoundTrips - before
+			b.ReportMetric(float64(rt)/float64(b.N), "rt/op")
+		})
+	}
+}
+
+// BenchmarkLeaseManyDue leases 100 of 20,000 due rows, the replicate
+// queue after a device died: rt/op is the round trips per Lease, and the
+// (nexttry, fid) index lets the server stop after 100 rows instead of
+// sorting them all. The leased rows are made due again between ops,
+// untimed.
+func BenchmarkLeaseManyDue(b *testing.B) {
+	for _, backend := range []string{"postgres", "mysql"} {
+		b.Run(backend, func(b *testing.B) {
+			s, p := openWire(b, serverDSNs[backend](b))
+			ctx := b.Context()
+			const due = 20000
+			entries := make([]store.QueueEntry, 0, 1000)
+			for i := 1; i <= due; i++ {
+				entries = append(entries, store.QueueEntry{Fid: int64(i)})
+				if len(entries) == cap(entries) {
+					if err := s.Enqueue(ctx, store.QueueReplicate, entries...); err != nil {
+						b.Fatal(err)
+					}
+					entries = entries[:0]
+				}
+			}
+			db := rawParts(b, s).DB
+			unleased := "UPDATE file_to_replicate SET nexttry = 0 WHERE nexttry > " + rawParts(b, s).Dialect.UnixNow() + " + 60"
+			if _, err := db.ExecContext(ctx, "ANALYZE TABLE file_to_replicate"); err != nil && backend == "mysql" {
+				b.Fatal(err)
+			} else if backend == "postgres" {
+				if _, err := db.ExecContext(ctx, "ANALYZE file_to_replicate"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var rt int64
+			b.ResetTimer()
+			for range b.N {
+				before := p.Stats().RoundTrips
+				items, err := s.Lease(ctx, store.QueueReplicate, 100, time.Hour)
+				if err != nil || len(items) != 100 {
+					b.Fatalf("Lease(100) = %d items, %v", len(items), err)
+				}
+				rt += p.Stats().RoundTrips - before
+				b.StopTimer()
+				if _, err := db.ExecContext(ctx, unleased); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(rt)/float64(b.N), "rt/op")
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package tracker_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/tracker"
+)
+
+// Round trips to the database per protocol command, counted on the wire
+// by a proxy between the tracker's Store and the server (statements only:
+// the counts do not depend on timing). Each is the least of a few runs, so
+// that the Store's background work (PostgreSQL's lock renewal) cannot add
+// to it.
+var wantRoundTrips = map[string]int64{
+	"create_open": 2, // CreateTempFile: the fid, the INSERT; skip_mkcol is cached
+	// TempFile, then CommitFile's transaction: BEGIN, DELETE tempfile, the
+	// key's owner with the clock, INSERT file, INSERT file_on, devcount,
+	// the replicate queue, the file read back, COMMIT.
+	"create_close": 10,
+	"get_paths":    2, // FileByKey, FileOn
+}
+
+func TestCommands_RoundTrips(t *testing.T) {
+	for _, backend := range []string{"mysql", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			p, dsn, err := faultproxy.Through(backends[backend](t), faultproxy.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			tt := startTracker(t, testConfig(), openStore(t, dsn), nil)
+			n := startNode(t, "127.0.0.2", 1)
+			c := tt.dial()
+			c.want("create_domain domain=d", "OK domain=d")
+			c.want(fmt.Sprintf("create_host host=h1&ip=%s&port=%s&status=alive", n.ip, n.port), "OK hostid=1&hostname=h1")
+			c.want("create_device devid=1&hostid=1", "OK ")
+			got := map[string]int64{}
+			count := func(cmd string, f func()) {
+				before := p.Stats().RoundTrips
+				f()
+				rt := p.Stats().RoundTrips - before
+				if old, ok := got[cmd]; !ok || rt < old {
+					got[cmd] = rt
+				}
+			}
+			for i := range 5 {
+				key := "k" + strconv.Itoa(i)
+				var r map[string][]string
+				count("create_open", func() { r = parseOK(t, c.do("create_open domain=d&key="+key)) })
+				path := r["path"][0]
+				put(t, path, []byte("hello"))
+				closeLine := fmt.Sprintf("create_close domain=d&key=%s&fid=%s&devid=%s&path=%s&size=5",
+					key, r["fid"][0], r["devid"][0], tracker.Escape(path))
+				count("create_close", func() { c.want(closeLine, "OK ") })
+				count("get_paths", func() { parseOK(t, c.do("get_paths domain=d&key="+key+"&noverify=1")) })
+			}
+			for cmd, want := range wantRoundTrips {
+				if got[cmd] > want {
+					t.Errorf("%s: %d round trips; want at most %d", cmd, got[cmd], want)
+				}
+				t.Logf("%s: %d round trips", cmd, got[cmd])
+			}
+		})
+	}
+}
