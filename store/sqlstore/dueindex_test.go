@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"path/filepath"
 	"testing"
 

@@ -2,13 +2,11 @@ package sqlstore_test
 
 import (
 	"database/sql"
-	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"path/filepath"
 	"testing"
 
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/sqlite"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // TestNew_PoolSizes: the DSN's max_idle_conns and max_open_conns reach the

@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/mysql"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // serverDSNs are the server backends' test databases, each made private
