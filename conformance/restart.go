@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -71,7 +72,10 @@ func testFenceTokensAcrossRestart(t *testing.T, h RestartHarness) {
 
 	s = open()
 	defer s.Close()
-	l, err := s.Lock(ctx, name, 0)
+	// A restart ends every holding underneath its holder, who may not yet
+	// know (cut off, say): a grant right after it may wait until such a
+	// holder must have seen its Lost, which DeadOwnerBound bounds.
+	l, err := s.Lock(ctx, name, s.Capabilities().DeadOwnerBound+5*time.Second)
 	ok(t, err, "Lock after the restart")
 	tokenAfter(t, l, before, "grant after the restart")
 	isErr(t, s.SetServerSetting(stale, "fenced_setting", "stale"), store.ErrFenced,

@@ -375,10 +375,12 @@ type Locker interface {
 //     server does meanwhile, so another grant comes after Lost as long as
 //     the holder's process keeps running.
 //   - "session" (MySQL/MariaDB GET_LOCK): Lost fires when the Store's
-//     watcher sees the holding session die. The server may already have
-//     granted the lock to another session by then (it frees a killed
-//     session's locks at once), so "Lost before the next grant" is NOT
-//     promised.
+//     watcher sees the holding session die, or within a ping deadline
+//     (1.2s) of losing touch with the server. The server frees a dead
+//     session's locks at once, so a grant after a holding that did not end
+//     in a clean release waits out that deadline (plus margin) before Lock
+//     returns: Lost comes before the next holder runs, as long as the old
+//     holder's process keeps running (store/mysql's package doc).
 //
 // Under every mechanism a holder that is paused (GC, SIGSTOP, a VM pause)
 // or partitioned cannot look at Lost in time. What makes a guarded write

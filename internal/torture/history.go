@@ -401,7 +401,7 @@ func fidFloors(created []event) []string {
 func lostBound(driver string) (time.Duration, string) {
 	switch driver {
 	case "mysql", "mariadb":
-		return 200 * time.Millisecond, "store/mysql: Lost is not promised before the next grant, but within a ping period plus a round trip (200ms) of the session's end"
+		return 200 * time.Millisecond, "store/mysql: a grant after a session that ended underneath its holder waits until that holder's Lost must have fired; the stamp of a Lost seen at the socket may trail a grant by a ping period (200ms)"
 	}
 	return 0, "design §4 promise 8: Lost fires before another holder can get the lock"
 }

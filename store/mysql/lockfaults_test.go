@@ -3,7 +3,9 @@ package mysql_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -396,6 +398,51 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 	t.Logf("partition: holder's Lost after %v, another Store granted the lock after %v", lost, g)
 	if g <= lost {
 		t.Errorf("another Store was granted the lock %v into the partition, before the holder's Lost (%v)", g, lost)
+	}
+}
+
+// A holder cut off from the server (no FIN, no RST) cannot hear that its
+// session was KILLed meanwhile, and the server frees the lock at once; the
+// next grant must then wait until the cut-off holder's Lost has fired
+// (holderTable, handoffGrace), where without it the two would hold at
+// once until the holder's next answered ping.
+func TestLock_KilledWhilePartitionedLostBeforeNextGrant(t *testing.T) {
+	h := newHarness(t)
+	p := startFaultProxy(t, h)
+	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b := h.open(t)
+	for i := range 3 {
+		name := fmt.Sprintf("island-%d", i)
+		l := mustLock(t, a, name, 0)
+		id, err := mysql.LockSessionID(a, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(mysql.WatchEvery + 50*time.Millisecond)
+		p.Blackhole(true)
+		start := time.Now()
+		if _, err := h.admin.Exec("KILL " + strconv.FormatUint(id, 10)); err != nil {
+			t.Fatal(err)
+		}
+		lb, err := b.Lock(context.Background(), name, 10*time.Second)
+		granted := time.Since(start)
+		if err != nil {
+			t.Fatalf("other Store's Lock: %v", err)
+		}
+		lost := isClosed(l.Lost())
+		t.Logf("%s: killed while partitioned; next grant returned after %v, holder's Lost fired before it: %v", name, granted, lost)
+		if !lost {
+			t.Errorf("%s: another Store was granted the lock %v after the KILL while the partitioned holder's Lost had not fired", name, granted)
+		}
+		mustRelease(t, lb)
+		p.Blackhole(false)
+		if err := l.Release(context.Background()); !errors.Is(err, store.ErrLockLost) {
+			t.Errorf("Release of the killed lock: got %v; want %v", err, store.ErrLockLost)
+		}
 	}
 }
 

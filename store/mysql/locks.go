@@ -21,13 +21,14 @@ import (
 // Lock tuning. watchEvery is the watcher's ping period, which bounds how
 // late Lost fires where the socket cannot be watched; pingTimeout is how
 // long a ping may go unanswered before the session is given up and closed,
-// so a lock reported lost is always on its way to being freed. It must stay
-// well below lockSessionIdle: a partitioned holder's Lost fires after
-// pingTimeout, and the server frees its lock (for another grant) only after
-// lockSessionIdle of silence.
+// so a lock reported lost is always on its way to being freed: the watcher
+// gives up when no answer came within watchEvery + pingTimeout of sending
+// the last answered statement, and handoffGrace is built on that. It must
+// stay well below lockSessionIdle: the server frees a silent session's
+// lock (for another grant) only after lockSessionIdle of silence.
 const (
 	watchEvery     = 200 * time.Millisecond
-	pingTimeout    = 5 * time.Second
+	pingTimeout    = time.Second
 	tailPoll       = 20 * time.Millisecond
 	releaseTimeout = 5 * time.Second
 	killTimeout    = 2 * time.Second
@@ -43,8 +44,39 @@ const (
 	// client side of a holder dies (process crash, KILL), until the lock is
 	// free and Lost has fired. The server frees the lock the moment it sees
 	// the session end; watchEvery plus a ping's round trip bounds Lost.
-	deadOwnerBound = 2 * time.Second
+	deadOwnerBound = 2500 * time.Millisecond
+
+	// handoffGrace is how long a grant waits after a holding that ended
+	// without a clean release (see holderTable): a holder's watcher fires
+	// Lost at most watchEvery + pingTimeout after it last sent a statement
+	// the server answered, which was before its session ended, which was
+	// before this grant; the rest is margin for timers and clock rates.
+	handoffGrace = watchEvery + pingTimeout + 300*time.Millisecond
 )
+
+// holderTable records which session holds each lock, so a grant can tell a
+// handoff after a clean release from one after a session that ended
+// underneath its holder: killed by an operator, or lost with a server
+// crash, while its holder was cut off (a partition) and so could not yet
+// know. A session lock is freed by the server the moment its session
+// ends, but the holder hears of it only at its watcher's next answer or
+// ping timeout; after such an end the next grant waits out handoffGrace
+// (from when the stale row was first seen, on the server's clock) before
+// it returns, so the old holder's Lost has fired before the new holder
+// runs. Release deletes the row before RELEASE_LOCK. The table is MEMORY:
+// a server restart empties it, which is exactly when every earlier holding
+// ended underneath its holder. A sentinel row (an empty name) says the rows
+// are complete: it is written when the table is first created, and again
+// by the first grant made handoffGrace or more after a server start; while
+// it is missing, a grant whose name has no row waits until handoffGrace
+// after the server's start. Writes to it are never durable commits.
+const holderTable = "gomogile_lock_holder"
+
+const holderTableDDL = "CREATE TABLE IF NOT EXISTS " + holderTable + ` (
+	name      VARBINARY(64) NOT NULL PRIMARY KEY,
+	conn      BIGINT UNSIGNED NOT NULL,
+	seen_free DOUBLE NULL
+) ENGINE=MEMORY`
 
 // lockPrefix starts every server lock name, so gomogile's locks are
 // recognisable in performance_schema.metadata_locks and the process list.
@@ -76,6 +108,13 @@ type session struct {
 	sock net.Conn   // its socket, when the dialer saw it
 	peer *peerWatch // a watch on that socket, when it can be watched
 	idle time.Time
+	// boot is when the server started, on the local clock, as of the
+	// session's start (rounded late: Uptime is whole seconds).
+	boot time.Time
+	// lastOK is when the newest statement the server answered on this
+	// session was sent: the session was alive (and so held its lock)
+	// after that instant. The watcher's deadline runs from it.
+	lastOK time.Time
 }
 
 // close ends the session. bad discards the connection without any further
@@ -115,7 +154,7 @@ type lockBackend struct {
 	database string  // canonical database name, hashed into lock names
 
 	// pingTimeout is the watchers' (the constant, but for tests that must
-	// not wait 5s for a stalled ping).
+	// not wait 1s for a stalled ping).
 	pingTimeout time.Duration
 
 	closing context.Context // done once Close starts: ends waiting Acquires
@@ -213,8 +252,20 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			return nil, b.acquireErr(ctx, err)
 		}
 		if got {
+			switch err := b.claim(ctx, s, key, deadline); {
+			case errors.Is(err, errGraceTimeout):
+				b.releaseUnclaimed(s, key)
+				return nil, fmt.Errorf("%w after %v (the last holder's session ended underneath it; waiting out its grace)", store.ErrLockTimeout, timeout)
+			case err != nil:
+				// Nobody was handed this grant: its row, if claim wrote it,
+				// is nobody's to wait for.
+				b.discard(s, key)
+				b.forgetHolder(key, s.id)
+				return nil, b.acquireErr(ctx, err)
+			}
 			l, err := b.hold(name, key, s)
 			if err != nil {
+				b.forgetHolder(key, s.id)
 				return nil, err
 			}
 			return l, nil
@@ -256,6 +307,100 @@ func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("%w: mysql: GET_LOCK: %w", store.ErrUnavailable, err)
 }
+
+// errGraceTimeout: the caller's deadline came before handoffGrace ran out.
+var errGraceTimeout = errors.New("deadline within the handoff grace")
+
+// claim makes a fresh grant of key on s this session's in holderTable,
+// first waiting out handoffGrace when the last holding ended without a
+// clean release (its row is still there) or the server started less than
+// handoffGrace ago (its rows are gone). It gives up with errGraceTimeout
+// at the caller's deadline, having waited until then, so a lock call never
+// fails before its timeout.
+func (b *lockBackend) claim(ctx context.Context, s *session, key string, deadline time.Time) error {
+	var conn sql.NullInt64
+	var seenFree sql.NullFloat64
+	var now float64
+	var complete bool
+	err := s.conn.QueryRowContext(ctx, "SELECT h.conn, h.seen_free, UNIX_TIMESTAMP(NOW(6)), EXISTS (SELECT 1 FROM "+holderTable+" WHERE name = '') FROM (SELECT 1) AS one LEFT JOIN "+holderTable+" AS h ON h.name = ?", key).Scan(&conn, &seenFree, &now, &complete)
+	if err != nil {
+		return err
+	}
+	var wait time.Duration
+	switch {
+	case !conn.Valid && complete:
+		// Released cleanly, or never held.
+	case !conn.Valid:
+		// The server restarted: any holding may have ended with it.
+		if wait = time.Until(s.boot.Add(handoffGrace)); wait <= 0 {
+			if _, err := s.conn.ExecContext(ctx, "INSERT IGNORE INTO "+holderTable+" (name, conn) VALUES ('', 0)"); err != nil {
+				return err
+			}
+		}
+	case uint64(conn.Int64) == s.id:
+		// This very session's own earlier holding: nothing to wait for.
+	case seenFree.Valid:
+		wait = time.Duration((seenFree.Float64-now)*float64(time.Second)) + handoffGrace
+	default:
+		if _, err := s.conn.ExecContext(ctx, "UPDATE "+holderTable+" SET seen_free = ? WHERE name = ? AND conn = ? AND seen_free IS NULL", now, key, conn.Int64); err != nil {
+			return err
+		}
+		wait = handoffGrace
+	}
+	if wait > 0 {
+		left := time.Until(deadline)
+		t := time.NewTimer(min(wait, max(left, 0)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		if wait > left {
+			return errGraceTimeout
+		}
+	}
+	sent := time.Now()
+	if _, err := s.conn.ExecContext(ctx, "REPLACE INTO "+holderTable+" (name, conn, seen_free) VALUES (?, ?, NULL)", key, s.id); err != nil {
+		return err
+	}
+	s.lastOK = sent
+	return nil
+}
+
+// releaseUnclaimed gives back a grant claim refused (its row left as it
+// was, for the next grant to go on waiting from), keeping the session.
+func (b *lockBackend) releaseUnclaimed(s *session, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	var r sql.NullInt64
+	if err := s.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", key).Scan(&r); err != nil || !r.Valid || r.Int64 != 1 {
+		b.discard(s, key)
+		return
+	}
+	b.release(s)
+}
+
+// Start creates holderTable, for sqlstore.LockStarter. A table made here
+// and now has lost no rows, so it gets its sentinel at once.
+func (b *lockBackend) Start(ctx context.Context) error {
+	var n int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", holderTable).Scan(&n); err != nil {
+		return fmt.Errorf("mysql: look for %s: %w", holderTable, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
+		return fmt.Errorf("mysql: create %s: %w", holderTable, err)
+	}
+	if _, err := b.admin.ExecContext(ctx, "INSERT IGNORE INTO "+holderTable+" (name, conn) VALUES ('', 0)"); err != nil {
+		return fmt.Errorf("mysql: create %s: %w", holderTable, err)
+	}
+	return nil
+}
+
+var _ sqlstore.LockStarter = (*lockBackend)(nil)
 
 // errLockNull is GET_LOCK's NULL: the session was killed mid-wait, or the
 // server ran out of memory.
@@ -303,6 +448,13 @@ func (b *lockBackend) newSession(ctx context.Context) (*session, error) {
 		s.close(true)
 		return nil, err
 	}
+	var name string
+	var up int64
+	if err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&name, &up); err != nil {
+		s.close(true)
+		return nil, err
+	}
+	s.boot = time.Now().Add(-time.Duration(up) * time.Second)
 	if b.dialer != nil {
 		if nc := b.dialer.take(s.id); nc != nil {
 			s.sock, s.peer = nc, newPeerWatch(nc)
@@ -562,7 +714,11 @@ func (l *lock) watch() {
 		}
 		// After a quiet period, or unsolicited bytes (a server's last
 		// words are an error packet): the ping reads them, or confirms.
-		ctx, cancel := context.WithTimeout(context.Background(), l.b.pingTimeout)
+		// The answer must come within watchEvery + pingTimeout of the last
+		// one's question, not of this one's: handoffGrace, what a grant
+		// after a session ended underneath its holder waits, counts on it.
+		sent := time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), l.s.lastOK.Add(watchEvery+l.b.pingTimeout))
 		var owner sql.NullInt64
 		err := l.s.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", l.key).Scan(&owner)
 		cancel()
@@ -570,6 +726,7 @@ func (l *lock) watch() {
 			l.lose()
 			return
 		}
+		l.s.lastOK = sent
 	}
 }
 
@@ -587,7 +744,21 @@ func (l *lock) lose() {
 	go func() {
 		defer l.b.wg.Done()
 		l.b.killSession(l.key, l.s.id)
+		l.b.forgetHolder(l.key, l.s.id)
 	}()
+}
+
+// forgetHolder deletes, from the Store's pool, the holderTable row of a
+// holding whose Lost has fired: its holder knows, so the next grant need
+// not wait for it to learn. Best effort: a row left behind costs the next
+// grant handoffGrace, nothing more.
+func (b *lockBackend) forgetHolder(key string, id uint64) {
+	if b.admin == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	_, _ = b.admin.ExecContext(ctx, "DELETE FROM "+holderTable+" WHERE name = ? AND conn = ?", key, id)
 }
 
 // killSession KILLs session id if it still holds key or is waiting for it
@@ -645,7 +816,12 @@ func (l *lock) Release(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	var r sql.NullInt64
-	err := l.s.conn.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", l.key).Scan(&r)
+	// The row first: once the lock is free, the next grant must find a
+	// clean release, not a holding that ended underneath its holder.
+	_, err := l.s.conn.ExecContext(rctx, "DELETE FROM "+holderTable+" WHERE name = ? AND conn = ?", l.key, l.s.id)
+	if err == nil {
+		err = l.s.conn.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", l.key).Scan(&r)
+	}
 	switch {
 	case err != nil && sessionGone(err):
 		// The session is gone, and with it the lock, possibly before this
