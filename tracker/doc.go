@@ -196,10 +196,10 @@
 //     TestFsck_NoJobMaster).
 //   - "!want" is accepted as soon as the tracker listens; the original
 //     answers "ERROR: Monitor has not completed initial run yet" until its
-//     first monitor round is done. gomogile's workers start only after
-//     that round anyway (the cluster model is loaded before they run), so
-//     there is nothing for the refusal to protect; a script that retries
-//     on that error works unchanged.
+//     first monitor round is done. gomogile's workers that need to know
+//     which devices are reachable wait for that round themselves, so a
+//     count set earlier takes effect when they start; a script that
+//     retries on that error works unchanged.
 //   - A rebalance never deletes a source copy that would leave the file
 //     with fewer copies than its class wants, or with copies that no longer
 //     satisfy its policy; the original does when the target devices already
