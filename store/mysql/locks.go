@@ -256,16 +256,27 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			case errors.Is(err, errGraceTimeout):
 				b.releaseUnclaimed(s, key)
 				return nil, fmt.Errorf("%w after %v (the last holder's session ended underneath it; waiting out its grace)", store.ErrLockTimeout, timeout)
+			case err != nil && ctx.Err() == nil && sessionGone(err) && time.Now().Before(deadline):
+				// The session died while the grant waited out its grace (a
+				// kill, a cut): the lock went with it, so wait for it anew
+				// on a fresh session, as a waiting GET_LOCK would have.
+				b.discard(s, "")
+				b.forgetHolderLater(key, s.id)
+				if s, err = b.newSession(ctx); err != nil {
+					return nil, b.acquireErr(ctx, err)
+				}
+				reused = false
+				continue
 			case err != nil:
 				// Nobody was handed this grant: its row, if claim wrote it,
 				// is nobody's to wait for.
 				b.discard(s, key)
-				b.forgetHolder(key, s.id)
+				b.forgetHolderLater(key, s.id)
 				return nil, b.acquireErr(ctx, err)
 			}
 			l, err := b.hold(name, key, s)
 			if err != nil {
-				b.forgetHolder(key, s.id)
+				b.forgetHolderLater(key, s.id)
 				return nil, err
 			}
 			return l, nil
@@ -368,17 +379,23 @@ func (b *lockBackend) claim(ctx context.Context, s *session, key string, deadlin
 	return nil
 }
 
-// releaseUnclaimed gives back a grant claim refused (its row left as it
-// was, for the next grant to go on waiting from), keeping the session.
+// releaseUnclaimed gives back a grant claim refused at the caller's
+// deadline (its row left as it was, for the next grant to go on waiting
+// from), off the caller's path so that Lock returns on time; Close waits
+// for it (b.wg).
 func (b *lockBackend) releaseUnclaimed(s *session, key string) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	var r sql.NullInt64
-	if err := s.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", key).Scan(&r); err != nil || !r.Valid || r.Int64 != 1 {
-		b.discard(s, key)
-		return
-	}
-	b.release(s)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		var r sql.NullInt64
+		if err := s.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", key).Scan(&r); err != nil || !r.Valid || r.Int64 != 1 {
+			b.discard(s, key)
+			return
+		}
+		b.release(s)
+	}()
 }
 
 // Start creates holderTable, for sqlstore.LockStarter. A table made here
@@ -745,6 +762,16 @@ func (l *lock) lose() {
 		defer l.b.wg.Done()
 		l.b.killSession(l.key, l.s.id)
 		l.b.forgetHolder(l.key, l.s.id)
+	}()
+}
+
+// forgetHolderLater is forgetHolder off the caller's path (a Lock that
+// failed must return by its deadline); Close waits for it (b.wg).
+func (b *lockBackend) forgetHolderLater(key string, id uint64) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.forgetHolder(key, id)
 	}()
 }
 

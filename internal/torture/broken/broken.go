@@ -77,7 +77,15 @@ var wrappers = map[string]wrapper{
 		return &lateLost{Store: s, n: newNth(c.Every), delay: d, lease: leaseFor(s, c)}
 	}},
 	"unfenced": {1, func(s store.Store, c Config) store.Store {
-		return &unfenced{Store: s, n: newNth(c.Every), lease: leaseFor(s, c)}
+		lease := leaseFor(s, c)
+		if lease == 0 && c.Lease == 0 && s.Capabilities().LockMechanism == "session" {
+			// store/mysql holds a grant back until the last holder's Lost
+			// has fired, so a running holder that looks at Lost never
+			// writes after the next grant: like an in-process lock, it
+			// needs the made-up expiry for an unchecked fence to matter.
+			lease = inProcessLease
+		}
+		return &unfenced{Store: s, n: newNth(c.Every), lease: lease}
 	}},
 	"double-lease": {1, func(s store.Store, c Config) store.Store { return &doubleLease{Store: s, n: newNth(c.Every)} }},
 	"reused-fid":   {2, func(s store.Store, c Config) store.Store { return &reusedFid{Store: s, n: newNth(c.Every)} }},
