@@ -120,8 +120,13 @@ func (q *queueLog) leased(by string, call, now time.Time, fids []int64, until []
 		if !known(fid) {
 			q.unknown = append(q.unknown, fmt.Sprintf("Lease returned fid %d, which no tracker enqueued", fid))
 		}
+		// A lease whose reply came back after its own until (a delayed
+		// reply) was over before its holder saw it: the database may
+		// rightly have handed the row on meanwhile, and a worker drops a
+		// lease that has run out. It is no claim that can clash.
+		expired := until[i].Add(q.skew).Before(now)
 		for _, a := range q.active[fid] {
-			if !a.validAt(now, q.skew) {
+			if expired || !a.validAt(now, q.skew) {
 				continue
 			}
 			// Either claim may have been the first: leases are replayed in

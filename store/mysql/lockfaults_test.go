@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -521,4 +522,46 @@ func TestOpen_ServerDownIsUnavailable(t *testing.T) {
 		t.Fatalf("Open with nothing listening: got %v; want %v", err, store.ErrUnavailable)
 	}
 	t.Logf("Open: %v", err)
+}
+
+// A holder that dies leaves its row in gomogile_lock_holder; a Store that
+// opens later stamps it as seen free (so nobody waits for it longer than
+// the grace from then, and a minute later it is swept away), and the next
+// grant of the name still waits the grace rather than none.
+func TestLock_DeadHoldersRowsSwept(t *testing.T) {
+	h := newHarness(t)
+	a := h.open(t)
+	l := mustLock(t, a, "swept", 0)
+	key := mysql.ServerLockName(h.database, "swept")
+	if err := mysql.Crash(a); err != nil {
+		t.Fatal(err)
+	}
+	_ = l // dropped with its process, as a dying tracker's would be
+	seen := func() (bool, bool) {
+		var v sql.NullFloat64
+		err := h.admin.QueryRow("SELECT seen_free FROM gomogile_lock_holder WHERE name = ?", key).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true, v.Valid
+	}
+	if row, stamped := seen(); !row || stamped {
+		t.Fatalf("after the holder's crash: row %v, stamped %v; want an unstamped row", row, stamped)
+	}
+	// The server notices the closed sockets at once; give it a moment.
+	if !waitFor(2*time.Second, func() bool { return h.usedBy(t, "swept") == 0 }) {
+		t.Fatal("the crashed holder's lock is still held on the server")
+	}
+	b := h.open(t)
+	if row, stamped := seen(); !row || !stamped {
+		t.Fatalf("after another Store opened: row %v, stamped %v; want a stamped row", row, stamped)
+	}
+	start := time.Now()
+	mustRelease(t, mustLock(t, b, "swept", 5*time.Second))
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("grant after a dead holder took %v; want the handoff grace", took)
+	}
 }

@@ -267,11 +267,18 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 				}
 				reused = false
 				continue
+			case err != nil && ctx.Err() != nil && !sessionGone(err):
+				// The caller's context ended while the grant waited out its
+				// grace: the session is sound and holds the lock; give it
+				// back off the caller's path.
+				b.releaseUnclaimed(s, key)
+				return nil, b.acquireErr(ctx, err)
 			case err != nil:
 				// Nobody was handed this grant: its row, if claim wrote it,
-				// is nobody's to wait for.
-				b.discard(s, key)
-				b.forgetHolderLater(key, s.id)
+				// is nobody's to wait for. The close and KILL run off the
+				// caller's path, so a Lock returns by its deadline even when
+				// the server cannot be reached to KILL the session.
+				b.discardLater(s, key)
 				return nil, b.acquireErr(ctx, err)
 			}
 			l, err := b.hold(name, key, s)
@@ -406,7 +413,7 @@ func (b *lockBackend) Start(ctx context.Context) error {
 		return fmt.Errorf("mysql: look for %s: %w", holderTable, err)
 	}
 	if n > 0 {
-		return nil
+		return b.sweepHolders(ctx)
 	}
 	if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
 		return fmt.Errorf("mysql: create %s: %w", holderTable, err)
@@ -418,6 +425,23 @@ func (b *lockBackend) Start(ctx context.Context) error {
 }
 
 var _ sqlstore.LockStarter = (*lockBackend)(nil)
+
+// sweepHolders keeps holderTable (a MEMORY table, bounded by the server's
+// max_heap_table_size) from filling up with the rows of dead holdings
+// whose names are never locked again: a row whose session is gone from the
+// server is stamped as first seen free now, and a row seen free more than
+// a minute ago (its grace long over) is deleted. Each Store's Start runs
+// it; a failure only leaves the rows for the next one.
+func (b *lockBackend) sweepHolders(ctx context.Context) error {
+	_, err := b.admin.ExecContext(ctx, "UPDATE "+holderTable+" SET seen_free = UNIX_TIMESTAMP(NOW(6)) WHERE seen_free IS NULL AND name <> '' AND conn NOT IN (SELECT ID FROM information_schema.PROCESSLIST)")
+	if err == nil {
+		_, err = b.admin.ExecContext(ctx, "DELETE FROM "+holderTable+" WHERE name <> '' AND seen_free < UNIX_TIMESTAMP(NOW(6)) - 60")
+	}
+	if err != nil {
+		return fmt.Errorf("mysql: sweep %s: %w", holderTable, err)
+	}
+	return nil
+}
 
 // errLockNull is GET_LOCK's NULL: the session was killed mid-wait, or the
 // server ran out of memory.
@@ -762,6 +786,18 @@ func (l *lock) lose() {
 		defer l.b.wg.Done()
 		l.b.killSession(l.key, l.s.id)
 		l.b.forgetHolder(l.key, l.s.id)
+	}()
+}
+
+// discardLater is discard (with its KILL) and forgetHolder off the
+// caller's path; Close waits for it (b.wg).
+func (b *lockBackend) discardLater(s *session, key string) {
+	s.close(true)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.killSession(key, s.id)
+		b.forgetHolder(key, s.id)
 	}()
 }
 
