@@ -397,7 +397,12 @@ func (b *lockBackend) releaseUnclaimed(s *session, key string) {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		var r sql.NullInt64
-		if err := s.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", key).Scan(&r); err != nil || !r.Valid || r.Int64 != 1 {
+		_, err := s.conn.ExecContext(ctx, "DELETE FROM "+holderTable+" WHERE name = ? AND conn = ?", key, s.id)
+		if err == nil {
+			err = s.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", key).Scan(&r)
+		}
+		if err != nil || !r.Valid || r.Int64 != 1 {
+			b.forgetHolder(key, s.id)
 			b.discard(s, key)
 			return
 		}
@@ -792,12 +797,15 @@ func (l *lock) lose() {
 // discardLater is discard (with its KILL) and forgetHolder off the
 // caller's path; Close waits for it (b.wg).
 func (b *lockBackend) discardLater(s *session, key string) {
-	s.close(true)
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.killSession(key, s.id)
+		// The row before the session: while the session lives it keeps
+		// the lock, so the next grant cannot find the row of this grant
+		// nobody was handed.
 		b.forgetHolder(key, s.id)
+		s.close(true)
+		b.killSession(key, s.id)
 	}()
 }
 
