@@ -789,8 +789,12 @@ func (l *lock) lose() {
 	l.b.wg.Add(1)
 	go func() {
 		defer l.b.wg.Done()
-		l.b.killSession(l.key, l.s.id)
+		// The row first: it is one short statement and what the next
+		// grant reads, whereas the KILL is a backstop that may take a
+		// PROCESSLIST scan, and a next grant finding the row waits out
+		// handoffGrace for a holder that already knows.
 		l.b.forgetHolder(l.key, l.s.id)
+		l.b.killSession(l.key, l.s.id)
 	}()
 }
 
