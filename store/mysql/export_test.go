@@ -22,6 +22,7 @@ const (
 	DeadOwnerBound = deadOwnerBound
 	WatchEvery     = watchEvery
 	TailPoll       = tailPoll
+	KillTimeout    = killTimeout
 )
 
 func Configure(d *store.DSN) (main, lock *gomysql.Config, err error) {

@@ -565,3 +565,37 @@ func TestLock_DeadHoldersRowsSwept(t *testing.T) {
 		t.Errorf("grant after a dead holder took %v; want the handoff grace", took)
 	}
 }
+
+// A Lock whose caller gives up while the Store is cut off from the server
+// returns by its deadline: the KILL that makes sure the abandoned session
+// keeps no lock cannot reach the server, and waiting for it (up to
+// killTimeout) would overrun the deadline for nothing.
+func TestLock_CancelledWhilePartitionedReturnsOnTime(t *testing.T) {
+	h := newHarness(t)
+	p := startFaultProxy(t, h)
+	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b := h.open(t)
+	held := mustLock(t, b, "cut-off", 0)
+	defer mustRelease(t, held)
+	const wait = 400 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	time.AfterFunc(wait/2, func() { p.Blackhole(true) }) // a is waiting in GET_LOCK by then
+	defer p.Blackhole(false)
+	start := time.Now()
+	_, err = a.Lock(ctx, "cut-off", 10*time.Second)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock cut off past its deadline: got %v; want %v", err, context.DeadlineExceeded)
+	}
+	t.Logf("Lock returned %v after start (deadline %v)", took, wait)
+	// Below wait + killTimeout, what waiting for the KILL in full takes,
+	// with room for a loaded machine above the wait + killWait expected.
+	if bound := wait + mysql.KillTimeout*3/4; took > bound {
+		t.Errorf("Lock returned %v after start, deadline %v; want within %v", took, wait, bound)
+	}
+}

@@ -32,6 +32,7 @@ const (
 	tailPoll       = 20 * time.Millisecond
 	releaseTimeout = 5 * time.Second
 	killTimeout    = 2 * time.Second
+	killWait       = 250 * time.Millisecond // a KILL round trip on a healthy, busy server
 	maxIdle        = 4
 	idleFor        = 5 * time.Second // below lockSessionIdle, so the server rarely closes a free session first
 
@@ -543,13 +544,30 @@ func (b *lockBackend) release(s *session) {
 // taking or holding, it also KILLs the session from the Store's pool, for
 // when the client side of the connection is already gone (a cancelled or
 // cut query) but the server's side may live on, waiting in GET_LOCK or just
-// granted it. The KILL is synchronous, bounded by killTimeout: a healthy
-// server answers in a round trip, and a lock must not outlive the call
-// that gave up on it.
+// granted it. The caller waits for the KILL at most killWait: a healthy
+// server answers in a round trip, so the lock is free when the call that
+// gave up on it returns, while a server the Store cannot reach (a
+// partition) would hold the call past its deadline for a KILL that cannot
+// arrive anyway. The rest runs on, bounded by killTimeout; Close waits for
+// it (b.wg). Nobody believes they hold a lock left to a KILL in flight, so
+// only the next grant can be later for it, never doubled.
 func (b *lockBackend) discard(s *session, killKey string) {
 	s.close(true)
-	if killKey != "" {
+	if killKey == "" {
+		return
+	}
+	done := make(chan struct{})
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer close(done)
 		b.killSession(killKey, s.id)
+	}()
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }
 
