@@ -149,19 +149,19 @@
 //     excludes again.
 //   - A partition (no FIN, no RST, the Store's pool cut off too): Lost
 //     within 1.2s. The server keeps the lock until the session has been
-//     silent for its wait_timeout of 10s, counted from the last ping it
-//     answered, so without a KILL or crash no other session is granted the
-//     lock before about 9.8s into the partition
-//     (TestLock_PartitionedHolderLostBeforeGrant); with one, the 1.5s
-//     handoff wait covers it. If the partition heals sooner, the closed
-//     socket or the KILL frees the lock then.
+//     silent for its wait_timeout of 2s, counted from the last ping it
+//     answered, and the next grant then waits its 1.5s, so no other
+//     session is granted the lock before about 3.3s into the partition
+//     (TestLock_PartitionedHolderLostBeforeGrant); after a KILL or a crash,
+//     the 1.5s handoff wait alone covers it. If the partition heals
+//     sooner, the closed socket or the KILL frees the lock then.
 //   - Replies stop on the lock's connection alone (a stuck proxy or
 //     socket): Lost at the ping deadline, and then the close or the KILL
 //     frees the lock within milliseconds (TestLock_LostClosesSession,
 //     TestLock_LostKillsPartitionedSession).
 //   - The holder process is paused (SIGSTOP, a VM pause): its session stays
 //     open but silent, so the lock stays held, and granted to nobody else,
-//     for up to the 10s wait_timeout; then the server ends the session and
+//     for up to the 2s wait_timeout; then the server ends the session and
 //     may grant the lock to another (after the 1.5s wait) while the paused
 //     holder cannot know. On resuming, its watcher sees the closed socket
 //     and Lost fires at once (TestLock_PausedHolder), but code that resumes
@@ -179,22 +179,22 @@
 //
 // Dead owners: when a tracker process dies, its operating system closes the
 // sockets and the server frees its locks at once; KILL frees them at once
-// too. When the tracker's host vanishes without closing them (power loss,
-// partition), the server notices only through silence: lock sessions run
-// with wait_timeout 10s, which the watcher's pings keep from expiring while
-// the holder lives, so such a lock is freed within about 10s. (The
-// vanished holder's own Lost fires within 1.2s, before that.) A dead
-// holder's lock is granted to the next waiter 1.5s after the server freed
-// it (the handoff wait above), since the server cannot tell a dead holder
-// from a cut-off one.
+// too. When the tracker's host vanishes without closing them (power loss),
+// or the process dies while a partition holds back its FIN, the server
+// notices only through silence: lock sessions run with wait_timeout 2s,
+// which the watcher's pings (every 200ms) keep from expiring while the
+// holder lives, so such a lock is freed within about 2.2s of the death.
+// (A vanished but live holder's own Lost fires within 1.2s, before that.)
+// A dead holder's lock is granted to the next waiter 1.5s after the server
+// freed it (the handoff wait above), since the server cannot tell a dead
+// holder from a cut-off one (TestLock_SilentHolderFreed).
 //
 // # Capabilities
 //
 //	LockMechanism  "session": the server frees locks when the session ends.
 //	CrossProcess   true: any number of trackers share one database.
-//	DeadOwnerBound 2.5s: the bound after a holder's session ends (process
-//	               death, KILL): the 1.5s handoff wait plus margin, which
-//	               is what the conformance suite can
-//	               provoke; a vanished host's locks take up to 10s (see
-//	               Dead owners above).
+//	DeadOwnerBound 4.5s: the bound after a holder dies, however: a silent
+//	               session's 2s wait_timeout (after a ping at most 200ms
+//	               before the death), the 1.5s handoff wait, and margin
+//	               for a loaded host (see Dead owners above).
 package mysql

@@ -63,9 +63,11 @@ func lockLink(t testing.TB, p *faultProxy, s store.Store, l store.Lock) *link {
 const lostWithin = mysql.WatchEvery + testPingTimeout + 2*time.Second
 
 // freeWithin is how soon after Lost the server must have freed the lock:
-// far below the lock sessions' wait_timeout (10s), which is what keeps it
-// held when the holder forgets a descriptor of its session.
-const freeWithin = 3 * time.Second
+// below the 0.8s from a watcher's Lost (1.2s after its last answered
+// ping, with testPingTimeout) to the lock sessions' wait_timeout (2s after
+// that ping), which would free it anyway when the holder forgets a
+// descriptor of its session or its KILL never comes.
+const freeWithin = 500 * time.Millisecond
 
 // A lock whose watcher gave its session up (replies stopped coming) must
 // end that session for real: every descriptor of its socket closed, so the

@@ -24,8 +24,9 @@ import (
 // so a lock reported lost is always on its way to being freed: the watcher
 // gives up when no answer came within watchEvery + pingTimeout of sending
 // the last answered statement, and handoffGrace is built on that. It must
-// stay well below lockSessionIdle: the server frees a silent session's
-// lock (for another grant) only after lockSessionIdle of silence.
+// stay below lockSessionIdle: the server frees a silent session's lock
+// (for another grant) only after lockSessionIdle of silence, and a live
+// holder's pings keep that from happening.
 const (
 	watchEvery     = 200 * time.Millisecond
 	pingTimeout    = time.Second
@@ -34,18 +35,23 @@ const (
 	killTimeout    = 2 * time.Second
 	killWait       = 250 * time.Millisecond // a KILL round trip on a healthy, busy server
 	maxIdle        = 4
-	idleFor        = 5 * time.Second // below lockSessionIdle, so the server rarely closes a free session first
+	idleFor        = time.Second // below lockSessionIdle, so the server rarely closes a free session first
 
-	// lockSessionIdle is the lock sessions' wait_timeout: how long the
-	// server keeps a lock whose holder's host vanished without closing
-	// its connection.
-	lockSessionIdle = 10 * time.Second
+	// lockSessionIdle is the lock sessions' wait_timeout (whole seconds):
+	// how long the server keeps the lock of a holder that fell silent
+	// without closing its connection — its host vanished, it died behind
+	// a partition (its FIN held), it is paused. Ten times the ping period,
+	// so a live holder's session never reaches it, and short, because it
+	// is what such a dead holder's lock costs everyone else.
+	lockSessionIdle = 2 * time.Second
 
-	// deadOwnerBound is what Capabilities report: the time, after the
-	// client side of a holder dies (process crash, KILL), until the lock is
-	// free and Lost has fired. The server frees the lock the moment it sees
-	// the session end; watchEvery plus a ping's round trip bounds Lost.
-	deadOwnerBound = 2500 * time.Millisecond
+	// deadOwnerBound is what Capabilities report: the time, after a holder
+	// dies, until its lock is granted again. The server frees the lock the
+	// moment it sees the session end, or lockSessionIdle after the last
+	// ping (at most watchEvery before the death) when the death cannot
+	// reach it, and the next grant then waits out handoffGrace: 3.7s, plus
+	// margin for a loaded host.
+	deadOwnerBound = 4500 * time.Millisecond
 
 	// handoffGrace is how long a grant waits after a holding that ended
 	// without a clean release (see holderTable): a holder's watcher fires
