@@ -101,6 +101,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedState", testSharedState},
 		{"Reopen", testReopen},
 		{"SchemaNewerRefused", testSchemaNewerRefused},
+		{"SchemaOlderRefused", testSchemaOlderRefused},
 
 		// Namespace.
 		{"DomainCreate", testDomainCreate},

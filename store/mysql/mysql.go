@@ -123,9 +123,9 @@ func openPool(ctx context.Context, cfg *gomysql.Config) (*sql.DB, error) {
 	return db, nil
 }
 
-// checkOldSchema refuses a MogileFS database below schema 17: its tables
-// lack columns the shared SQL uses, and CREATE TABLE IF NOT EXISTS would
-// not add them. MogileFS's own mogdbsetup upgrades it.
+// checkOldSchema applies sqlstore.CheckSchemaVersion before NewDialect
+// inspects the tables, which a MogileFS database below schema 17 lacks
+// columns of.
 func checkOldSchema(ctx context.Context, db *sql.DB) error {
 	var v sql.NullString
 	err := db.QueryRowContext(ctx, "SELECT value FROM server_settings WHERE field = 'schema_version'").Scan(&v)
@@ -135,10 +135,8 @@ func checkOldSchema(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("mysql: check schema: %w", err)
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(v.String))
-	if err == nil && n > 0 && n < store.SchemaVersion {
-		return fmt.Errorf("mysql: %w: database has MogileFS schema %d; upgrade it to %d with mogdbsetup first",
-			store.ErrSchemaMismatch, n, store.SchemaVersion)
+	if n, err := strconv.Atoi(strings.TrimSpace(v.String)); err == nil {
+		return sqlstore.CheckSchemaVersion(n)
 	}
 	return nil
 }

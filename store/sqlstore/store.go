@@ -125,9 +125,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if have > store.SchemaVersion {
-		return fmt.Errorf("store: check schema: %w: database has version %d, this gomogile knows up to %d",
-			store.ErrSchemaMismatch, have, store.SchemaVersion)
+	if err := CheckSchemaVersion(have); err != nil {
+		return err
 	}
 	stmts := append(append([]string{}, s.d.Schema()...), OwnSchema...)
 	stmts = append(stmts, s.d.Fencing().Schema)
@@ -151,6 +150,25 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	})
 	return s.wrap("record schema version", err)
+}
+
+// CheckSchemaVersion says whether a database whose schema_version is have
+// (0: none, a new database) may be opened: one newer than
+// store.SchemaVersion is a newer tracker's, and one below it (a MogileFS
+// database never upgraded) lacks columns the shared SQL uses, which
+// CREATE TABLE IF NOT EXISTS would not add; MogileFS's own mogdbsetup
+// upgrades it. A backend that must inspect the schema before New (as
+// store/mysql does) calls it first itself.
+func CheckSchemaVersion(have int) error {
+	switch {
+	case have > store.SchemaVersion:
+		return fmt.Errorf("store: check schema: %w: database has version %d, this gomogile knows up to %d",
+			store.ErrSchemaMismatch, have, store.SchemaVersion)
+	case have > 0 && have < store.SchemaVersion:
+		return fmt.Errorf("store: check schema: %w: database has MogileFS schema %d; upgrade it to %d with mogdbsetup first",
+			store.ErrSchemaMismatch, have, store.SchemaVersion)
+	}
+	return nil
 }
 
 func (s *Store) ddl(ctx context.Context, q string) error {
