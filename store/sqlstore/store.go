@@ -484,9 +484,14 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return s.retryable(err), err
+		return s.retryable(err), txDone(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
+		if errors.Is(err, sql.ErrTxDone) {
+			// database/sql rolled the transaction back when ctx ended,
+			// before any COMMIT was sent: a definite failure.
+			return false, txDone(ctx, err)
+		}
 		switch s.d.Classify(err) {
 		case ErrKindConnLost:
 			return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
@@ -501,6 +506,17 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 		return false, err
 	}
 	return false, nil
+}
+
+// txDone names the cause of sql.ErrTxDone on a transaction that this
+// package commits or rolls back only once: database/sql rolled it back
+// because ctx ended, and without ctx's error beside it the caller would
+// see neither a deadline nor a sentinel.
+func txDone(ctx context.Context, err error) error {
+	if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return err
 }
 
 // secondsCeil turns a duration into whole seconds, rounding up so that a

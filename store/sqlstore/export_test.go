@@ -1,0 +1,14 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// RunTx runs fn in a transaction of st's, as every write does, for the
+// tests of how a transaction's failures are reported.
+func RunTx(ctx context.Context, st store.Store, fn func(*sql.Tx) error) error {
+	return st.(*Store).tx(ctx, fn)
+}
