@@ -200,28 +200,6 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 	return m.forgetOnDevice(ctx, fid, src)
 }
 
-// rebalanceDevices are the devices a saved rebalance state claims, which
-// the drain injector leaves alone.
-func (m *Manager) rebalanceDevices(ctx context.Context) (map[int]bool, error) {
-	st, err := m.setting(ctx, "rebal_state")
-	if err != nil || st == "" {
-		return nil, err
-	}
-	host, err := m.setting(ctx, "rebal_host")
-	if err != nil {
-		return nil, err
-	}
-	s := cluster.ParseRebalState(st)
-	owned := map[int]bool{}
-	if host != "" {
-		for _, id := range s.SourceDevs {
-			owned[id] = true
-		}
-		owned[s.SdevCurrent] = true
-	}
-	return owned, nil
-}
-
 // injectRebalance is JobMaster's _inject_rebalance_queues with
 // Rebalance::next_fids_to_rebalance: while rebal_host names this tracker,
 // take source devices one at a time (marking each drain while it is
