@@ -16,10 +16,7 @@ import (
 // the job master moves nothing off it (gomogile once copied every file
 // elsewhere and deleted it from the device).
 func TestDrain_OnlyStopsNewFiles(t *testing.T) {
-	c := newCluster(t)
-	c.addNode(1)
-	c.addNode(2)
-	c.addNode(3)
+	c := threeNodes(t)
 	ctx := t.Context()
 	cls := c.class("c", 2, store.HashNone)
 	var fids []int64
@@ -45,6 +42,16 @@ func TestDrain_OnlyStopsNewFiles(t *testing.T) {
 			t.Errorf("dev1 lost fid %d", fid)
 		}
 	}
+}
+
+// threeNodes is a cluster of three storage nodes with one device each,
+// dev1 to dev3.
+func threeNodes(t *testing.T) *cluster {
+	c := newCluster(t)
+	for devid := 1; devid <= 3; devid++ {
+		c.addNode(devid)
+	}
+	return c
 }
 
 // rigOf30 is the cluster of the original's t/30-rebalance.t: three hosts
@@ -177,10 +184,7 @@ func TestRebalance_DefaultPolicyMovesNothing(t *testing.T) {
 // file: policy_no_suggestions) leaves the copy where it is; its row leaves
 // the queue and the run finishes, as in the original.
 func TestRebalance_NoPlaceLeavesTheCopy(t *testing.T) {
-	c := newCluster(t)
-	c.addNode(1)
-	c.addNode(2)
-	c.addNode(3)
+	c := threeNodes(t)
 	cls := c.class("c", 2, store.HashNone)
 	stuck := c.putPlaced("stuck", cls, []byte("already on the target"), 1, 2)
 	moves := c.putPlaced("moves", cls, []byte("has room on dev2"), 1, 3)
@@ -206,10 +210,7 @@ func TestRebalance_PolicyLimits(t *testing.T) {
 		{"GlobalSize", "from_devices=1 to_devices=3 limit_type=global limit_by=size limit=2k", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t)
-			c.addNode(1)
-			c.addNode(2)
-			c.addNode(3)
+			c := threeNodes(t)
 			ctx := t.Context()
 			cls := c.class("c", 1, store.HashNone)
 			for i := range 6 {
@@ -268,10 +269,7 @@ func TestRebalance_Stop(t *testing.T) {
 func TestRebalance_IgnoreMissing(t *testing.T) {
 	for _, ignore := range []bool{true, false} {
 		t.Run(fmt.Sprint(ignore), func(t *testing.T) {
-			c := newCluster(t)
-			c.addNode(1)
-			c.addNode(2)
-			c.addNode(3)
+			c := threeNodes(t)
 			ctx := t.Context()
 			cls := c.class("c", 2, store.HashNone)
 			fid := c.putPlaced("k", cls, []byte("moving"), 1, 2)
@@ -302,10 +300,7 @@ func TestRebalance_IgnoreMissing(t *testing.T) {
 // drops it below its mindevcount (the original deletes the source copy:
 // 3 copies become 2).
 func TestRebalance_TargetsHoldingTheFileKeepMinDevCount(t *testing.T) {
-	c := newCluster(t)
-	c.addNode(1)
-	c.addNode(2)
-	c.addNode(3)
+	c := threeNodes(t)
 	cls := c.class("three", 3, store.HashNone)
 	fid := c.putPlaced("k", cls, []byte("three copies"), 1, 2, 3)
 	runRebalance(t, c, fastOptions(t), "from_devices=2 to_devices=1,3", nil)
