@@ -70,9 +70,9 @@
 // place for among the candidates (policy_no_suggestions: each already holds
 // a copy, say) keeps its copy, its row leaves the queue with an error
 // logged, and the run goes on and finishes, as in the original, where
-// re-running the rebalance retries. The default policy (from_all_devs=1
-// to_all_devs=1, no from_* or to_* list) makes every device a source and so
-// leaves no destination: nothing moves, and each job master pass logs
+// re-running the rebalance retries. A policy without a from_* key (the
+// default, from_all_devs=1, whatever its to_* keys say) makes every device
+// a source and so leaves no destination: nothing moves, and each job master pass logs
 // "rebalance cannot find suitable destination devices" until
 // rebalance_stop, as the original's job master dies with that message on
 // each pass.
