@@ -201,11 +201,19 @@
 //     count set earlier takes effect when they start; a script that
 //     retries on that error works unchanged.
 //   - A rebalance never deletes a source copy that would leave the file
-//     with fewer copies than its class wants, or with copies that no longer
-//     satisfy its policy; the original does when the target devices already
-//     hold the file (from_devices=2 to_devices=1,3 with copies on 1, 2, 3
-//     leaves 2). The row is dropped with an error instead
-//     (TestRebalance_TargetsHoldingTheFileKeepMinDevCount).
+//     with fewer copies than its class wants; the original does when the
+//     target devices already hold the file (from_devices=2 to_devices=1,3
+//     with copies on 1, 2, 3 leaves 2). The row is dropped with an error
+//     instead (TestRebalance_TargetsHoldingTheFileKeepMinDevCount). How
+//     the copies are spread is the policy's, asked within the targets, as
+//     there: from_hosts=1 to_hosts=3 moves a file whose other copy is on
+//     host 3 next to it (TestRebalance_TypicalPoliciesMoveEveryFile).
+//   - A rebalance whose policy leaves no destination (the default policy,
+//     every device a source) drains no device; the original marks its
+//     first source drain on every pass before it finds out, and its
+//     rebalance_stop never returns a device to alive. gomogile's does,
+//     unless leave_in_drain_mode (TestRebalance_DefaultPolicyMovesNothing,
+//     TestRebalance_Stop).
 //   - "!watch" also carries gomogile's other warnings, as the message and
 //     its key=value attributes, where the original has other texts or
 //     none; e.g. a storage node that times out the monitor's usage request

@@ -2,7 +2,9 @@
 // Worker::* do: it keeps every file at its class's replica count, deletes
 // the blobs of deleted files, cleans up after abandoned uploads and dead
 // devices, watches the storage nodes, checks files (fsck), and moves files
-// off draining devices or by a rebalance policy.
+// off devices by a rebalance policy. A device in state drain only stops
+// getting new files, as since MogileFS 2.40: its files move only when a
+// rebalance's policy selects it (from_devices=N, say).
 //
 // Workers reach the metadata database only through the store contract and
 // are safe to run in several trackers on one database: queue rows are
@@ -31,7 +33,9 @@
 //   - replicate (pooled): leases file_to_replicate, copies with HTTP GET and
 //     PUT until the class's policy (MultipleHosts(N), MultipleDevices(N) or
 //     a Union of them) is met, backs off 15 s, 1 m, 5 m … 24 h on failure, parks a fid with
-//     no copy at all. It also works the rebalance queue.
+//     no copy at all, and deletes the copies beyond what the policy wants
+//     (a lowered mindevcount), as the original's replicator does. It also
+//     works the rebalance queue.
 //   - delete (pooled): leases file_to_delete2, DELETEs every copy (404 is
 //     done), then drops file_on, checksum and queue rows.
 //   - fsck (pooled): leases the fsck queue and checks each fid, logging the
@@ -50,13 +54,31 @@
 //     whether each writeable device refuses a body with a wrong
 //     Content-MD5; get_devices reports both (Utilization, RejectBadMD5).
 //   - job_master (unless NoJobMaster): injects fsck batches while fsck_host
-//     names this tracker, rebalance batches while rebal_host does, and the
-//     files of devices in state drain.
+//     names this tracker and rebalance batches while rebal_host does.
+//
+// # Rebalance
+//
+// As Rebalance.pm: the source devices are those the policy's from_* keys
+// select among the devices files can be deleted from; they are emptied
+// one at a time, each in state drain while it is worked (alive again
+// afterwards unless leave_in_drain_mode). A file's candidate destinations
+// are the devices that should get new files and that the to_* and not_to_*
+// keys select, minus every source of the run (use_dest_devs=N keeps N of
+// them, shuffled). The replicate workers then copy the file as replication
+// does with the source masked away and the candidates as the only
+// destinations, and delete the source copy. A file the policy finds no
+// place for among the candidates (policy_no_suggestions: each already holds
+// a copy, say) keeps its copy, its row leaves the queue with an error
+// logged, and the run goes on and finishes, as in the original, where
+// re-running the rebalance retries. A policy without a from_* key (the
+// default, from_all_devs=1, whatever its to_* keys say) makes every device
+// a source and so leaves no destination: nothing moves, and each job master pass logs
+// "rebalance cannot find suitable destination devices" until
+// rebalance_stop, as the original's job master dies with that message on
+// each pass.
 //
 // # Differences from the original
 //
-//   - A fid with more copies than its policy wants is left as it is (the
-//     original tries to shed one by rebalancing).
 //   - Copies are also checked by length (HEAD after PUT). An MD5 copy is
 //     re-read on the destination unless Content-MD5 was sent to a node
 //     known to check it; the original skipped the re-read for any MD5 copy
@@ -70,8 +92,16 @@
 //   - The reaper queues up to queue_rate_for_reaper (1000) fids of a dead
 //     device per pass, fewer when queue_size_for_reaper bounds the
 //     replicate queue, as the original.
-//   - Devices in state drain are emptied automatically; the original only
-//     keeps new files off them and leaves moving to a rebalance.
+//   - A rebalance whose policy leaves no destination drains no device; the
+//     original marks its first source drain before it finds out, on every
+//     pass, and leaves it so (TestRebalance_DefaultPolicyMovesNothing).
+//   - rebal_signal=stop (rebalance_stop) returns the device being emptied
+//     to alive unless leave_in_drain_mode; the original means to but reads
+//     the device from the wrong field and leaves it in drain
+//     (TestRebalance_Stop).
+//   - limit_by=count moves exactly limit fids; the original's check
+//     decrements past zero, skips one fid and then takes all the rest
+//     (TestRebalance_PolicyLimits).
 //   - Rebalance policies support fid_age=old only, and rebalance_set_policy
 //     refuses the others (the contract lists fids
 //     on a device ascending) and limit_by none, count and size (the original

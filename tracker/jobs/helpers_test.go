@@ -204,6 +204,65 @@ func (c *cluster) putFile(key string, classid int, data []byte, devids ...int) i
 	return fid
 }
 
+// putPlaced is putFile for a file already where it belongs: nothing is
+// left queued for replication, so a test's workers only do what it asks.
+func (c *cluster) putPlaced(key string, classid int, data []byte, devids ...int) int64 {
+	c.t.Helper()
+	fid := c.putFile(key, classid, data, devids...)
+	if err := c.st.Finish(c.t.Context(), store.QueueReplicate, fid); err != nil {
+		c.t.Fatalf("finish replication of fid %d: %v", fid, err)
+	}
+	return fid
+}
+
+// setSettings stores server settings, as set_server_setting would.
+func setSettings(t *testing.T, st store.Store, kv map[string]string) {
+	t.Helper()
+	for k, v := range kv {
+		if err := st.SetServerSetting(t.Context(), k, v); err != nil {
+			t.Fatalf("set %s: %v", k, err)
+		}
+	}
+}
+
+// runRebalance starts a Manager on c after setting rebal_policy to policy
+// and rebal_host to the Manager's host (what rebalance_start does, with
+// the state left for the job master to begin) plus any extra settings, and
+// waits until the run is over: rebal_host cleared and every queued move
+// worked off. It returns the run's saved rebal_state.
+func runRebalance(t *testing.T, c *cluster, o jobs.Options, policy string, extra map[string]string) string {
+	t.Helper()
+	ctx := t.Context()
+	setSettings(t, c.st, map[string]string{"rebal_policy": policy, "rebal_host": o.Hostname})
+	setSettings(t, c.st, extra)
+	start(t, c.st, o)
+	waitFor(t, 20*time.Second, "the rebalance to end", func() bool {
+		_, err := c.st.ServerSetting(ctx, "rebal_host")
+		return errors.Is(err, store.ErrNotFound) && queueLen(t, c.st, store.QueueRebalance) == 0
+	})
+	st, err := c.st.ServerSetting(ctx, "rebal_state")
+	if err != nil {
+		t.Fatalf("rebal_state after the run: %v", err)
+	}
+	return st
+}
+
+// deviceStatus is devid's state in the database.
+func deviceStatus(t *testing.T, st store.Store, devid int) store.DeviceState {
+	t.Helper()
+	devs, err := st.Devices(t.Context())
+	if err != nil {
+		t.Fatalf("devices: %v", err)
+	}
+	for _, d := range devs {
+		if d.ID == devid {
+			return d.Status
+		}
+	}
+	t.Fatalf("no dev%d", devid)
+	return ""
+}
+
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
