@@ -557,6 +557,13 @@ func (b *lockBackend) release(s *session) {
 // arrive anyway. The rest runs on, bounded by killTimeout; Close waits for
 // it (b.wg). Nobody believes they hold a lock left to a KILL in flight, so
 // only the next grant can be later for it, never doubled.
+//
+// After the KILL the session's holderTable row, if any, is deleted: the
+// session's holding is over and was nobody's, or its holder has given it
+// up. Callers that delete the row before the close still need this: a
+// claim's REPLACE that the server had read before the client gave up may
+// run after their DELETE, and left there it would make the next grant
+// wait out handoffGrace for nobody.
 func (b *lockBackend) discard(s *session, killKey string) {
 	s.close(true)
 	if killKey == "" {
@@ -568,6 +575,7 @@ func (b *lockBackend) discard(s *session, killKey string) {
 		defer b.wg.Done()
 		defer close(done)
 		b.killSession(killKey, s.id)
+		b.forgetHolder(killKey, s.id)
 	}()
 	t := time.NewTimer(killWait)
 	defer t.Stop()
@@ -830,10 +838,9 @@ func (b *lockBackend) discardLater(s *session, key string) {
 		defer b.wg.Done()
 		// The row before the session: while the session lives it keeps
 		// the lock, so the next grant cannot find the row of this grant
-		// nobody was handed.
+		// nobody was handed (and discard deletes it again after the KILL).
 		b.forgetHolder(key, s.id)
-		s.close(true)
-		b.killSession(key, s.id)
+		b.discard(s, key)
 	}()
 }
 

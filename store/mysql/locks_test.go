@@ -58,6 +58,17 @@ func (h *harness) usedBy(t testing.TB, name string) uint64 {
 	return uint64(id.Int64)
 }
 
+// holderRows counts name's rows in the lock holder table.
+func (h *harness) holderRows(t testing.TB, name string) int {
+	t.Helper()
+	var n int
+	key := mysql.ServerLockName(h.database, name)
+	if err := h.admin.QueryRow("SELECT COUNT(*) FROM gomogile_lock_holder WHERE name = ?", key).Scan(&n); err != nil {
+		t.Fatalf("count holder rows: %v", err)
+	}
+	return n
+}
+
 func (h *harness) kill(t testing.TB, id uint64) {
 	t.Helper()
 	if _, err := h.admin.Exec("KILL " + strconv.FormatUint(id, 10)); err != nil {
@@ -321,8 +332,14 @@ func TestLock_CancelRacingGrantLeavesNothing(t *testing.T) {
 		} else if !errors.Is(err, context.Canceled) {
 			t.Fatalf("round %d: cancelled Lock: got %v; want %v or success", i, err, context.Canceled)
 		}
-		if !waitFor(time.Second, func() bool { return h.usedBy(t, "race") == 0 }) {
+		if !waitFor(3*time.Second, func() bool { return h.usedBy(t, "race") == 0 }) {
 			t.Fatalf("round %d: lock still held by session %d after a cancelled Lock (err %v)", i, h.usedBy(t, "race"), err)
+		}
+		// Nor a holder row of the abandoned grant, which would make the
+		// next grant wait out the handoff grace (a try-lock fail) for
+		// nobody.
+		if !waitFor(3*time.Second, func() bool { return h.holderRows(t, "race") == 0 }) {
+			t.Fatalf("round %d: a holder row left after a cancelled Lock (err %v)", i, err)
 		}
 	}
 }
