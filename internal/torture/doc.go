@@ -90,7 +90,10 @@
 //   - a killed holder's lock granted again within Capabilities'
 //     DeadOwnerBound + RecoverySlack (the worst is max_lock_recovery_ms);
 //   - no operation returns more than DeadlineSlack past its deadline
-//     (OpTimeout), unless its process was paused meanwhile;
+//     (OpTimeout), unless its process was paused meanwhile; the spans in
+//     which the process's runtime ran nothing at all (each worker's stall
+//     watch: a 10ms ticker, reporting gaps of 100ms or more — a starved
+//     process on a loaded machine) are taken off its lateness;
 //   - no lock timeout before the time asked;
 //   - devcount = COUNT(file_on) (through the contract and in raw SQL); no two
 //     files share (dmid, key);

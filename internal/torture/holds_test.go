@@ -46,3 +46,24 @@ func TestGrantStampedAfterStopEndsAtStop(t *testing.T) {
 		t.Errorf("pauses %v, want one from the stop", ps)
 	}
 }
+
+// The stall time taken off a late call's lateness is exactly the part of
+// the call that its process's stalls cover.
+func TestOverlap(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
+	stalls := []pause{{at(100), at(300)}, {at(500), at(600)}, {at(900), at(1200)}}
+	for _, c := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 50, 0},
+		{0, 1000, 400 * time.Millisecond},  // 200 + 100 + 100 of the third
+		{200, 550, 150 * time.Millisecond}, // 100 + 50
+		{310, 490, 0},
+		{1000, 2000, 200 * time.Millisecond},
+	} {
+		if got := overlap(stalls, at(c.from), at(c.to)); got != c.want {
+			t.Errorf("overlap of [%d, %d] ms = %v; want %v", c.from, c.to, got, c.want)
+		}
+	}
+}

@@ -119,6 +119,7 @@ func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
 		em.emit(event{K: "hello", P: fmt.Sprintf("%ss%d", cfg.Proc, j), Msg: st.Capabilities().LockMechanism})
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { stallWatch(ctx, em, cfg.Proc+"s0") })
 	for j, st := range stores {
 		for w := 0; w < cfg.Workers; w++ {
 			wk := &worker{
@@ -137,6 +138,37 @@ func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
 	wg.Wait()
 	p.wg.Wait()
 	return nil
+}
+
+// stallTick and stallMin: the stall watch ticks every stallTick and
+// reports a gap of stallMin or more between ticks.
+const (
+	stallTick = 10 * time.Millisecond
+	stallMin  = 100 * time.Millisecond
+)
+
+// stallWatch reports, as "stall" events, the spans in which this process's
+// Go runtime ran none of its goroutines on time: a machine so loaded that
+// the process was not scheduled, a long GC pause, a SIGSTOP. A call cannot
+// return during such a span whatever the store does, so the deadline check
+// takes it off the call's lateness; a call stuck in the store while the
+// process runs is still judged in full.
+func stallWatch(ctx context.Context, em *emitter, proc string) {
+	t := time.NewTicker(stallTick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			now = time.Now() // the tick's own stamp is when it was due
+			if gap := now.Sub(last); gap >= stallMin {
+				em.emit(event{K: "stall", P: proc, S: nanos(last.Add(stallTick)), T: nanos(now)})
+			}
+			last = now
+		}
+	}
 }
 
 // dupMain is a duplicate process's one attempt: a Store opened with the
