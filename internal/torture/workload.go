@@ -66,10 +66,18 @@ func (w *worker) emit(ev event) {
 	w.p.em.emit(ev)
 }
 
-// op records one Store call: when it was called and returned, its deadline
-// and the kind of its outcome. It returns err unchanged.
+// op records one Store call that returned just now: when it was called and
+// returned, its deadline and the kind of its outcome. It returns err
+// unchanged.
 func (w *worker) op(ctx context.Context, name string, start time.Time, err error) error {
-	ev := event{K: "op", Op: name, S: nanos(start), E: kindOf(err)}
+	return w.opAt(ctx, name, start, time.Now(), err)
+}
+
+// opAt is op for a call that returned at end: where other events are
+// emitted between the return and the record, a write to a full pipe (a
+// coordinator slow to read) must not count as the call's own time.
+func (w *worker) opAt(ctx context.Context, name string, start, end time.Time, err error) error {
+	ev := event{K: "op", Op: name, S: nanos(start), T: nanos(end), E: kindOf(err)}
 	if dl, ok := ctx.Deadline(); ok {
 		ev.D = nanos(dl)
 	}
@@ -207,8 +215,9 @@ func (w *worker) increment(ctx context.Context) error {
 	setStart := time.Now()
 	w.emit(event{K: "set", C: i + 1, H: h.id, N: h.name, Tok: h.token, S: nanos(getStart), T: nanos(setStart), V: n, W: n + 1})
 	err = w.st.SetServerSetting(fenced(ctx, h.lock), counterKey(i), strconv.FormatInt(n+1, 10))
-	w.emit(event{K: "setdone", C: i + 1, H: h.id, O: outcomeOf(err), V: n, W: n + 1})
-	w.op(ctx, "set", setStart, err)
+	setEnd := time.Now()
+	w.emit(event{K: "setdone", C: i + 1, H: h.id, O: outcomeOf(err), V: n, W: n + 1, T: nanos(setEnd)})
+	w.opAt(ctx, "set", setStart, setEnd, err)
 	return errors.Join(err, w.release(ctx, h))
 }
 
@@ -249,8 +258,9 @@ func (w *worker) upload(ctx context.Context) error {
 		w.emit(event{K: "abandonstart", Fid: fid})
 		start := time.Now()
 		err := w.st.DeleteTempFile(ctx, fid)
-		w.emit(event{K: "abandon", Fid: fid, O: outcomeOf(err)})
-		return w.op(ctx, "delete_temp", start, err)
+		end := time.Now()
+		w.emit(event{K: "abandon", Fid: fid, O: outcomeOf(err), T: nanos(end)})
+		return w.opAt(ctx, "delete_temp", start, end, err)
 	}
 	c := store.Commit{Fid: fid, DomainID: dmid, Key: key, Length: int64(w.rng.IntN(1 << 20)), DevIDs: devs, Replicate: w.rng.IntN(2) == 0}
 	var rq int64
@@ -385,8 +395,9 @@ func (w *worker) enqueue(ctx context.Context) error {
 	rq := w.requeueStart(fid, "enqueue")
 	start := time.Now()
 	err := w.st.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: fid})
+	end := time.Now()
 	w.requeueDone(rq, err)
-	w.op(ctx, "enqueue", start, err)
+	w.opAt(ctx, "enqueue", start, end, err)
 	w.emit(event{K: "enq", Fid: fid, S: nanos(start), O: outcomeOf(err)})
 	return err
 }
@@ -449,8 +460,9 @@ func (w *worker) reschedule(ctx context.Context, fid int64) error {
 	rq := w.requeueStart(fid, "reschedule")
 	start := time.Now()
 	err := w.st.Reschedule(ctx, store.QueueReplicate, fid, 0, true)
+	end := time.Now()
 	w.requeueDone(rq, err)
-	return w.op(ctx, "reschedule", start, err)
+	return w.opAt(ctx, "reschedule", start, end, err)
 }
 
 func counterKey(i int) string  { return "torture_ctr_" + strconv.Itoa(i) }
