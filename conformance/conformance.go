@@ -101,7 +101,6 @@ func Run(t *testing.T, h Harness) {
 		{"SharedState", testSharedState},
 		{"Reopen", testReopen},
 		{"SchemaNewerRefused", testSchemaNewerRefused},
-		{"SchemaOlderRefused", testSchemaOlderRefused},
 
 		// Namespace.
 		{"DomainCreate", testDomainCreate},

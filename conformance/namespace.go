@@ -89,13 +89,6 @@ func testSchemaNewerRefused(t *testing.T, e *env) {
 	schemaRefused(t, e, store.SchemaVersion+1)
 }
 
-// A MogileFS database never upgraded to schema 17 lacks columns the shared
-// SQL uses: it is refused, for mogdbsetup to upgrade, not half-used or
-// quietly marked current.
-func testSchemaOlderRefused(t *testing.T, e *env) {
-	schemaRefused(t, e, 15)
-}
-
 // schemaRefused checks that store.Open refuses a database whose
 // schema_version is v with ErrSchemaMismatch, leaving v as it was.
 func schemaRefused(t *testing.T, e *env, v int) {

@@ -136,7 +136,7 @@ func checkOldSchema(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("mysql: check schema: %w", err)
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(v.String)); err == nil {
-		return sqlstore.CheckSchemaVersion(n)
+		return sqlstore.CheckSchemaVersion(n, false)
 	}
 	return nil
 }

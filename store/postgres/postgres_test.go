@@ -684,3 +684,37 @@ func TestLocks_ErrorsWrappedOnce(t *testing.T) {
 		t.Errorf("release error %q names the lock %d times; want once", err, n)
 	}
 }
+
+// A MogileFS database below schema 17 (its Store/Postgres.pm upgrades added
+// columns this backend does not add) is refused, not half-used and marked
+// current; a newer one is a newer tracker's. Either is left as it was.
+func TestOpen_OlderSchemaRefused(t *testing.T) {
+	ctx := t.Context()
+	for _, v := range []string{"15", "18"} {
+		dsn := testdb.Postgres(t)
+		conn, err := adminConn(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		for _, q := range []string{
+			"CREATE TABLE server_settings (field VARCHAR(50) PRIMARY KEY, value TEXT)",
+			"INSERT INTO server_settings VALUES ('schema_version', '" + v + "')",
+		} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		s, err := store.Open(ctx, dsn)
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, store.ErrSchemaMismatch) {
+			t.Errorf("Open of a schema %s database: got %v; want %v", v, err, store.ErrSchemaMismatch)
+		}
+		var got string
+		if err := conn.QueryRow(ctx, "SELECT value FROM server_settings WHERE field = 'schema_version'").Scan(&got); err != nil || got != v {
+			t.Errorf("schema_version after the refused Open: %q, %v; want %q", got, err, v)
+		}
+	}
+}

@@ -189,6 +189,8 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		OpTimeout:    dsn.OpTimeout,
 		MaxIdleConns: dsn.MaxIdleConns,
 		MaxOpenConns: dsn.MaxOpenConns,
+		// upgradeColumns did what MogileFS's SQLite upgrades did.
+		UpgradedOldSchema: true,
 	})
 	if err != nil {
 		db.Close()

@@ -177,6 +177,12 @@ type Config struct {
 	// store.DefaultMaxIdleConns idle when 0, no open limit when 0.
 	// Backends pass store.DSN's fields of the same names.
 	MaxIdleConns, MaxOpenConns int
+	// UpgradedOldSchema says the backend has brought a database of an
+	// older MogileFS schema up to store.SchemaVersion before New (as
+	// store/sqlite adds the columns MogileFS's own upgrades added); New
+	// then records the version. Otherwise New refuses such a database
+	// (CheckSchemaVersion): CREATE TABLE IF NOT EXISTS adds no column.
+	UpgradedOldSchema bool
 }
 
 // Insert is the INSERT statement that every Dialect's Upsert starts from:

@@ -54,6 +54,8 @@ type Store struct {
 	close func() error
 	// opTimeout is the default deadline of every call (Config.OpTimeout).
 	opTimeout time.Duration
+	// upgradedOld is Config.UpgradedOldSchema.
+	upgradedOld bool
 
 	closed atomic.Bool
 
@@ -69,7 +71,8 @@ var _ store.Store = (*Store)(nil)
 // schema of cfg.DB, then starts cfg.Locks (LockStarter), then returns the
 // ready Store; Close undoes it in reverse (locks, OnClose, DB).
 // It fails with store.ErrSchemaMismatch (wrapped) when the database has a
-// schema newer than store.SchemaVersion. New takes ownership of cfg.DB,
+// schema newer than store.SchemaVersion, or older and not upgraded by the
+// backend (CheckSchemaVersion). New takes ownership of cfg.DB,
 // cfg.Locks and cfg.OnClose only when it succeeds.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.DB == nil || cfg.Dialect == nil || cfg.Locks == nil {
@@ -83,7 +86,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		close: cfg.OnClose,
 		held:  map[string]*heldLock{},
 
-		opTimeout: cfg.OpTimeout,
+		opTimeout:   cfg.OpTimeout,
+		upgradedOld: cfg.UpgradedOldSchema,
 	}
 	// Every concurrent call beyond the idle limit opens a new connection
 	// (a TCP, perhaps TLS, handshake and a server backend) and closes it
@@ -125,7 +129,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := CheckSchemaVersion(have); err != nil {
+	if err := CheckSchemaVersion(have, s.upgradedOld); err != nil {
 		return err
 	}
 	stmts := append(append([]string{}, s.d.Schema()...), OwnSchema...)
@@ -156,15 +160,16 @@ func (s *Store) migrate(ctx context.Context) error {
 // (0: none, a new database) may be opened: one newer than
 // store.SchemaVersion is a newer tracker's, and one below it (a MogileFS
 // database never upgraded) lacks columns the shared SQL uses, which
-// CREATE TABLE IF NOT EXISTS would not add; MogileFS's own mogdbsetup
-// upgrades it. A backend that must inspect the schema before New (as
-// store/mysql does) calls it first itself.
-func CheckSchemaVersion(have int) error {
+// CREATE TABLE IF NOT EXISTS would not add, unless the backend upgraded
+// it (upgraded; Config.UpgradedOldSchema); MogileFS's own mogdbsetup
+// upgrades it otherwise. A backend that must inspect the schema before
+// New (as store/mysql does) calls it first itself.
+func CheckSchemaVersion(have int, upgraded bool) error {
 	switch {
 	case have > store.SchemaVersion:
 		return fmt.Errorf("store: check schema: %w: database has version %d, this gomogile knows up to %d",
 			store.ErrSchemaMismatch, have, store.SchemaVersion)
-	case have > 0 && have < store.SchemaVersion:
+	case have > 0 && have < store.SchemaVersion && !upgraded:
 		return fmt.Errorf("store: check schema: %w: database has MogileFS schema %d; upgrade it to %d with mogdbsetup first",
 			store.ErrSchemaMismatch, have, store.SchemaVersion)
 	}
