@@ -484,14 +484,17 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 		return s.retryable(err), err
 	}
 	if err := s.checkFences(ctx, tx); err != nil {
-		_ = tx.Rollback()
-		return s.retryable(err), err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
+		rollback(ctx, tx)
 		return s.retryable(err), txDone(ctx, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := fn(tx); err != nil {
+		rollback(ctx, tx)
+		return s.retryable(err), txDone(ctx, err)
+	}
+	if err := commit(ctx, tx); err != nil {
+		if errors.Is(err, store.ErrUnknownOutcome) {
+			return false, err
+		}
 		if errors.Is(err, sql.ErrTxDone) {
 			// database/sql rolled the transaction back when ctx ended,
 			// before any COMMIT was sent: a definite failure.
@@ -511,6 +514,45 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 		return false, err
 	}
 	return false, nil
+}
+
+// commit is tx.Commit bounded by ctx. database/sql passes no context to a
+// driver's Commit, and go-sql-driver's waits for the server's answer
+// however long it takes (a partition: until it heals), so the wait runs
+// on its own and the call gives up at ctx's end: with ErrUnknownOutcome,
+// since the COMMIT may have been applied.
+func commit(ctx context.Context, tx *sql.Tx) error {
+	done := make(chan error, 1)
+	go func() { done <- tx.Commit() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done: // answered at the same instant
+			return err
+		default:
+		}
+		return fmt.Errorf("%w: COMMIT unanswered: %w", store.ErrUnknownOutcome, ctx.Err())
+	}
+}
+
+// rollback is tx.Rollback bounded by ctx, for the same reason as commit.
+// Once ctx has ended there is nothing to do: database/sql rolls back, and
+// drops the connection, from its own goroutine.
+func rollback(ctx context.Context, tx *sql.Tx) {
+	if ctx.Err() != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = tx.Rollback()
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // txDone names the cause of sql.ErrTxDone on a transaction that this

@@ -54,3 +54,52 @@ func TestTx_ContextEndedMidTransaction(t *testing.T) {
 		}
 	}
 }
+
+// A transaction cut off from its server (a partition: no FIN, no RST) after
+// its last statement ends by its context's deadline, whether it was to
+// commit (ErrUnknownOutcome: the COMMIT may land) or to roll back (the
+// caller's own error). database/sql hands a driver's Commit and Rollback
+// no context, and go-sql-driver's wait for the server however long it
+// stays silent.
+func TestTx_PartitionedEndReturnsOnTime(t *testing.T) {
+	for _, backend := range []string{"mysql", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			s, p := openWire(t, serverDSNs[backend](t))
+			if _, err := s.ServerSetting(t.Context(), "schema_version"); err != nil {
+				t.Fatal(err)
+			}
+			refused := errors.New("refused by the caller")
+			for _, end := range []string{"commit", "rollback"} {
+				const wait = 500 * time.Millisecond
+				ctx, cancel := context.WithTimeout(t.Context(), wait)
+				heal := time.AfterFunc(5*time.Second, func() { p.Blackhole(false) })
+				start := time.Now()
+				err := sqlstore.RunTx(ctx, s, func(tx *sql.Tx) error {
+					if _, err := tx.ExecContext(ctx, "UPDATE server_settings SET value = value WHERE field = 'schema_version'"); err != nil {
+						return err
+					}
+					p.Blackhole(true)
+					if end == "rollback" {
+						return refused
+					}
+					return nil
+				})
+				took := time.Since(start)
+				cancel()
+				heal.Stop()
+				p.Blackhole(false)
+				t.Logf("%s cut off: returned after %v (deadline %v): %v", end, took, wait, err)
+				want := store.ErrUnknownOutcome
+				if end == "rollback" {
+					want = refused
+				}
+				if !errors.Is(err, want) {
+					t.Errorf("%s cut off: got %v; want %v", end, err, want)
+				}
+				if bound := wait + 2*time.Second; took > bound {
+					t.Errorf("%s cut off: returned after %v, deadline %v; want within %v", end, took, wait, bound)
+				}
+			}
+		})
+	}
+}
