@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/internal/sqlaccess"
+	"github.com/gomogile/gomogile/store"
 )
 
 // Fault kinds, as the summary line names them.
@@ -423,6 +424,12 @@ func (r *run) probe(ctx context.Context, name string, killed time.Time) {
 		defer cancel()
 		start := time.Now()
 		l, err := r.admin.Lock(pctx, name, bound-time.Since(killed))
+		// A probe's own session may be killed or cut by another fault
+		// while it waits: like a tracker, it tries again, within the
+		// bound; only the lock staying taken is the dead owner's doing.
+		for errors.Is(err, store.ErrUnavailable) && time.Since(killed) < bound && sleepCtx(pctx, 10*time.Millisecond) {
+			l, err = r.admin.Lock(pctx, name, max(bound-time.Since(killed), 0))
+		}
 		got := time.Now()
 		ev := event{K: "probe", P: "coord", N: name, S: nanos(killed), E: kindOf(err)}
 		if err == nil {
