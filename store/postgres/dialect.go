@@ -298,3 +298,13 @@ func (Dialect) Counter() sqlstore.Counter {
 // ClaimLock: two trackers leasing at once take different rows instead of
 // queueing on each other's.
 func (Dialect) ClaimLock() string { return " FOR UPDATE SKIP LOCKED" }
+
+// Claim implements sqlstore.Claimer: the due rows' locking read and their
+// UPDATE in one statement, so Lease is one round trip. due's columns are
+// renamed so that the UPDATE's own columns stay unambiguous, and the rows
+// come back in due's order, which RETURNING alone does not keep.
+func (Dialect) Claim(table, where, due, until, cols string) string {
+	return "WITH due (due_fid, due_next) AS (" + due + "), moved AS (UPDATE " + table +
+		" SET nexttry = " + until + " FROM due WHERE fid = due_fid" + where +
+		" RETURNING " + table + ".*, due_next) SELECT " + cols + " FROM moved ORDER BY due_next, fid"
+}
