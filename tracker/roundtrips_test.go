@@ -16,10 +16,11 @@ import (
 // to it.
 var wantRoundTrips = map[string]int64{
 	"create_open": 2, // CreateTempFile: the fid, the INSERT; skip_mkcol is cached
-	// TempFile, then CommitFile's transaction: BEGIN, DELETE tempfile, the
-	// key's owner with the clock, INSERT file, INSERT file_on, devcount,
-	// the replicate queue, the file read back, COMMIT.
-	"create_close": 10,
+	// TempFile, then CommitFile's transaction: BEGIN, DELETE tempfile,
+	// INSERT file (with its devcount, unless the key has an owner), INSERT
+	// file_on, the replicate queue (its nexttry on the server's clock),
+	// COMMIT.
+	"create_close": 7,
 	"get_paths":    2, // FileByKey, FileOn
 }
 

@@ -56,12 +56,21 @@ type op struct {
 // "bench:" line per operation and then a Markdown table to w (os.Stdout
 // when nil) and returns the results.
 func Compare(b *testing.B, dsn string, reset func(b *testing.B), w io.Writer) []Result {
+	return compare(b, "", dsn, reset, w)
+}
+
+// compare is Compare with the lines' backend= label (the dialect's name
+// when "").
+func compare(b *testing.B, label, dsn string, reset func(b *testing.B), w io.Writer) []Result {
 	if w == nil {
 		w = os.Stdout
 	}
 	s := openSQL(b, dsn, reset)
 	p := parts(b, s)
-	e := &cmpEnv{s: s, db: p.DB, q: p.Dialect.Rebind, now: p.Dialect.UnixNow(), backend: p.Dialect.Name()}
+	e := &cmpEnv{s: s, db: p.DB, q: p.Dialect.Rebind, now: p.Dialect.UnixNow(), backend: p.Dialect.Name(), label: label}
+	if e.label == "" {
+		e.label = e.backend
+	}
 	e.dmid = mustDomain(b, s)
 	ops, err := e.ops(b)
 	if err != nil {
@@ -96,11 +105,11 @@ func Compare(b *testing.B, dsn string, reset func(b *testing.B), w io.Writer) []
 		}
 		r := Result{Op: o.name, Ours: median(ours), Raw: median(raw)}
 		out = append(out, r)
-		fmt.Fprintln(w, r.Line(e.backend))
+		fmt.Fprintln(w, r.Line(e.label))
 	}
 	for _, r := range e.handoff(b, dsn) {
 		out = append(out, r)
-		fmt.Fprintln(w, r.Line(e.backend))
+		fmt.Fprintln(w, r.Line(e.label))
 	}
 	fmt.Fprintf(w, "\n| backend | op | ours µs | raw µs | ratio |\n|---|---|---|---|---|\n")
 	for _, r := range out {
@@ -108,7 +117,7 @@ func Compare(b *testing.B, dsn string, reset func(b *testing.B), w io.Writer) []
 		if r.Raw > 0 {
 			ratio, raw = fmt.Sprintf("%.2f", r.Ours/r.Raw), fmt.Sprintf("%.1f", r.Raw)
 		}
-		fmt.Fprintf(w, "| %s | %s | %.1f | %s | %s |\n", e.backend, r.Op, r.Ours, raw, ratio)
+		fmt.Fprintf(w, "| %s | %s | %.1f | %s | %s |\n", e.label, r.Op, r.Ours, raw, ratio)
 	}
 	return out
 }
@@ -130,7 +139,8 @@ type cmpEnv struct {
 	db      *sql.DB
 	q       func(string) string
 	now     string // the dialect's SQL for the database clock
-	backend string
+	backend string // the dialect's name
+	label   string // backend= of the lines
 	dmid    int
 }
 
@@ -342,10 +352,16 @@ var compared sync.Map // benchmark name -> true
 // testing package calls it (it calls it again with a larger b.N, which
 // Compare does not use: its passes are fixed so every run measures alike).
 func CompareOnce(b *testing.B, dsn string, reset func(b *testing.B)) {
+	CompareOnceAs(b, "", dsn, reset)
+}
+
+// CompareOnceAs is CompareOnce with label as the lines' backend= (a
+// backend in another mode: "postgres-pooler").
+func CompareOnceAs(b *testing.B, label, dsn string, reset func(b *testing.B)) {
 	if _, done := compared.LoadOrStore(b.Name(), true); done {
 		return
 	}
-	Compare(b, dsn, reset, nil)
+	compare(b, label, dsn, reset, nil)
 }
 
 // Handoffs is how many lock handoffs the handoff figures are taken from.

@@ -103,3 +103,17 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkComparePooler is BenchmarkCompare in pooler mode, as a tracker
+// behind a transaction-mode pooler is configured (no LISTEN, no prepared
+// statements; see the package doc, # Poolers): its lines say
+// backend=postgres-pooler, and its handoff figures are the ones without
+// notifications.
+func BenchmarkComparePooler(b *testing.B) {
+	h := newHarness(b, "lock_notify=false", "default_query_exec_mode=simple_protocol")
+	rawbench.CompareOnceAs(b, "postgres-pooler", h.DSN(), func(b *testing.B) {
+		if err := h.Reset(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

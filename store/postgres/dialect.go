@@ -298,3 +298,16 @@ func (Dialect) Counter() sqlstore.Counter {
 // ClaimLock: two trackers leasing at once take different rows instead of
 // queueing on each other's.
 func (Dialect) ClaimLock() string { return " FOR UPDATE SKIP LOCKED" }
+
+// Claim implements sqlstore.Claimer: the due rows' locking read and their
+// UPDATE in one statement, so Lease is one round trip. The UPDATE finds the
+// rows by fid = ANY(an array of due's fids), an index scan of the primary
+// key, where a join with due would have the planner scan and hash the whole
+// table (20,000 due rows: 6 ms against 2); due's columns are renamed so that
+// the UPDATE's stay unambiguous, and joining the moved rows back to due
+// returns them in due's order, which RETURNING alone does not keep.
+func (Dialect) Claim(table, where, due, until, cols string) string {
+	return "WITH due (due_fid, due_next) AS (" + due + "), moved AS (UPDATE " + table +
+		" SET nexttry = " + until + " WHERE fid = ANY (ARRAY(SELECT due_fid FROM due))" + where +
+		" RETURNING *) SELECT " + cols + " FROM moved JOIN due ON fid = due_fid ORDER BY due_next, fid"
+}

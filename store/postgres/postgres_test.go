@@ -496,7 +496,9 @@ func TestLocks_HandoffNotify(t *testing.T) {
 }
 
 // TestLocks_NotifyOff: with lock_notify=false (a transaction pooler) there
-// is no listening session and waiters get the lock by polling alone.
+// is no listening session, and a waiter for another Store's lock waits on
+// the server (a statement that ends when the holder's row goes) instead of
+// polling from the client.
 func TestLocks_NotifyOff(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	holder := open(t, dsn)
@@ -506,13 +508,92 @@ func TestLocks_NotifyOff(t *testing.T) {
 	}
 	ds := handoffs(t, holder, waiter, 3)
 	woken, _ := postgres.NotifyWakeups(waiter)
-	t.Logf("handoff delays by polling: %v", ds)
+	onServer, _ := postgres.ServerWaits(waiter)
+	t.Logf("handoff delays waiting on the server: %v (%d waits)", ds, onServer)
 	if woken != 0 {
 		t.Errorf("%d waits ended by a notification with lock_notify=false; want 0", woken)
+	}
+	// Each handoff's waiter held on the server through the 400ms hold
+	// (waits of at most 250ms) and through the release.
+	if onServer < 3 {
+		t.Errorf("%d waits on the server over 3 handoffs; want at least 3", onServer)
 	}
 	// The backoff is capped at 100ms; allow for slow round trips.
 	if ds[len(ds)-1] > 500*time.Millisecond {
 		t.Errorf("slowest polled handoff %v; want about the 100ms backoff cap", ds[len(ds)-1])
+	}
+}
+
+// TestLocks_LocalHandoffNotifyOff: a waiter of the Store that releases the
+// lock is woken by that Release itself, notifications or not (lock_notify
+// =false here), and does not wait on the server for its own Store's row.
+func TestLocks_LocalHandoffNotifyOff(t *testing.T) {
+	s := open(t, withParams(testdb.Postgres(t), "lock_notify=false"))
+	ds := handoffs(t, s, s, 5)
+	woken, _ := postgres.NotifyWakeups(s)
+	onServer, _ := postgres.ServerWaits(s)
+	t.Logf("handoff delays within one Store: %v; waits ended by its release: %d, on the server: %d", ds, woken, onServer)
+	if woken < 4 {
+		t.Errorf("%d of 5 waits ended by the Store's own release; want at least 4", woken)
+	}
+	if onServer != 0 {
+		t.Errorf("%d waits on the server for the Store's own lock; want 0", onServer)
+	}
+}
+
+// TestLocks_ServerWaitsBounded: a Store runs at most 4 waits on the server
+// at once, each holding a pool connection (behind a transaction pooler, a
+// server connection the holder may need to release); its other waiters
+// poll, and every one still gets its lock once released.
+func TestLocks_ServerWaitsBounded(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	holder, waiter := open(t, dsn), open(t, withParams(dsn, "lock_notify=false"))
+	const n = 8
+	var held []store.Lock
+	for i := range n {
+		held = append(held, lock(t, holder, fmt.Sprintf("bounded/%d", i), 0))
+	}
+	errc := make(chan error, n)
+	for i := range n {
+		go func() {
+			l, err := waiter.Lock(t.Context(), fmt.Sprintf("bounded/%d", i), 20*time.Second)
+			if err == nil {
+				err = l.Release(context.Background())
+			}
+			errc <- err
+		}()
+	}
+	conn, err := adminConn(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	most := 0
+	for range 40 {
+		var active int
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND state = 'active' AND query LIKE 'DO $$%pg_sleep%'`).Scan(&active); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, active)
+		time.Sleep(25 * time.Millisecond)
+	}
+	for _, l := range held {
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		if err := <-errc; err != nil {
+			t.Errorf("waiting Lock: %v", err)
+		}
+	}
+	t.Logf("at most %d waits on the server at once for %d waiters", most, n)
+	if most > 4 {
+		t.Errorf("%d waits on the server at once; want at most 4", most)
+	}
+	if most == 0 {
+		t.Error("no wait on the server seen; want the waiters to wait there")
 	}
 }
 

@@ -33,7 +33,9 @@ type Dialect interface {
 	// row's value and Excluded(col) the value proposed by the INSERT. With
 	// update "" the statement's RowsAffected must be 1 when it inserted and
 	// 0 when the row existed (MySQL: without CLIENT_FOUND_ROWS, so that
-	// assigning a column to itself counts as no change).
+	// assigning a column to itself counts as no change). The statement must
+	// begin with Insert(table, cols): the shared layer swaps that VALUES
+	// list for expressions or a SELECT of its own.
 	Upsert(table string, cols, key []string, update string) string
 	// Excluded names the proposed value of col inside Upsert's update.
 	Excluded(col string) string
@@ -77,6 +79,21 @@ type Counter struct {
 	// no row, or RowsAffected 0.
 	Next           string
 	NextByInsertID bool
+}
+
+// Claimer is an optional Dialect interface for a database that can move
+// rows and return them in one statement (PostgreSQL's data-modifying WITH).
+// Lease then claims due rows in one autocommit statement, one round trip,
+// instead of a transaction of four; without the interface, or when the
+// caller's context carries fences, Lease runs that transaction.
+type Claimer interface {
+	// Claim builds the statement. due is the locking read of the due rows'
+	// fid and nexttry, in lease order, with its LIMIT and ClaimLock; the
+	// statement sets nexttry to until (an expression with one '?', after
+	// due's) on the rows of table that due returned and also match where
+	// ("" or " AND type = N"), and yields for each moved row the expressions
+	// of cols over its new values, ordered as due returned them.
+	Claim(table, where, due, until, cols string) string
 }
 
 // Collated is an optional Dialect interface for a database whose name
@@ -190,4 +207,17 @@ type Config struct {
 func Insert(table string, cols []string) string {
 	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" +
 		strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
+}
+
+// upsertFrom is d.Upsert with its VALUES list replaced by source: a VALUES
+// list of SQL expressions (the clock, say) or an "SELECT … WHERE …" of the
+// values, in cols' order. Every Dialect's Upsert starts with Insert(table,
+// cols), which is what makes the swap possible.
+func (s *Store) upsertFrom(table string, cols, key []string, update, source string) string {
+	up := s.d.Upsert(table, cols, key, update)
+	ins := Insert(table, cols)
+	if !strings.HasPrefix(up, ins) {
+		panic("sqlstore: " + s.d.Name() + " Dialect.Upsert does not start with Insert(table, cols)")
+	}
+	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") " + source + up[len(ins):]
 }

@@ -411,44 +411,47 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store
 		}
 		return res, err
 	}
-	// The key's current owner and the database clock, in one round trip.
-	var owner sql.NullInt64
-	var now int64
-	err = s.queryRow(ctx, tx, "SELECT (SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs()+"), "+s.d.UnixNow(),
-		c.DomainID, c.Key, c.Key).Scan(&owner, &now)
-	switch old := owner.Int64; {
-	case err != nil:
-		return res, err
-	case !owner.Valid:
-	case old != c.Fid:
-		n, err := s.execN(ctx, tx, "DELETE FROM file WHERE fid = ?", old)
-		if err != nil {
-			return res, err
-		}
-		if n == 1 {
-			if err := s.enqueueTx(ctx, tx, now, store.QueueDelete, store.QueueEntry{Fid: old}); err != nil {
-				return res, err
-			}
-			if _, err := s.exec(ctx, tx, "DELETE FROM gomogile_commit WHERE fid = ?", old); err != nil {
-				return res, err
-			}
-			res.ReplacedFid = old
-		}
-	}
-	if _, err := s.exec(ctx, tx, "INSERT INTO file ("+fileCols+") VALUES (?, ?, ?, ?, ?, 0)",
-		c.Fid, c.DomainID, c.Key, c.Length, c.ClassID); err != nil {
-		return res, err
-	}
 	devs := slices.Clone(c.DevIDs)
 	slices.Sort(devs)
-	ins := s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, "")
-	for _, d := range slices.Compact(devs) {
-		if _, err := s.exec(ctx, tx, ins, c.Fid, d); err != nil {
+	devs = slices.Compact(devs)
+	// The common case in one statement: a key nobody owns and a fid with
+	// no file_on rows but the commit's own, so devcount is len(devs) and
+	// nothing needs reading. The file_on rows it counts on cannot change
+	// under it: every writer of them locks the tempfile row first (lockFid),
+	// which the DELETE above holds, and this statement's read comes after
+	// the DELETE's wait for any such writer. When it inserts nothing (the
+	// key has an owner, or a placement of the tempfile stage added another
+	// device) the general path below finds out which.
+	f := store.File{Fid: c.Fid, DomainID: c.DomainID, Key: c.Key, Length: c.Length, ClassID: c.ClassID, DevCount: len(devs)}
+	others := "SELECT 1 FROM file_on WHERE fid = ?"
+	args := []any{f.Fid, f.DomainID, f.Key, f.Length, f.ClassID, f.DevCount, c.Fid}
+	if len(devs) > 0 {
+		others += " AND devid NOT IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(devs)), ", ") + ")"
+		for _, d := range devs {
+			args = append(args, d)
+		}
+	}
+	ins := s.upsertFrom("file", fileColList, []string{"dmid", "dkey"}, "",
+		"SELECT ?, ?, ?, ?, ?, ? FROM (SELECT 1 AS one) one WHERE NOT EXISTS ("+others+")")
+	n, err := s.execN(ctx, tx, ins, args...)
+	if err != nil {
+		return res, err
+	}
+	if n == 1 {
+		res.File = f
+	} else if res, err = s.commitOwned(ctx, tx, c); err != nil {
+		return res, err
+	}
+	onIns := s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, "")
+	for _, d := range devs {
+		if _, err := s.exec(ctx, tx, onIns, c.Fid, d); err != nil {
 			return res, err
 		}
 	}
-	if err := s.syncDevCount(ctx, tx, c.Fid); err != nil {
-		return res, err
+	if n != 1 {
+		if err := s.syncDevCount(ctx, tx, c.Fid); err != nil {
+			return res, err
+		}
 	}
 	if c.Checksum != nil {
 		sum := *c.Checksum
@@ -458,7 +461,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store
 		}
 	}
 	if c.Replicate {
-		if err := s.enqueueTx(ctx, tx, now, store.QueueReplicate, store.QueueEntry{Fid: c.Fid}); err != nil {
+		if err := s.enqueueTx(ctx, tx, store.QueueReplicate, store.QueueEntry{Fid: c.Fid}); err != nil {
 			return res, err
 		}
 	}
@@ -469,7 +472,43 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store
 			return res, err
 		}
 	}
-	res.File, err = scanFile(s.queryRow(ctx, tx, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
+	if n != 1 {
+		res.File, err = scanFile(s.queryRow(ctx, tx, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
+	}
+	return res, err
+}
+
+// fileColList is fileCols as a list.
+var fileColList = strings.Split(fileCols, ", ")
+
+// commitOwned is the part of a commit that the one-statement INSERT of
+// commitTx could not do: it removes and queues for deletion the fid that
+// owns the key, if any, then inserts the file row (devcount 0, which the
+// caller then syncs from file_on). It reports the replaced fid.
+func (s *Store) commitOwned(ctx context.Context, tx *sql.Tx, c store.Commit) (store.CommitResult, error) {
+	var res store.CommitResult
+	var owner sql.NullInt64
+	err := s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs(), c.DomainID, c.Key, c.Key).Scan(&owner)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return res, err
+	}
+	if old := owner.Int64; owner.Valid && old != c.Fid {
+		n, err := s.execN(ctx, tx, "DELETE FROM file WHERE fid = ?", old)
+		if err != nil {
+			return res, err
+		}
+		if n == 1 {
+			if err := s.enqueueTx(ctx, tx, store.QueueDelete, store.QueueEntry{Fid: old}); err != nil {
+				return res, err
+			}
+			if _, err := s.exec(ctx, tx, "DELETE FROM gomogile_commit WHERE fid = ?", old); err != nil {
+				return res, err
+			}
+			res.ReplacedFid = old
+		}
+	}
+	_, err = s.exec(ctx, tx, "INSERT INTO file ("+fileCols+") VALUES (?, ?, ?, ?, ?, 0)",
+		c.Fid, c.DomainID, c.Key, c.Length, c.ClassID)
 	return res, err
 }
 
@@ -729,11 +768,7 @@ func (s *Store) DeleteFile(ctx context.Context, fid int64) error {
 			// for its own owner (DeleteTempFile, the reaper).
 			return store.ErrNotFound
 		}
-		now, err := s.dbNow(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if err := s.enqueueTx(ctx, tx, now, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
+		if err := s.enqueueTx(ctx, tx, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
 			return err
 		}
 		_, err = s.exec(ctx, tx, "DELETE FROM gomogile_commit WHERE fid = ?", fid)

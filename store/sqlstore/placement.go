@@ -3,7 +3,10 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+
+	"github.com/gomogile/gomogile/store"
 )
 
 // lockFid takes the row locks that every writer of fid's file_on rows takes
@@ -11,15 +14,12 @@ import (
 // on MySQL and PostgreSQL (SQLite serialises writers anyway). While the
 // tempfile row is locked, CommitFile cannot turn it into a file, so a
 // file_on change at the tempfile stage is never missed by the commit's count.
-// It reports whether the file row exists.
-func (s *Store) lockFid(ctx context.Context, tx *sql.Tx, fid int64) (bool, error) {
+func (s *Store) lockFid(ctx context.Context, tx *sql.Tx, fid int64) error {
 	if _, err := s.exec(ctx, tx, "UPDATE tempfile SET createtime = createtime WHERE fid = ?", fid); err != nil {
-		return false, err
+		return err
 	}
-	if _, err := s.exec(ctx, tx, "UPDATE file SET devcount = devcount WHERE fid = ?", fid); err != nil {
-		return false, err
-	}
-	return s.exists(ctx, tx, "SELECT 1 FROM file WHERE fid = ?", fid)
+	_, err := s.exec(ctx, tx, "UPDATE file SET devcount = devcount WHERE fid = ?", fid)
+	return err
 }
 
 // AddFileOn records a copy of fid on devid.
@@ -45,8 +45,7 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 	}
 	var changed bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		hasFile, err := s.lockFid(ctx, tx, fid)
-		if err != nil {
+		if err := s.lockFid(ctx, tx, fid); err != nil {
 			return err
 		}
 		if add {
@@ -64,10 +63,9 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 			}
 			changed = n > 0
 		}
-		if hasFile {
-			return s.syncDevCount(ctx, tx, fid)
-		}
-		return nil
+		// Without a file row (the tempfile stage) this changes nothing,
+		// so no probe tells it apart first.
+		return s.syncDevCount(ctx, tx, fid)
 	})
 	if err != nil {
 		return false, s.wrap(op, err)
@@ -144,14 +142,17 @@ func (s *Store) SyncDevCount(ctx context.Context, fid int64) (int, error) {
 	}
 	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		hasFile, err := s.lockFid(ctx, tx, fid)
-		if err != nil || !hasFile {
-			return notFound(err)
+		if err := s.lockFid(ctx, tx, fid); err != nil {
+			return err
 		}
 		if err := s.syncDevCount(ctx, tx, fid); err != nil {
 			return err
 		}
-		return s.queryRow(ctx, tx, "SELECT devcount FROM file WHERE fid = ?", fid).Scan(&n)
+		err := s.queryRow(ctx, tx, "SELECT devcount FROM file WHERE fid = ?", fid).Scan(&n)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
 	})
 	return n, s.wrap(op, err)
 }

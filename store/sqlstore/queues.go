@@ -66,44 +66,57 @@ func scanItem(q store.Queue, sc interface{ Scan(...any) error }) (store.QueueIte
 	return it, nil
 }
 
-// nextTry is the nexttry of a row due after d from now (database clock).
+// nextTry is the nexttry of a row due after d from now (database clock):
+// what nextTryExpr computes in SQL.
 func nextTry(now int64, d time.Duration) int64 {
-	if d == store.Never {
-		return endOfTime
-	}
-	return min(now+secondsCeil(d), endOfTime)
+	return min(now+nextTryDelay(d), endOfTime)
 }
 
 // enqueueTx inserts or merges one queue row: an existing row keeps its
-// failcount, devid and arg, and takes the earlier nexttry.
-func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, now int64, q store.Queue, e store.QueueEntry) error {
+// failcount, devid and arg, and takes the earlier nexttry. The new row's
+// nexttry is computed from the database clock inside the statement, so no
+// caller reads the clock first.
+func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, q store.Queue, e store.QueueEntry) error {
 	t, err := queueOf(q)
 	if err != nil {
 		return err
 	}
 	cols := []string{"fid", "nexttry", "failcount"}
-	args := []any{e.Fid, nextTry(now, e.After), 0}
+	vals := []string{"?", s.nextTryExpr(), "?"}
+	args := []any{e.Fid, nextTryDelay(e.After), 0}
 	key := []string{"fid"}
 	if t.typ != 0 {
-		cols = append(cols, "type")
-		args = append(args, t.typ)
+		cols, vals, args = append(cols, "type"), append(vals, "?"), append(args, t.typ)
 		key = append(key, "type")
 	}
 	if t.devid != "" {
-		cols = append(cols, t.devid)
-		args = append(args, nullInt(int64(e.DevID)))
+		cols, vals, args = append(cols, t.devid), append(vals, "?"), append(args, nullInt(int64(e.DevID)))
 	}
 	if t.arg {
-		cols = append(cols, "arg")
-		args = append(args, nullStr(e.Arg))
+		cols, vals, args = append(cols, "arg"), append(vals, "?"), append(args, nullStr(e.Arg))
 	}
 	if t.flags {
-		cols = append(cols, "flags")
-		args = append(args, 0)
+		cols, vals, args = append(cols, "flags"), append(vals, "?"), append(args, 0)
 	}
-	up := s.d.Upsert(t.table, cols, key, "nexttry = "+s.d.Least("nexttry", s.d.Excluded("nexttry")))
+	up := s.upsertFrom(t.table, cols, key, "nexttry = "+s.d.Least("nexttry", s.d.Excluded("nexttry")),
+		"VALUES ("+strings.Join(vals, ", ")+")")
 	_, err = s.exec(ctx, tx, up, args...)
 	return err
+}
+
+// nextTryExpr is the SQL of nextTry on the database clock, with the delay
+// (nextTryDelay) as its one '?'.
+func (s *Store) nextTryExpr() string {
+	return s.d.Least(s.d.UnixNow()+" + ?", strconv.Itoa(endOfTime))
+}
+
+// nextTryDelay is the delay nextTryExpr adds to the clock: whole seconds,
+// rounded up; store.Never reaches endOfTime whatever the clock.
+func nextTryDelay(d time.Duration) int64 {
+	if d == store.Never {
+		return endOfTime
+	}
+	return min(secondsCeil(d), endOfTime)
 }
 
 func checkEntry(q store.Queue, e store.QueueEntry) error {
@@ -146,12 +159,8 @@ func (s *Store) Enqueue(ctx context.Context, q store.Queue, entries ...store.Que
 	sorted := slices.Clone(entries)
 	slices.SortStableFunc(sorted, func(a, b store.QueueEntry) int { return cmpInt64(a.Fid, b.Fid) })
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		now, err := s.dbNow(ctx, tx)
-		if err != nil {
-			return err
-		}
 		for _, e := range sorted {
-			if err := s.enqueueTx(ctx, tx, now, q, e); err != nil {
+			if err := s.enqueueTx(ctx, tx, q, e); err != nil {
 				return err
 			}
 		}
@@ -170,8 +179,9 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// Lease claims up to max due rows in one transaction of four round trips
-// whatever max is: a locking read of the due rows in (nexttry, fid) order
+// Lease claims up to max due rows in one statement where the dialect is a
+// Claimer, else in one transaction of four round trips, whatever max is: a
+// locking read of the due rows in (nexttry, fid) order
 // (Dialect.ClaimLock: it skips or waits out rows another Lease holds, and
 // re-checks that they are still due), one UPDATE moving them all out of
 // reach, COMMIT. Two Stores never get one row: the second's read does not
@@ -197,28 +207,33 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 	if maxRows == 0 {
 		return nil, nil
 	}
+	now := s.d.UnixNow()
+	due := " FROM " + t.table + " WHERE nexttry <= " + now + t.where + " ORDER BY nexttry, fid" + limitClause(maxRows) + s.d.ClaimLock()
+	if c, ok := s.d.(Claimer); ok && len(store.Fences(ctx)) == 0 {
+		// One autocommit statement: if its reply is lost, the rows it
+		// may have moved come back when the lease runs out, as a crashed
+		// leaser's do.
+		until := s.d.Least(now+" + ?", strconv.Itoa(endOfTime-1))
+		claim := c.Claim(t.table, t.where, "SELECT fid, nexttry"+due, until, t.cols()+", nexttry")
+		var out []store.QueueItem
+		err := s.read(ctx, func() error {
+			var err error
+			out, err = s.scanItems(ctx, s.db, q, claim, secondsCeil(lease))
+			return err
+		})
+		if err != nil {
+			return nil, s.wrap(op, err)
+		}
+		return out, nil
+	}
 	var out []store.QueueItem
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		out = nil
-		now := s.d.UnixNow()
-		rows, err := s.query(ctx, tx, "SELECT "+t.cols()+", "+now+" FROM "+t.table+" WHERE nexttry <= "+now+t.where+
-			" ORDER BY nexttry, fid"+limitClause(maxRows)+s.d.ClaimLock())
-		if err != nil {
+		var err error
+		out, err = s.scanItems(ctx, tx, q, "SELECT "+t.cols()+", "+now+due)
+		if err != nil || len(out) == 0 {
 			return err
 		}
-		var dbNow int64
-		for rows.Next() {
-			it, err := scanItem(q, rowWithNow{rows, &dbNow})
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			out = append(out, it)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(out) == 0 {
-			return err
-		}
+		dbNow := out[0].NextTry.Unix()
 		until := min(dbNow+secondsCeil(lease), endOfTime-1)
 		args := []any{until}
 		for _, it := range out {
@@ -237,6 +252,28 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 		return nil, s.wrap(op, err)
 	}
 	return out, nil
+}
+
+// scanItems runs query, whose rows are a queue's cols then one more column
+// (the clock, or the new nexttry), and returns them as items with that
+// column as NextTry.
+func (s *Store) scanItems(ctx context.Context, qr querier, q store.Queue, query string, args ...any) ([]store.QueueItem, error) {
+	rows, err := s.query(ctx, qr, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.QueueItem
+	for rows.Next() {
+		var last int64
+		it, err := scanItem(q, rowWithNow{rows, &last})
+		if err != nil {
+			return nil, err
+		}
+		it.NextTry = time.Unix(last, 0)
+		out = append(out, it)
+	}
+	return out, rows.Err()
 }
 
 // rowWithNow scans a queue row followed by the database clock.
@@ -262,7 +299,7 @@ func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after 
 	if err != nil {
 		return s.wrap(op, err)
 	}
-	set := "nexttry = ?"
+	set := "nexttry = " + s.nextTryExpr()
 	if failed {
 		// failcount is TINYINT UNSIGNED in MySQL: stop at 255.
 		set += ", failcount = CASE WHEN failcount < 255 THEN failcount + 1 ELSE failcount END"
@@ -271,11 +308,7 @@ func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after 
 		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM "+t.table+" WHERE fid = ?"+t.where, fid); err != nil || !ok {
 			return notFound(err)
 		}
-		now, err := s.dbNow(ctx, tx)
-		if err != nil {
-			return err
-		}
-		_, err = s.exec(ctx, tx, "UPDATE "+t.table+" SET "+set+" WHERE fid = ?"+t.where, nextTry(now, after), fid)
+		_, err := s.exec(ctx, tx, "UPDATE "+t.table+" SET "+set+" WHERE fid = ?"+t.where, nextTryDelay(after), fid)
 		return err
 	})
 	return s.wrap(op, err)
@@ -354,11 +387,10 @@ func (s *Store) Expedite(ctx context.Context, q store.Queue) (int64, error) {
 	}
 	var n int64
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		now, err := s.dbNow(ctx, tx)
-		if err != nil {
-			return err
-		}
-		n, err = s.execN(ctx, tx, "UPDATE "+t.table+" SET nexttry = ? WHERE nexttry > ? AND nexttry < ?"+t.where, now, now, endOfTime)
+		// The clock is read once per statement on every backend.
+		now := s.d.UnixNow()
+		var err error
+		n, err = s.execN(ctx, tx, "UPDATE "+t.table+" SET nexttry = "+now+" WHERE nexttry > "+now+" AND nexttry < ?"+t.where, endOfTime)
 		return err
 	})
 	return n, s.wrap(op, err)

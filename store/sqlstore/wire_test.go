@@ -183,3 +183,68 @@ func BenchmarkLeaseManyDue(b *testing.B) {
 		})
 	}
 }
+
+// TestStore_RoundTrips pins the round trips of store operations the tracker
+// runs per request or per queue item, counted on the wire as
+// TestCommands_RoundTrips counts them per command (the least of a few runs,
+// so PostgreSQL's lock renewal cannot add to it). Lease is one statement on
+// PostgreSQL (a Claimer); on MySQL it stays a transaction of four.
+func TestStore_RoundTrips(t *testing.T) {
+	want := map[string]map[string]int64{
+		"postgres": {"Lease": 1, "CommitFile": 6, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
+		"mysql":    {"Lease": 4, "CommitFile": 6, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
+	}
+	for backend, want := range want {
+		t.Run(backend, func(t *testing.T) {
+			s, p := openWire(t, serverDSNs[backend](t))
+			ctx := t.Context()
+			d, err := s.CreateDomain(ctx, "rt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			count := func(op string, f func() error) {
+				t.Helper()
+				before := p.Stats().RoundTrips
+				if err := f(); err != nil {
+					t.Fatalf("%s: %v", op, err)
+				}
+				rt := p.Stats().RoundTrips - before
+				if old, ok := got[op]; !ok || rt < old {
+					got[op] = rt
+				}
+			}
+			for i := range 3 {
+				key := "k" + strconv.Itoa(i)
+				fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key, DevIDs: []int{1}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				count("CommitFile", func() error {
+					_, err := s.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d.ID, Key: key, Length: 1, DevIDs: []int{1}, Replicate: true})
+					return err
+				})
+				count("AddFileOn", func() error { _, err := s.AddFileOn(ctx, fid, 2); return err })
+				count("Enqueue", func() error { return s.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: fid + 1000}) })
+				count("Lease", func() error {
+					items, err := s.Lease(ctx, store.QueueReplicate, 10, time.Hour)
+					if err == nil && len(items) != 1 {
+						t.Errorf("Lease = %v; want fid %d alone", items, fid)
+					}
+					return err
+				})
+				count("Reschedule", func() error { return s.Reschedule(ctx, store.QueueReplicate, fid, 0, true) })
+				if err := s.Finish(ctx, store.QueueReplicate, fid); err != nil {
+					t.Fatal(err)
+				}
+				count("DeleteFile", func() error { return s.DeleteFile(ctx, fid) })
+			}
+			for op, w := range want {
+				if got[op] > w {
+					t.Errorf("%s: %d round trips; want at most %d", op, got[op], w)
+				}
+			}
+			t.Logf("round trips: %v", got)
+		})
+	}
+}

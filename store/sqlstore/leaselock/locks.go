@@ -53,8 +53,14 @@ type Locks struct {
 
 	wmu     sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
+	// serverSlots bounds this Store's waits on the server (ReleaseWaiter),
+	// each of which holds a pool connection: behind a transaction pooler
+	// they would otherwise take the server connections the holder needs
+	// to release. Waiters without a slot poll.
+	serverSlots chan struct{}
 
-	notifyWakeups atomic.Int64 // waits ended by a notification (Status)
+	notifyWakeups atomic.Int64 // waits ended by a notification or a local release (Status)
+	serverWaits   atomic.Int64 // ReleaseWaiter waits that ended without error (Status)
 	reaped        atomic.Int64 // locks of expired owners freed (LockStats)
 }
 
@@ -121,6 +127,8 @@ func New(db DB, cfg Config) *Locks {
 		kick:     make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 		waiters:  map[string]map[chan struct{}]struct{}{},
+
+		serverSlots: make(chan struct{}, maxServerWaits),
 	}
 }
 
@@ -482,16 +490,29 @@ const (
 	tryGated // the lock epoch is younger than a lease
 )
 
+// maxServerWait bounds one ReleaseWaiter statement, so a waiter looks at
+// its own state (incarnation, Close) at least this often and does not keep
+// a pool connection for a whole long timeout; maxServerWaits is how many a
+// Store runs at once (Locks.serverSlots).
+const (
+	maxServerWait  = 250 * time.Millisecond
+	maxServerWaits = 4
+)
+
 // Acquire implements sqlstore.LockBackend.
 func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
 	deadline := time.Now().Add(timeout)
 	var wake chan struct{}
-	if timeout > 0 && b.listening() {
+	if timeout > 0 {
 		// Registered before the first try, so a release between that
-		// try and the wait is not missed.
+		// try and the wait is not missed: this Store's own releases wake
+		// it always (Release), other Stores' through notifications when
+		// listening.
 		wake = b.addWaiter(name)
 		defer b.removeWaiter(name, wake)
 	}
+	rw, serverWait := b.db.(ReleaseWaiter)
+	serverWait = serverWait && !b.listening()
 	key := []byte(name)
 	backoff := minBackoff
 	var timer *time.Timer
@@ -505,8 +526,9 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 		if err != nil {
 			return nil, err
 		}
+		var holder *int64
 		if inc != nil {
-			l, res, err := b.try(ctx, key, name, inc)
+			l, res, h, err := b.try(ctx, key, name, inc)
 			if err != nil {
 				return nil, err
 			}
@@ -519,6 +541,8 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 				}
 			case tryOwnerGone:
 				b.poke()
+			case tryTaken:
+				holder = h
 			}
 		}
 		now := time.Now()
@@ -528,6 +552,26 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 				return nil, fmt.Errorf("no lock owner registered within %v: %w", timeout, why)
 			}
 			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
+		}
+		if serverWait && holder != nil && !b.holds(name, *holder) && b.takeServerSlot() {
+			// Another Store holds it: wait on the server for its row to
+			// go, then try at once.
+			err := b.waitOnServer(ctx, rw, key, *holder, min(deadline.Sub(now), maxServerWait), wake)
+			<-b.serverSlots
+			if err == nil {
+				b.serverWaits.Add(1)
+				// The Store's other waiters for the name (polling, for
+				// want of a slot) try now too.
+				b.wakeOthers(name, wake)
+				backoff = minBackoff
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if b.ctx.Err() != nil {
+				return nil, store.ErrClosed
+			}
 		}
 		wait := min(backoff, deadline.Sub(now))
 		backoff = min(backoff*2, maxBackoff)
@@ -551,9 +595,60 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 	}
 }
 
+// takeServerSlot takes one of serverSlots if one is free.
+func (b *Locks) takeServerSlot() bool {
+	select {
+	case b.serverSlots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitOnServer runs one ReleaseWaiter wait, cut short by Close and by a
+// release of name in this process (wake, which it drains).
+func (b *Locks) waitOnServer(ctx context.Context, rw ReleaseWaiter, key []byte, holder int64, d time.Duration, wake <-chan struct{}) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(b.ctx, cancel)
+	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-wake:
+			cancel()
+		case <-done:
+		}
+	}()
+	err := rw.WaitRelease(wctx, key, holder, d)
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil && b.ctx.Err() == nil {
+		// Woken by this process: the release was ours to see.
+		return nil
+	}
+	return err
+}
+
+// holds reports whether this Store holds name with token: its own
+// releases wake its waiters directly (Release), no wait on the server
+// needed.
+func (b *Locks) holds(name string, token int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == nil {
+		return false
+	}
+	for l := range b.cur.locks {
+		if l.name == name && l.token == token {
+			return true
+		}
+	}
+	return false
+}
+
 // try makes one attempt for name under inc. It waits no longer than inc's
 // deadline: a grant after it could not be handed out anyway.
-func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnation) (*lock, tryResult, error) {
+func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnation) (*lock, tryResult, *int64, error) {
 	b.mu.Lock()
 	deadline := inc.deadline
 	b.mu.Unlock()
@@ -567,25 +662,25 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 				// Our incarnation's deadline, not the caller's: the
 				// incarnation is being lost; wait for the next.
 				b.forget(key, inc.id, token)
-				return nil, tryOwnerGone, nil
+				return nil, tryOwnerGone, nil, nil
 			}
 			if errors.Is(err, store.ErrUnavailable) && attempt < 3 && ctx.Err() == nil {
 				// The row may have gone in; the token recognises it.
 				continue
 			}
 			b.forget(key, inc.id, token)
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		switch {
 		case a.Inserted || a.HolderToken != nil && *a.HolderToken == token:
 		case !a.OwnerAlive:
-			return nil, tryOwnerGone, nil
+			return nil, tryOwnerGone, nil, nil
 		case !a.Open:
-			return nil, tryGated, nil
+			return nil, tryGated, nil, nil
 		case a.HolderDead:
-			return nil, tryHolderDead, nil
+			return nil, tryHolderDead, nil, nil
 		default:
-			return nil, tryTaken, nil
+			return nil, tryTaken, a.HolderToken, nil
 		}
 		l := &lock{b: b, name: name, inc: inc, token: token, lost: make(chan struct{})}
 		b.mu.Lock()
@@ -599,9 +694,9 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 			// The incarnation was lost while the row went in: nobody
 			// may rely on it. Re-registration or Close removes it too.
 			b.forget(key, inc.id, token)
-			return nil, tryOwnerGone, nil
+			return nil, tryOwnerGone, nil, nil
 		}
-		return l, tryAcquired, nil
+		return l, tryAcquired, nil, nil
 	}
 }
 
@@ -665,6 +760,9 @@ func (l *lock) Release(ctx context.Context) error {
 		if found || l.tried && l.state == held {
 			l.state = released
 			delete(l.inc.locks, l)
+			// This Store's waiters for the name try at once, whether
+			// or not a notification would reach them.
+			b.wake(l.name)
 			return nil
 		}
 		if l.state == held {
@@ -770,16 +868,21 @@ func (b *Locks) Crash() {
 type Status struct {
 	Identity string // the owner identity
 	Owner    int64  // the current incarnation id, 0 between a loss and the next registration
-	// NotifyWakeups counts the lock waits a notification ended (rather
-	// than a poll), a measure of whether the listener works.
+	// NotifyWakeups counts the lock waits a notification, a release by
+	// this Store or another of its waiters' wait on the server ended
+	// (rather than a poll), a measure of whether the listener works.
 	NotifyWakeups int64
+	// ServerWaits counts the waits for another Store's release made on the
+	// server (ReleaseWaiter, without notifications) that ended without
+	// error.
+	ServerWaits int64
 }
 
 // Status reports the locks' owner and counters.
 func (b *Locks) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := Status{Identity: b.cfg.Identity, NotifyWakeups: b.notifyWakeups.Load()}
+	st := Status{Identity: b.cfg.Identity, NotifyWakeups: b.notifyWakeups.Load(), ServerWaits: b.serverWaits.Load()}
 	if b.cur != nil {
 		st.Owner = b.cur.id
 	}
