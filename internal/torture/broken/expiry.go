@@ -59,9 +59,17 @@ func (l *expiringLock) watch(lease, late time.Duration) {
 		defer t.Stop()
 		expiry = t.C
 	}
+	closedEarly := false
 	select {
 	case <-l.Lock.Lost():
 	case <-expiry:
+		if late == 0 {
+			closedEarly = true
+			// On time: the holder hears of it before the real lock is
+			// free for another Store, as a lease lock's Lost fires before
+			// the server may reap it.
+			close(l.lost)
+		}
 		l.free.Do(func() {
 			l.expired = true
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -73,6 +81,8 @@ func (l *expiringLock) watch(lease, late time.Duration) {
 	}
 	if late > 0 {
 		time.Sleep(late)
+	} else if closedEarly {
+		return
 	}
 	close(l.lost)
 }
