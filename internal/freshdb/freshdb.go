@@ -23,6 +23,15 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
+// Environment variables naming the MySQL and PostgreSQL servers the tests
+// (and the load generator) make their databases on: a DSN of package
+// store, whose database the user may connect to and who may create
+// databases.
+const (
+	EnvMySQL    = "GOMOGILE_TEST_MYSQL_DSN"
+	EnvPostgres = "GOMOGILE_TEST_POSTGRES_DSN"
+)
+
 // Drop removes a database Create made; it ends the sessions still
 // connected to it first (PostgreSQL refuses to drop a database in use).
 type Drop func(ctx context.Context) error
