@@ -75,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	iterations := fs.Int("iterations", 1000, "iterations (upload + get_paths) per cell, over all its clients")
 	duration := fs.Duration("duration", 0, "run each cell this long instead of -iterations")
 	trackerAddr := fs.String("tracker-addr", "", "measure the tracker(s) at these addresses (comma-separated) instead of starting ours")
+	nodeHTTP := fs.String("node-http", "", "the storage node's HTTP address (default: a free port of 127.0.0.1)")
+	nodeMgmt := fs.String("node-mgmt", "", "the storage node's management address, an external tracker's mogstored_stream_port (default: a free port of 127.0.0.1)")
 	perlClient := fs.String("perl-client", "", "also run the workload through this Perl MogileFS::Client script (scripts/load-client.pl)")
 	chart := fs.String("chart", "", "write a chart of ops/s against clients to this file (.svg, .png)")
 	title := fs.String("chart-title", "gomogile: 4 KiB upload + get_paths", "the chart's title")
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Duration:     *duration,
 		TrackerAddrs: client.ParseTrackers(*trackerAddr),
 		PerlClient:   *perlClient,
+		NodeHTTP:     *nodeHTTP,
+		NodeMgmt:     *nodeMgmt,
 		Dir:          *dir,
 		MySQL:        env(freshdb.EnvMySQL, defaultMySQL),
 		Postgres:     env(freshdb.EnvPostgres, defaultPostgres),

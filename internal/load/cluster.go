@@ -41,7 +41,15 @@ type node struct {
 	http, mgmt string // host:port
 }
 
-func startNode(ctx context.Context, dir string, log io.Writer) (*node, error) {
+// startNode starts the node on httpAddr and mgmtAddr ("" = a port of
+// loopback the kernel picks).
+func startNode(ctx context.Context, dir, httpAddr, mgmtAddr string, log io.Writer) (*node, error) {
+	if httpAddr == "" {
+		httpAddr = "127.0.0.1:0"
+	}
+	if mgmtAddr == "" {
+		mgmtAddr = "127.0.0.1:0"
+	}
 	docroot := filepath.Join(dir, "mogdata")
 	for _, dev := range []string{"dev1", "dev2"} {
 		if err := os.MkdirAll(filepath.Join(docroot, dev), 0o755); err != nil {
@@ -56,7 +64,7 @@ func startNode(ctx context.Context, dir string, log io.Writer) (*node, error) {
 	n := &node{daemon: daemon{cancel: cancel, done: make(chan error, 1)}}
 	go func() {
 		n.done <- m.Run(runCtx, []string{"--skipconfig", "--docroot", docroot,
-			"--httplisten", "127.0.0.1:0", "--mgmtlisten", "127.0.0.1:0"})
+			"--httplisten", httpAddr, "--mgmtlisten", mgmtAddr})
 	}()
 	select {
 	case s := <-started:

@@ -76,6 +76,11 @@ type Config struct {
 	// TrackerAddrs, when set, are an external tracker's addresses: no
 	// tracker is started and Backends is one label for the lines.
 	TrackerAddrs []string
+	// NodeHTTP and NodeMgmt are the storage node's HTTP and management
+	// addresses; "" = ports of 127.0.0.1 the kernel picks. An external
+	// tracker must be told the management port (mogstored_stream_port)
+	// before the run starts.
+	NodeHTTP, NodeMgmt string
 	// PerlClient, when set, is a Perl script run as each client's process
 	// for a second line per cell (see perl.go).
 	PerlClient string
@@ -160,7 +165,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	defer logFile.Close()
 	log := &lockedWriter{w: logFile}
-	n, err := startNode(ctx, dir, log)
+	n, err := startNode(ctx, dir, cfg.NodeHTTP, cfg.NodeMgmt, log)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 func TestRun_ExternalTracker(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	n, err := startNode(ctx, dir, io.Discard)
+	n, err := startNode(ctx, dir, "", "", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
