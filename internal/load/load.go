@@ -228,34 +228,31 @@ func runCell(ctx context.Context, cfg Config, n *node, log io.Writer, dir, backe
 	}
 	cfg.Logf("load: backend=%s trackers=%d clients=%d: trackers %s ready", backend, trackers, clients, strings.Join(addrs, ","))
 
-	var before int64
-	if count != nil {
-		before = count()
-	}
-	r, err := goClients(ctx, cfg, addrs, clients)
-	if err != nil {
-		return nil, err
-	}
-	r.Backend, r.Trackers, r.Clients, r.Driver = backend, trackers, clients, "go"
-	r.RTPerUpload = -1
-	if count != nil {
-		r.RTPerUpload = float64(count()-before) / float64(r.Ops)
-	}
-	rs := []Result{r}
-	if cfg.PerlClient != "" {
+	var rs []Result
+	measure := func(driver string, clientsRun func(context.Context, Config, []string, int) (Result, error)) error {
+		var before int64
 		if count != nil {
 			before = count()
 		}
-		p, err := perlClients(ctx, cfg, addrs, clients)
+		r, err := clientsRun(ctx, cfg, addrs, clients)
 		if err != nil {
+			return err
+		}
+		r.Backend, r.Trackers, r.Clients, r.Driver = backend, trackers, clients, driver
+		r.RTPerUpload = -1
+		if count != nil {
+			r.RTPerUpload = float64(count()-before) / float64(r.Ops)
+		}
+		rs = append(rs, r)
+		return nil
+	}
+	if err := measure("go", goClients); err != nil {
+		return nil, err
+	}
+	if cfg.PerlClient != "" {
+		if err := measure("perl", perlClients); err != nil {
 			return nil, err
 		}
-		p.Backend, p.Trackers, p.Clients, p.Driver = backend, trackers, clients, "perl"
-		p.RTPerUpload = -1
-		if count != nil {
-			p.RTPerUpload = float64(count()-before) / float64(p.Ops)
-		}
-		rs = append(rs, p)
 	}
 	return rs, nil
 }
