@@ -25,6 +25,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	nodeMgmt := fs.String("node-mgmt", "", "the storage node's management address, an external tracker's mogstored_stream_port (default: a free port of 127.0.0.1)")
 	perlClient := fs.String("perl-client", "", "also run the workload through this Perl MogileFS::Client script (scripts/load-client.pl)")
 	chart := fs.String("chart", "", "write a chart of ops/s against clients to this file (.svg, .png)")
+	save := fs.String("save", "", "also write the load: lines to this file (for -chart-from)")
+	chartFrom := fs.String("chart-from", "", "draw -chart from the load: lines of this file (an earlier run's output; - = stdin) instead of running")
 	title := fs.String("chart-title", "gomogile: 4 KiB upload + get_paths", "the chart's title")
 	dir := fs.String("dir", "", "keep the databases, the storage node's files and the daemons' log here (default: a temporary directory, removed)")
 	verbose := fs.Bool("v", false, "log progress to stderr")
@@ -110,6 +113,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if *chartFrom != "" {
+		return redraw(*chartFrom, *chart, *title, stdin(*chartFrom), stderr)
+	}
+	if *save != "" {
+		f, err := os.Create(*save)
+		if err != nil {
+			fmt.Fprintln(stderr, "gomogile-bench:", err)
+			return 1
+		}
+		defer f.Close()
+		cfg.Out = io.MultiWriter(stdout, f)
+	}
 	lg := log.New(stderr, "", log.Ltime)
 	if *verbose {
 		cfg.Logf = lg.Printf
@@ -120,6 +135,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	results, err := load.Run(ctx, cfg)
 	if err == nil && *chart != "" {
 		err = load.Chart(results, *title, *chart)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gomogile-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func stdin(name string) io.Reader {
+	if name == "-" {
+		return os.Stdin
+	}
+	return nil
+}
+
+// redraw is -chart-from: the chart of the lines of the file from (or of
+// in, when from is "-").
+func redraw(from, chart, title string, in io.Reader, stderr io.Writer) int {
+	if chart == "" {
+		fmt.Fprintln(stderr, "gomogile-bench: -chart-from needs -chart")
+		return 2
+	}
+	if in == nil {
+		f, err := os.Open(from)
+		if err != nil {
+			fmt.Fprintln(stderr, "gomogile-bench:", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	var results []load.Result
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if r, ok := load.ParseLine(sc.Text()); ok {
+			results = append(results, r)
+		}
+	}
+	err := sc.Err()
+	if err == nil && len(results) == 0 {
+		err = fmt.Errorf("no load: lines in %s", from)
+	}
+	if err == nil {
+		err = load.Chart(results, title, chart)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gomogile-bench:", err)

@@ -70,10 +70,11 @@ func checkLines(t *testing.T, out string, cells [][3]string, perl bool) {
 
 func TestRun_EveryBackend(t *testing.T) {
 	var out, errb bytes.Buffer
-	chart := filepath.Join(t.TempDir(), "load.svg")
+	dir := t.TempDir()
+	chart, saved := filepath.Join(dir, "load.svg"), filepath.Join(dir, "load.txt")
 	bs := backends()
 	code := run(t.Context(), []string{"-backends", strings.Join(bs, ","), "-clients", "2", "-trackers", "1,2",
-		"-iterations", "6", "-chart", chart}, &out, &errb)
+		"-iterations", "6", "-chart", chart, "-save", saved}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
@@ -92,6 +93,18 @@ func TestRun_EveryBackend(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", out.String())
+
+	// The saved lines draw the same chart again.
+	if b, err := os.ReadFile(saved); err != nil || string(b) != out.String() {
+		t.Fatalf("-save wrote %q, %v; want what was printed", b, err)
+	}
+	again := filepath.Join(dir, "again.svg")
+	if code := run(t.Context(), []string{"-chart-from", saved, "-chart", again}, &out, &errb); code != 0 {
+		t.Fatalf("-chart-from: exit %d, stderr %s", code, errb.String())
+	}
+	if b, err := os.ReadFile(again); err != nil || !bytes.Equal(b, svg) {
+		t.Errorf("the chart drawn from the saved lines differs from the run's (%v)", err)
+	}
 }
 
 // The Perl client's line follows the Go client's in each cell, when

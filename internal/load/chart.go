@@ -3,6 +3,7 @@ package load
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -42,7 +43,12 @@ func Chart(results []Result, title, path string) error {
 		return s
 	}
 	var clients []int
+	top := 0.0
 	for _, r := range results {
+		// The figure the line prints, so a chart redrawn from the lines
+		// (ParseLine) is the same chart.
+		ops := math.Round(r.OpsPerS)
+		top = max(top, ops)
 		name := fmt.Sprintf("%s, %d tracker", r.Backend, r.Trackers)
 		if r.Trackers != 1 {
 			name += "s"
@@ -51,7 +57,7 @@ func Chart(results []Result, title, path string) error {
 			name += " (" + r.Driver + " client)"
 		}
 		s := find(name, r)
-		s.pts = append(s.pts, plotter.XY{X: float64(r.Clients), Y: r.OpsPerS})
+		s.pts = append(s.pts, plotter.XY{X: float64(r.Clients), Y: ops})
 		if !slices.Contains(clients, r.Clients) {
 			clients = append(clients, r.Clients)
 		}
@@ -62,12 +68,23 @@ func Chart(results []Result, title, path string) error {
 	p.X.Label.Text = "concurrent clients"
 	p.Y.Label.Text = "uploads + get_paths per second"
 	p.Y.Min = 0
+	// Room above the lines for the legend, one row per line.
+	p.Y.Max = top * (1.15 + 0.07*float64(len(lines)))
 	p.X.Scale = plot.LogScale{}
 	var ticks []plot.Tick
 	for _, c := range clients {
 		ticks = append(ticks, plot.Tick{Value: float64(c), Label: fmt.Sprint(c)})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ts := plot.DefaultTicks{}.Ticks(lo, hi)
+		for i := range ts {
+			if ts[i].Label != "" {
+				ts[i].Label = fmt.Sprintf("%.0f", ts[i].Value)
+			}
+		}
+		return ts
+	})
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())

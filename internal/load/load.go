@@ -437,3 +437,55 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// ParseLine reads a line Line printed back into a Result (for a chart of
+// an earlier run's output); ok is false for any other line.
+func ParseLine(line string) (r Result, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(line), "load: ")
+	if !found {
+		return Result{}, false
+	}
+	r.Driver = "go"
+	seen := 0
+	for _, f := range strings.Fields(rest) {
+		k, v, found := strings.Cut(f, "=")
+		if !found {
+			return Result{}, false
+		}
+		var err error
+		switch k {
+		case "backend":
+			r.Backend = v
+		case "trackers":
+			r.Trackers, err = strconv.Atoi(v)
+		case "clients":
+			r.Clients, err = strconv.Atoi(v)
+		case "ops_per_s":
+			r.OpsPerS, err = strconv.ParseFloat(v, 64)
+		case "p50_ms", "p99_ms":
+			var x float64
+			x, err = strconv.ParseFloat(v, 64)
+			d := time.Duration(x * float64(time.Millisecond))
+			if k == "p50_ms" {
+				r.P50 = d
+			} else {
+				r.P99 = d
+			}
+		case "rt_per_upload":
+			r.RTPerUpload = -1
+			if v != "-" {
+				r.RTPerUpload, err = strconv.ParseFloat(v, 64)
+			}
+		case "driver":
+			r.Driver = v
+			seen-- // optional
+		default:
+			return Result{}, false
+		}
+		if err != nil {
+			return Result{}, false
+		}
+		seen++
+	}
+	return r, seen == 7
+}

@@ -55,3 +55,22 @@ func TestRun_Duration(t *testing.T) {
 		t.Errorf("results %+v; want one cell with iterations and counted round trips", rs)
 	}
 }
+
+func TestParseLine(t *testing.T) {
+	for _, r := range []Result{
+		{Backend: "sqlite", Trackers: 2, Clients: 8, Driver: "go", OpsPerS: 499, P50: 14460 * time.Microsecond, P99: 41300 * time.Microsecond, RTPerUpload: 13.1},
+		{Backend: "original-mysql", Trackers: 1, Clients: 32, Driver: "go", OpsPerS: 89, P50: 291940 * time.Microsecond, P99: 1189500 * time.Microsecond, RTPerUpload: -1},
+		{Backend: "postgres", Trackers: 1, Clients: 1, Driver: "perl", OpsPerS: 34, P50: 22030 * time.Microsecond, P99: 169620 * time.Microsecond, RTPerUpload: 14.5},
+	} {
+		got, ok := ParseLine(r.Line() + "\n")
+		if !ok || got.Line() != r.Line() || got.Driver != r.Driver || got.RTPerUpload != r.RTPerUpload {
+			t.Errorf("ParseLine(%q) = %+v, %v; want %+v", r.Line(), got, ok, r)
+		}
+	}
+	for _, bad := range []string{"", "# a comment", "load: backend=sqlite trackers=1", "load: backend=sqlite trackers=x clients=1 ops_per_s=1 p50_ms=1 p99_ms=1 rt_per_upload=1",
+		"torture: backend=sqlite seconds=3", "load: backend=sqlite trackers=1 clients=1 ops_per_s=1 p50_ms=1 p99_ms=1 rt_per_upload=1 colour=red"} {
+		if r, ok := ParseLine(bad); ok {
+			t.Errorf("ParseLine(%q) = %+v, true; want false", bad, r)
+		}
+	}
+}
