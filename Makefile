@@ -1,7 +1,7 @@
 # gomogile — see README.md.
 GO ?= go
 
-.PHONY: all build test bench run stop vet fuzz clean torture
+.PHONY: all build test bench load run stop vet fuzz clean torture
 
 all: build
 
@@ -22,6 +22,18 @@ bench:
 	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
 	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
 	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./store/...
+
+# The load generator: upload + get_paths through the Go client, 1/8/32
+# clients, 1 and 2 trackers, every backend on a fresh database each; one
+# line per cell (also in docs/load.txt) and the chart in docs/load.svg. LOAD_FLAGS adds flags
+# (e.g. LOAD_FLAGS='-backends sqlite -iterations 200').
+LOAD_FLAGS ?=
+load:
+	bash scripts/test-servers.sh
+	$(GO) build -o bin/ ./cmd/gomogile-bench
+	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
+	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
+	bin/gomogile-bench -chart docs/load.svg -save docs/load.txt $(LOAD_FLAGS)
 
 # The torture program's long edition: BACKEND=sqlite|mysql|postgres|all
 # (postgres = a private server crashed at will, then behind PgBouncer, then

@@ -10,6 +10,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/gomogile/gomogile/internal/freshdb"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -33,7 +34,7 @@ func MogdbsetupLatin1MySQL(t testing.TB) (dsn string, perl *sql.DB) {
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
-	cfg := adminConfig(d)
+	cfg := freshdb.MySQLAdmin(d)
 	cfg.DBName = d.Database
 	cfg.Collation = "latin1_swedish_ci"
 	cfg.InterpolateParams = true

@@ -2,21 +2,19 @@ package testdb
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/gomogile/gomogile/internal/freshdb"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -38,31 +36,24 @@ func MySQL(t testing.TB) string {
 		Unavailable(t, "mysql", why)
 		return ""
 	}
-	conn, err := gomysql.NewConnector(adminConfig(srv))
-	if err != nil {
-		t.Fatalf("testdb: %s: %v", EnvMySQL, err)
-	}
-	admin := sql.OpenDB(conn)
-	name := "gomogile_" + randomHex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
-		admin.Close()
+	dsn, drop, err := freshdb.MySQL(ctx, srv)
+	if err != nil {
 		if os.Getenv(EnvMySQL) != "" {
-			t.Fatalf("testdb: create database on %s: %v", srv.Redacted(), err)
+			t.Fatalf("testdb: %v", err)
 		}
 		Unavailable(t, "mysql", err.Error())
 		return ""
 	}
 	t.Cleanup(func() {
-		defer admin.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			t.Errorf("testdb: drop database %s: %v", name, err)
+		if err := drop(ctx); err != nil {
+			t.Errorf("testdb: %v", err)
 		}
 	})
-	return mysqlURL(srv, name)
+	return dsn
 }
 
 var (
@@ -110,7 +101,7 @@ func startDockerMySQL() (*store.DSN, string) {
 		return &store.DSN{Driver: "mysql", User: "root", Password: password, Host: host, Port: p, Database: "mysql", Params: url.Values{}}
 	}
 	spec.ready = func(ctx context.Context, addr string) error {
-		conn, err := gomysql.NewConnector(adminConfig(dsnAt(addr)))
+		conn, err := gomysql.NewConnector(freshdb.MySQLAdmin(dsnAt(addr)))
 		if err != nil {
 			return err
 		}
@@ -123,69 +114,4 @@ func startDockerMySQL() (*store.DSN, string) {
 		return nil, "no " + EnvMySQL + ", and dockertest (" + image + "): " + err.Error()
 	}
 	return dsnAt(addr), ""
-}
-
-// adminConfig connects to the server without selecting a database.
-func adminConfig(d *store.DSN) *gomysql.Config {
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd = d.User, d.Password
-	cfg.Logger = &gomysql.NopLogger{}
-	cfg.Timeout = 5 * time.Second
-	host, port := d.Host, d.Port
-	for _, k := range []string{"socket", "mysql_socket"} {
-		if s := d.Params.Get(k); s != "" {
-			host = s
-		}
-	}
-	switch {
-	case strings.HasPrefix(host, "/"):
-		cfg.Net, cfg.Addr = "unix", host
-	default:
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		if port == 0 {
-			port = 3306
-		}
-		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
-	}
-	if v := d.Params.Get("tls"); v != "" {
-		cfg.TLSConfig = v
-	}
-	return cfg
-}
-
-// mysqlURL is d pointed at database name, as a mysql:// URL whatever form
-// d was given in.
-func mysqlURL(d *store.DSN, name string) string {
-	u := url.URL{Scheme: "mysql", Path: "/" + name}
-	switch {
-	case d.User != "" && d.Password != "":
-		u.User = url.UserPassword(d.User, d.Password)
-	case d.User != "":
-		u.User = url.User(d.User)
-	}
-	q := url.Values{}
-	for k, vs := range d.Params {
-		q[k] = append([]string(nil), vs...)
-	}
-	if strings.HasPrefix(d.Host, "/") {
-		q.Set("socket", d.Host)
-	} else {
-		u.Host = d.Host
-		if strings.Contains(d.Host, ":") {
-			u.Host = "[" + d.Host + "]"
-		}
-		if d.Port != 0 {
-			u.Host = net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

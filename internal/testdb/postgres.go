@@ -2,8 +2,6 @@ package testdb
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gomogile/gomogile/internal/freshdb"
 )
 
 // PostgresTestLease is the lock lease of the DSNs Postgres returns: short,
@@ -42,53 +42,24 @@ func Postgres(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, base)
+	dsn, drop, err := freshdb.Postgres(ctx, base)
 	if err != nil {
-		t.Fatalf("postgres test server %s: %v", u.Redacted(), err)
+		t.Fatalf("testdb: %v", err)
 	}
-	defer admin.Close(context.Background())
-
-	var b [6]byte
-	rand.Read(b[:])
-	name := "gomogile_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create test database: %v", err)
-	}
-	t.Cleanup(func() { dropPostgres(t, base, name) })
-
-	u.Path = "/" + name
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := drop(ctx); err != nil {
+			t.Errorf("testdb: %v", err)
+		}
+	})
+	u, _ = url.Parse(dsn)
 	q := u.Query()
 	if q.Get("lock_lease") == "" {
 		q.Set("lock_lease", PostgresTestLease)
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
-}
-
-func dropPostgres(t testing.TB, base, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Errorf("drop test database %s: %v", name, err)
-		return
-	}
-	defer admin.Close(context.Background())
-	for attempt := 0; ; attempt++ {
-		// A Store the test leaked (or crashed on purpose) may still be
-		// connected; DROP DATABASE refuses while anyone is.
-		_, err = admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name)
-		if err == nil {
-			_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name)
-		}
-		if err == nil || attempt == 20 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Errorf("drop test database %s: %v", name, err)
-	}
 }
 
 var pgContainer struct {

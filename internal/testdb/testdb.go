@@ -8,12 +8,15 @@ package testdb
 import (
 	"os"
 	"testing"
+
+	"github.com/gomogile/gomogile/internal/freshdb"
 )
 
-// Environment variables naming test servers.
+// Environment variables naming test servers (package freshdb's, which
+// the load generator reads too).
 const (
-	EnvMySQL    = "GOMOGILE_TEST_MYSQL_DSN"
-	EnvPostgres = "GOMOGILE_TEST_POSTGRES_DSN"
+	EnvMySQL    = freshdb.EnvMySQL
+	EnvPostgres = freshdb.EnvPostgres
 )
 
 // InCI reports whether the tests run under CI, where every backend must run.

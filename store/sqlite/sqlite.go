@@ -79,7 +79,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -94,6 +93,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the database/sql driver "sqlite"
 
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -162,7 +162,8 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	// Through sqlaccess, so that the load generator can count statements.
+	db, err := sqlaccess.OpenDB("sqlite", path+"?"+q.Encode())
 	if err != nil {
 		f.release()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

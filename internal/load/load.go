@@ -1,0 +1,491 @@
+// Package load is gomogile's load generator (cmd/gomogile-bench, make
+// load): it drives trackers with the Go client (package client) — and,
+// when given one, with a Perl MogileFS::Client script — through one
+// workload, each iteration an upload of a 4 KiB file (create_open, a PUT to
+// the storage node, create_close) and a get_paths of it, and reports
+// throughput, latency and the database round trips each iteration cost.
+//
+// For each backend, tracker count and client count (a cell) it starts a
+// fresh database (a new file for SQLite, a new database on the MySQL or
+// PostgreSQL server through package freshdb), that many trackers on it
+// and, once per run, one storage node, all in this process on loopback;
+// registers a domain, a one-copy class, the node's host and two devices;
+// uploads once through each tracker until its monitor lets it (warm-up);
+// then runs the clients, each its own client.Client naming every tracker,
+// for Iterations iterations in all or for Duration. It prints one line
+// per cell:
+//
+//	load: backend=<b> trackers=<t> clients=<c> ops_per_s=<n> p50_ms=<x> p99_ms=<y> rt_per_upload=<n>
+//
+// ops_per_s is iterations per second of wall time; p50_ms and p99_ms are
+// percentiles of one iteration's duration. rt_per_upload is counted, not
+// estimated: the database round trips the trackers made while the clients
+// ran (the background workers' included) divided by the iterations. On
+// MySQL and PostgreSQL an internal/faultproxy proxy between each tracker
+// and the server counts request/response turns on the wire; SQLite runs in
+// the trackers' process, so a database/sql driver wrapper installed
+// through internal/sqlaccess counts its statements, BEGINs, COMMITs and
+// ROLLBACKs, which are what the wire would carry.
+//
+// Against an external tracker (Config.TrackerAddrs, e.g. the original
+// Perl MogileFS 2.73) it starts only the storage node, registers it there
+// and reports rt_per_upload=- since it cannot see that tracker's database.
+package load
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomogile/gomogile/client"
+	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/freshdb"
+	"github.com/gomogile/gomogile/internal/sqlaccess"
+)
+
+// Backends are the backends a run takes by default, in its order.
+var Backends = []string{"sqlite", "mysql", "postgres"}
+
+// FileSize is the size of every uploaded file.
+const FileSize = 4096
+
+// Config is one run.
+type Config struct {
+	Backends []string // of Backends; "external" with TrackerAddrs
+	Clients  []int    // concurrent clients per cell
+	Trackers []int    // trackers per cell, on one database
+	// Iterations per cell, over all clients; Duration, when set, runs each
+	// cell that long instead.
+	Iterations int
+	Duration   time.Duration
+	// MySQL and Postgres name the servers the fresh databases are made
+	// on (DSNs of package store).
+	MySQL, Postgres string
+	// TrackerAddrs, when set, are an external tracker's addresses: no
+	// tracker is started and Backends is one label for the lines.
+	TrackerAddrs []string
+	// NodeHTTP and NodeMgmt are the storage node's HTTP and management
+	// addresses; "" = ports of 127.0.0.1 the kernel picks. An external
+	// tracker must be told the management port (mogstored_stream_port)
+	// before the run starts.
+	NodeHTTP, NodeMgmt string
+	// PerlClient, when set, is a Perl script run as each client's process
+	// for a second line per cell (see perl.go).
+	PerlClient string
+	// Dir holds the databases of SQLite, the storage node's docroot and
+	// the daemons' log (daemons.log); "" = a temporary directory, removed
+	// at the end.
+	Dir string
+	// Out receives the lines as each cell ends; Logf, if set, progress.
+	Out  io.Writer
+	Logf func(format string, args ...any)
+}
+
+// Result is one cell's measurement.
+type Result struct {
+	Backend  string
+	Trackers int
+	Clients  int
+	Driver   string // "go", or "perl" for the Perl client's
+	Ops      int    // iterations done
+	OpsPerS  float64
+	P50, P99 time.Duration
+	// RTPerUpload is the round trips per iteration; negative when they
+	// could not be counted (an external tracker).
+	RTPerUpload float64
+}
+
+// Line is the result's output line. The Perl client's lines end with
+// driver=perl; the Go client's have exactly the fields of the package doc.
+func (r Result) Line() string {
+	rt := "-"
+	if r.RTPerUpload >= 0 {
+		rt = strconv.FormatFloat(r.RTPerUpload, 'f', 1, 64)
+	}
+	s := fmt.Sprintf("load: backend=%s trackers=%d clients=%d ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f rt_per_upload=%s",
+		r.Backend, r.Trackers, r.Clients, r.OpsPerS, ms(r.P50), ms(r.P99), rt)
+	if r.Driver != "" && r.Driver != "go" {
+		s += " driver=" + r.Driver
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Run runs every cell of cfg and returns their results in order. It stops
+// at the first cell that fails.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Iterations <= 0 && cfg.Duration <= 0 {
+		return nil, errors.New("load: neither iterations nor a duration")
+	}
+	if len(cfg.TrackerAddrs) > 0 {
+		cfg.Trackers = []int{len(cfg.TrackerAddrs)}
+		if len(cfg.Backends) != 1 {
+			return nil, errors.New("load: an external tracker takes one backend label")
+		}
+	} else {
+		for _, b := range cfg.Backends {
+			if !slices.Contains(Backends, b) {
+				return nil, fmt.Errorf("load: unknown backend %q (want %s)", b, strings.Join(Backends, ", "))
+			}
+		}
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "gomogile-load-")
+		if err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "daemons.log"))
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer logFile.Close()
+	log := &lockedWriter{w: logFile}
+	n, err := startNode(ctx, dir, cfg.NodeHTTP, cfg.NodeMgmt, log)
+	if err != nil {
+		return nil, err
+	}
+	defer n.stop()
+	cfg.Logf("load: storage node http://%s, daemons' log %s", n.http, logFile.Name())
+
+	var out []Result
+	cell := 0
+	for _, b := range cfg.Backends {
+		for _, t := range cfg.Trackers {
+			for _, c := range cfg.Clients {
+				cell++
+				rs, err := runCell(ctx, cfg, n, log, filepath.Join(dir, fmt.Sprintf("cell%d", cell)), b, t, c)
+				if err != nil {
+					return out, fmt.Errorf("%w (backend=%s trackers=%d clients=%d; daemons' log %s)", err, b, t, c, logFile.Name())
+				}
+				for _, r := range rs {
+					fmt.Fprintln(cfg.Out, r.Line())
+				}
+				out = append(out, rs...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// counter reads the round trips the trackers of a cell made so far.
+type counter func() int64
+
+func runCell(ctx context.Context, cfg Config, n *node, log io.Writer, dir, backend string, trackers, clients int) (_ []Result, err error) {
+	addrs := cfg.TrackerAddrs
+	count := counter(nil)
+	if len(addrs) == 0 {
+		dsns, cnt, cleanup, err := cellDatabase(ctx, cfg, dir, backend, trackers)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, cleanup()) }()
+		count = cnt
+		for _, dsn := range dsns {
+			d, addr, err := startTracker(ctx, dsn, n, log)
+			if err != nil {
+				return nil, err
+			}
+			defer func() { err = errors.Join(err, d.stop()) }()
+			addrs = append(addrs, addr)
+		}
+	}
+	reg, err := client.New(addrs[:1], nil)
+	if err != nil {
+		return nil, err
+	}
+	err = register(ctx, reg, n)
+	reg.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := warmUp(ctx, addrs); err != nil {
+		return nil, err
+	}
+	cfg.Logf("load: backend=%s trackers=%d clients=%d: trackers %s ready", backend, trackers, clients, strings.Join(addrs, ","))
+
+	var rs []Result
+	measure := func(driver string, clientsRun func(context.Context, Config, []string, int) (Result, error)) error {
+		var before int64
+		if count != nil {
+			before = count()
+		}
+		r, err := clientsRun(ctx, cfg, addrs, clients)
+		if err != nil {
+			return err
+		}
+		r.Backend, r.Trackers, r.Clients, r.Driver = backend, trackers, clients, driver
+		r.RTPerUpload = -1
+		if count != nil {
+			r.RTPerUpload = float64(count()-before) / float64(r.Ops)
+		}
+		rs = append(rs, r)
+		return nil
+	}
+	if err := measure("go", goClients); err != nil {
+		return nil, err
+	}
+	if cfg.PerlClient != "" {
+		if err := measure("perl", perlClients); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+// sqliteStatements counts the statements of every SQLite pool opened in
+// this process from the first SQLite cell on.
+var sqliteStatements = sync.OnceValue(func() *statements {
+	s := &statements{}
+	sqlaccess.WrapConnectors(s.wrap)
+	return s
+})
+
+// cellDatabase makes the cell's fresh database and returns the DSN each
+// tracker opens and how to count their round trips.
+func cellDatabase(ctx context.Context, cfg Config, dir, backend string, trackers int) (dsns []string, count counter, cleanup func() error, err error) {
+	if backend == "sqlite" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, nil, fmt.Errorf("load: %w", err)
+		}
+		st := sqliteStatements()
+		dsn := "sqlite://" + filepath.Join(dir, "mogilefs.db")
+		for range trackers {
+			dsns = append(dsns, dsn)
+		}
+		return dsns, st.n.Load, func() error { return nil }, nil
+	}
+	server := cfg.MySQL
+	if backend == "postgres" {
+		server = cfg.Postgres
+	}
+	dsn, drop, err := freshdb.Create(ctx, server)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("load: %w", err)
+	}
+	var proxies []*faultproxy.Proxy
+	cleanup = func() error {
+		for _, p := range proxies {
+			_ = p.Close()
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return drop(dctx)
+	}
+	for range trackers {
+		p, through, err := faultproxy.Through(dsn, faultproxy.Options{})
+		if err != nil {
+			return nil, nil, nil, errors.Join(fmt.Errorf("load: %w", err), cleanup())
+		}
+		proxies = append(proxies, p)
+		dsns = append(dsns, through)
+	}
+	count = func() int64 {
+		var n int64
+		for _, p := range proxies {
+			n += p.Stats().RoundTrips
+		}
+		return n
+	}
+	return dsns, count, cleanup, nil
+}
+
+// payload is every upload's content.
+var payload = bytes.Repeat([]byte("gomogile load 4k "), FileSize/17+1)[:FileSize]
+
+// upload is one iteration: the file stored under key, then its paths.
+func upload(ctx context.Context, c *client.Client, key string) error {
+	if _, err := c.StoreFile(ctx, Domain, key, Class, bytes.NewReader(payload), FileSize); err != nil {
+		return err
+	}
+	paths, err := c.GetPaths(ctx, Domain, key, nil)
+	if err == nil && len(paths) == 0 {
+		err = fmt.Errorf("load: get_paths of %s: no path", key)
+	}
+	return err
+}
+
+// budget hands out iterations to the clients of a cell until Iterations
+// are taken or Duration has passed.
+type budget struct {
+	left     atomic.Int64
+	deadline time.Time
+}
+
+func newBudget(cfg Config) *budget {
+	b := &budget{}
+	if cfg.Duration > 0 {
+		b.left.Store(math.MaxInt64)
+		b.deadline = time.Now().Add(cfg.Duration)
+	} else {
+		b.left.Store(int64(cfg.Iterations))
+	}
+	return b
+}
+
+func (b *budget) take() bool {
+	if !b.deadline.IsZero() && time.Now().After(b.deadline) {
+		return false
+	}
+	return b.left.Add(-1) >= 0
+}
+
+// run is a cell's clients' measurements.
+type run struct {
+	mu    sync.Mutex
+	lats  []time.Duration
+	start time.Time
+}
+
+func (r *run) add(d time.Duration) {
+	r.mu.Lock()
+	r.lats = append(r.lats, d)
+	r.mu.Unlock()
+}
+
+func (r *run) result() Result {
+	wall := time.Since(r.start)
+	slices.Sort(r.lats)
+	res := Result{Ops: len(r.lats)}
+	if len(r.lats) > 0 {
+		res.OpsPerS = float64(len(r.lats)) / wall.Seconds()
+		res.P50 = percentile(r.lats, 0.50)
+		res.P99 = percentile(r.lats, 0.99)
+	}
+	return res
+}
+
+// percentile of sorted durations, nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// goClients runs the workload with clients Go clients.
+func goClients(ctx context.Context, cfg Config, addrs []string, clients int) (Result, error) {
+	b := newBudget(cfg)
+	// One transport for the clients' PUTs, keeping a connection per client
+	// alive as the trackers' own connections are.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer hc.CloseIdleConnections()
+	r := &run{start: time.Now()}
+	errs := make(chan error, clients)
+	prefix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for i := range clients {
+		c, err := client.New(addrs, &client.Options{HTTPClient: hc})
+		if err != nil {
+			return Result{}, err
+		}
+		go func() {
+			defer c.Close()
+			for j := 0; b.take(); j++ {
+				octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				t0 := time.Now()
+				err := upload(octx, c, fmt.Sprintf("%s-%d-%d", prefix, i, j))
+				cancel()
+				if err != nil {
+					errs <- fmt.Errorf("load: client %d, iteration %d: %w", i, j, err)
+					return
+				}
+				r.add(time.Since(t0))
+			}
+			errs <- nil
+		}()
+	}
+	var err error
+	for range clients {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return r.result(), nil
+}
+
+// lockedWriter lets the daemons share one log file.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// ParseLine reads a line Line printed back into a Result (for a chart of
+// an earlier run's output); ok is false for any other line.
+func ParseLine(line string) (r Result, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(line), "load: ")
+	if !found {
+		return Result{}, false
+	}
+	r.Driver = "go"
+	seen := 0
+	for _, f := range strings.Fields(rest) {
+		k, v, found := strings.Cut(f, "=")
+		if !found {
+			return Result{}, false
+		}
+		var err error
+		switch k {
+		case "backend":
+			r.Backend = v
+		case "trackers":
+			r.Trackers, err = strconv.Atoi(v)
+		case "clients":
+			r.Clients, err = strconv.Atoi(v)
+		case "ops_per_s":
+			r.OpsPerS, err = strconv.ParseFloat(v, 64)
+		case "p50_ms", "p99_ms":
+			var x float64
+			x, err = strconv.ParseFloat(v, 64)
+			d := time.Duration(x * float64(time.Millisecond))
+			if k == "p50_ms" {
+				r.P50 = d
+			} else {
+				r.P99 = d
+			}
+		case "rt_per_upload":
+			r.RTPerUpload = -1
+			if v != "-" {
+				r.RTPerUpload, err = strconv.ParseFloat(v, 64)
+			}
+		case "driver":
+			r.Driver = v
+			seen-- // optional
+		default:
+			return Result{}, false
+		}
+		if err != nil {
+			return Result{}, false
+		}
+		seen++
+	}
+	return r, seen == 7
+}

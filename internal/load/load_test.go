@@ -1,0 +1,76 @@
+package load
+
+import (
+	"bytes"
+	"io"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	_ "github.com/gomogile/gomogile/store/sqlite"
+)
+
+// Against an external tracker the run starts no tracker, registers its
+// storage node there — again on a second run, the host moved to the new
+// node's port — and reports the round trips it cannot count as "-".
+func TestRun_ExternalTracker(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	n, err := startNode(ctx, dir, "", "", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.stop() })
+	d, addr, err := startTracker(ctx, "sqlite://"+filepath.Join(dir, "ext.db"), n, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.stop() })
+	want := regexp.MustCompile(`^load: backend=ext trackers=1 clients=2 ops_per_s=\d+ p50_ms=\d+\.\d\d p99_ms=\d+\.\d\d rt_per_upload=-\n$`)
+	for run := range 2 {
+		var out bytes.Buffer
+		rs, err := Run(ctx, Config{Backends: []string{"ext"}, Clients: []int{2}, Iterations: 5,
+			TrackerAddrs: []string{addr}, Out: &out})
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if !want.MatchString(out.String()) {
+			t.Errorf("run %d printed %q; want a line matching %s", run, out.String(), want)
+		}
+		if len(rs) != 1 || rs[0].Ops != 5 || rs[0].RTPerUpload >= 0 {
+			t.Errorf("run %d: results %+v; want one of 5 iterations, round trips unknown", run, rs)
+		}
+	}
+}
+
+// Duration, not Iterations, ends a cell when set.
+func TestRun_Duration(t *testing.T) {
+	rs, err := Run(t.Context(), Config{Backends: []string{"sqlite"}, Clients: []int{1}, Trackers: []int{1},
+		Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Ops == 0 || rs[0].RTPerUpload <= 0 {
+		t.Errorf("results %+v; want one cell with iterations and counted round trips", rs)
+	}
+}
+
+func TestParseLine(t *testing.T) {
+	for _, r := range []Result{
+		{Backend: "sqlite", Trackers: 2, Clients: 8, Driver: "go", OpsPerS: 499, P50: 14460 * time.Microsecond, P99: 41300 * time.Microsecond, RTPerUpload: 13.1},
+		{Backend: "original-mysql", Trackers: 1, Clients: 32, Driver: "go", OpsPerS: 89, P50: 291940 * time.Microsecond, P99: 1189500 * time.Microsecond, RTPerUpload: -1},
+		{Backend: "postgres", Trackers: 1, Clients: 1, Driver: "perl", OpsPerS: 34, P50: 22030 * time.Microsecond, P99: 169620 * time.Microsecond, RTPerUpload: 14.5},
+	} {
+		got, ok := ParseLine(r.Line() + "\n")
+		if !ok || got.Line() != r.Line() || got.Driver != r.Driver || got.RTPerUpload != r.RTPerUpload {
+			t.Errorf("ParseLine(%q) = %+v, %v; want %+v", r.Line(), got, ok, r)
+		}
+	}
+	for _, bad := range []string{"", "# a comment", "load: backend=sqlite trackers=1", "load: backend=sqlite trackers=x clients=1 ops_per_s=1 p50_ms=1 p99_ms=1 rt_per_upload=1",
+		"torture: backend=sqlite seconds=3", "load: backend=sqlite trackers=1 clients=1 ops_per_s=1 p50_ms=1 p99_ms=1 rt_per_upload=1 colour=red"} {
+		if r, ok := ParseLine(bad); ok {
+			t.Errorf("ParseLine(%q) = %+v, true; want false", bad, r)
+		}
+	}
+}
