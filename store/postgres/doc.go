@@ -134,10 +134,7 @@
 // snapshot, for at most 250ms, and returns as soon as the row is gone or
 // its owner expired. That is one statement, one transaction, so it works
 // through a transaction pooler, where LISTEN does not; it holds a pool
-// connection (a pooler's server connection) while it waits, so a Store runs
-// at most 4 such waits at once (its other waiters poll, and are woken when
-// one of those waits sees the name released), leaving the pooler's server
-// connections to the holders that have to release. Handoff takes
+// connection (a pooler's server connection) while it waits. Handoff takes
 // well under a millisecond with notifications and about a millisecond
 // waiting on the server (make bench: handoff_p50, handoff_p99).
 //

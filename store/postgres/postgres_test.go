@@ -541,62 +541,6 @@ func TestLocks_LocalHandoffNotifyOff(t *testing.T) {
 	}
 }
 
-// TestLocks_ServerWaitsBounded: a Store runs at most 4 waits on the server
-// at once, each holding a pool connection (behind a transaction pooler, a
-// server connection the holder may need to release); its other waiters
-// poll, and every one still gets its lock once released.
-func TestLocks_ServerWaitsBounded(t *testing.T) {
-	dsn := testdb.Postgres(t)
-	holder, waiter := open(t, dsn), open(t, withParams(dsn, "lock_notify=false"))
-	const n = 8
-	var held []store.Lock
-	for i := range n {
-		held = append(held, lock(t, holder, fmt.Sprintf("bounded/%d", i), 0))
-	}
-	errc := make(chan error, n)
-	for i := range n {
-		go func() {
-			l, err := waiter.Lock(t.Context(), fmt.Sprintf("bounded/%d", i), 20*time.Second)
-			if err == nil {
-				err = l.Release(context.Background())
-			}
-			errc <- err
-		}()
-	}
-	conn, err := adminConn(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	most := 0
-	for range 40 {
-		var active int
-		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-WHERE datname = current_database() AND state = 'active' AND query LIKE 'DO $$%pg_sleep%'`).Scan(&active); err != nil {
-			t.Fatal(err)
-		}
-		most = max(most, active)
-		time.Sleep(25 * time.Millisecond)
-	}
-	for _, l := range held {
-		if err := l.Release(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range n {
-		if err := <-errc; err != nil {
-			t.Errorf("waiting Lock: %v", err)
-		}
-	}
-	t.Logf("at most %d waits on the server at once for %d waiters", most, n)
-	if most > 4 {
-		t.Errorf("%d waits on the server at once; want at most 4", most)
-	}
-	if most == 0 {
-		t.Error("no wait on the server seen; want the waiters to wait there")
-	}
-}
-
 // TestLocks_AllSessionsKilled: an operator terminates every session of the
 // database. Holders learn their locks are lost, and every Store recovers:
 // new owner incarnations, and the pools reconnect.

@@ -94,16 +94,10 @@ func (b *Locks) removeWaiter(name string, ch chan struct{}) {
 	}
 }
 
-func (b *Locks) wake(name string) { b.wakeOthers(name, nil) }
-
-// wakeOthers wakes the waiters of name but self.
-func (b *Locks) wakeOthers(name string, self chan struct{}) {
+func (b *Locks) wake(name string) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	for ch := range b.waiters[name] {
-		if ch == self {
-			continue
-		}
 		select {
 		case ch <- struct{}{}:
 		default:

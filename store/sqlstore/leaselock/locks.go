@@ -53,11 +53,6 @@ type Locks struct {
 
 	wmu     sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
-	// serverSlots bounds this Store's waits on the server (ReleaseWaiter),
-	// each of which holds a pool connection: behind a transaction pooler
-	// they would otherwise take the server connections the holder needs
-	// to release. Waiters without a slot poll.
-	serverSlots chan struct{}
 
 	notifyWakeups atomic.Int64 // waits ended by a notification or a local release (Status)
 	serverWaits   atomic.Int64 // ReleaseWaiter waits that ended without error (Status)
@@ -127,8 +122,6 @@ func New(db DB, cfg Config) *Locks {
 		kick:     make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 		waiters:  map[string]map[chan struct{}]struct{}{},
-
-		serverSlots: make(chan struct{}, maxServerWaits),
 	}
 }
 
@@ -492,12 +485,8 @@ const (
 
 // maxServerWait bounds one ReleaseWaiter statement, so a waiter looks at
 // its own state (incarnation, Close) at least this often and does not keep
-// a pool connection for a whole long timeout; maxServerWaits is how many a
-// Store runs at once (Locks.serverSlots).
-const (
-	maxServerWait  = 250 * time.Millisecond
-	maxServerWaits = 4
-)
+// a pool connection for a whole long timeout.
+const maxServerWait = 250 * time.Millisecond
 
 // Acquire implements sqlstore.LockBackend.
 func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
@@ -553,16 +542,11 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 			}
 			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
 		}
-		if serverWait && holder != nil && !b.holds(name, *holder) && b.takeServerSlot() {
+		if serverWait && holder != nil && !b.holds(name, *holder) {
 			// Another Store holds it: wait on the server for its row to
 			// go, then try at once.
-			err := b.waitOnServer(ctx, rw, key, *holder, min(deadline.Sub(now), maxServerWait), wake)
-			<-b.serverSlots
-			if err == nil {
+			if b.waitOnServer(ctx, rw, key, *holder, min(deadline.Sub(now), maxServerWait), wake) == nil {
 				b.serverWaits.Add(1)
-				// The Store's other waiters for the name (polling, for
-				// want of a slot) try now too.
-				b.wakeOthers(name, wake)
 				backoff = minBackoff
 				continue
 			}
@@ -592,16 +576,6 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 		case <-timer.C:
 		}
 		timer.Stop()
-	}
-}
-
-// takeServerSlot takes one of serverSlots if one is free.
-func (b *Locks) takeServerSlot() bool {
-	select {
-	case b.serverSlots <- struct{}{}:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -868,9 +842,9 @@ func (b *Locks) Crash() {
 type Status struct {
 	Identity string // the owner identity
 	Owner    int64  // the current incarnation id, 0 between a loss and the next registration
-	// NotifyWakeups counts the lock waits a notification, a release by
-	// this Store or another of its waiters' wait on the server ended
-	// (rather than a poll), a measure of whether the listener works.
+	// NotifyWakeups counts the lock waits a notification or a release by
+	// this Store ended (rather than a poll), a measure of whether the
+	// listener works.
 	NotifyWakeups int64
 	// ServerWaits counts the waits for another Store's release made on the
 	// server (ReleaseWaiter, without notifications) that ended without
