@@ -40,7 +40,7 @@
 //	                   (store.ErrDuplicate); see # Locks. Set it where hosts
 //	                   share a hostname and pids repeat (containers with a
 //	                   fixed hostname).
-//	lock_notify=true   LISTEN for releases; false makes waiters wait on the server (# Locks).
+//	lock_notify=true   LISTEN for releases; false makes waiters poll only.
 //	op_timeout=10s     default deadline of every Store call (store.DefaultOpTimeout;
 //	                   0 = none; a Lock call gets its wait timeout on top).
 //	max_idle_conns=8   idle connections the pool keeps (store.DefaultMaxIdleConns;
@@ -126,17 +126,10 @@
 // ended the call. The shared layer adds the operation and the lock's name.
 //
 // Waiters LISTEN on a session of their own and retry on a release's
-// notification; a release by the waiter's own Store wakes it directly.
-// Without notifications (lock_notify=false, or while the listener is down
-// only the client's backoff from 5ms doubling to 100ms is left there), a
-// waiter for another Store's lock waits on the server: one DO block that
-// looks at the holder's row every millisecond, each look with a fresh
-// snapshot, for at most 250ms, and returns as soon as the row is gone or
-// its owner expired. That is one statement, one transaction, so it works
-// through a transaction pooler, where LISTEN does not; it holds a pool
-// connection (a pooler's server connection) while it waits. Handoff takes
-// well under a millisecond with notifications and about a millisecond
-// waiting on the server (make bench: handoff_p50, handoff_p99).
+// notification; they also poll with a backoff from 5ms doubling to 100ms,
+// which alone suffices when notifications are off or the listener is down.
+// Handoff takes about a millisecond with notifications and about 50ms
+// without.
 //
 // # Restarts and failover
 //
@@ -208,8 +201,7 @@
 //	lock_notify=false                         LISTEN needs a session
 //
 // Releases still send NOTIFY, which works through a pooler and wakes the
-// waiters of trackers that do listen; the others wait for a release on the
-// server, each waiter in a statement of its own (# Locks). Lost keeps its promise behind a
+// waiters of trackers that do listen. Lost keeps its promise behind a
 // pooler: the deadline timer does not depend on the session, a server
 // restart behind the pooler shows as a vanished sentinel at the next
 // renewal, and the epoch rule above keeps a restarted server from granting

@@ -72,16 +72,6 @@ func NotifyWakeups(s store.Store) (int64, error) {
 	return b.Status().NotifyWakeups, nil
 }
 
-// ServerWaits counts the lock waits of s made on the server, for another
-// Store's release (lock_notify=false).
-func ServerWaits(s store.Store) (int64, error) {
-	b, err := backendOf(s)
-	if err != nil {
-		return 0, err
-	}
-	return b.Status().ServerWaits, nil
-}
-
 // ParseLockDSN returns the lock settings a DSN gives.
 func ParseLockDSN(d *store.DSN) (lease, reap, bound string, notify bool, err error) {
 	c, err := parseDSN(d)

@@ -92,22 +92,6 @@ func (d *lockDB) Release(ctx context.Context, name []byte, owner, token int64) (
 	return n == 1, nil
 }
 
-// WaitRelease implements leaselock.ReleaseWaiter with waitReleaseSQL: a
-// loop on the server that looks at the holder's row every millisecond, each
-// look with a fresh snapshot (READ COMMITTED, PL/pgSQL), so the wait ends
-// within about a millisecond of the release's commit and costs the client
-// one round trip. A DO block takes no parameters: its values are written
-// into it, the name hex-encoded and the rest integers.
-var _ leaselock.ReleaseWaiter = (*lockDB)(nil)
-
-func (d *lockDB) WaitRelease(ctx context.Context, name []byte, holder int64, wait time.Duration) error {
-	q := fmt.Sprintf(waitReleaseSQL, wait.Microseconds(), hex.EncodeToString(name), holder)
-	if _, err := d.db.ExecContext(ctx, q); err != nil {
-		return lockErr(ctx, err)
-	}
-	return nil
-}
-
 func (d *lockDB) EvictExpired(ctx context.Context) (int64, error) {
 	var n int64
 	if err := d.db.QueryRowContext(ctx, evictExpiredSQL).Scan(&n); err != nil {

@@ -142,23 +142,6 @@ LEFT JOIN (
 SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM d) n`
 )
 
-// waitReleaseSQL waits (for at most %[1]d µs) while the lock named by the
-// hex %[2]s is held with token %[3]d by an owner whose lease runs. It is a
-// DO block, so its checks take fresh snapshots, and one statement, so it
-// works through a transaction pooler (see lockDB.WaitRelease).
-const waitReleaseSQL = `DO $$
-DECLARE
-	stop timestamptz := clock_timestamp() + %[1]d * interval '1 microsecond';
-BEGIN
-	WHILE clock_timestamp() < stop AND EXISTS (
-		SELECT 1 FROM ` + lockTable + ` l JOIN ` + ownerTable + ` o ON o.owner_id = l.owner_id
-		WHERE l.name = decode('%[2]s', 'hex') AND l.token = %[3]d AND o.expires_at > clock_timestamp())
-	LOOP
-		PERFORM pg_sleep(0.001);
-	END LOOP;
-END
-$$`
-
 var (
 	evictOwnerSQL   = fmt.Sprintf(evictSQL, "owner_id = $1")
 	evictExpiredSQL = fmt.Sprintf(evictSQL, "expires_at <= clock_timestamp()")

@@ -496,9 +496,7 @@ func TestLocks_HandoffNotify(t *testing.T) {
 }
 
 // TestLocks_NotifyOff: with lock_notify=false (a transaction pooler) there
-// is no listening session, and a waiter for another Store's lock waits on
-// the server (a statement that ends when the holder's row goes) instead of
-// polling from the client.
+// is no listening session and waiters get the lock by polling alone.
 func TestLocks_NotifyOff(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	holder := open(t, dsn)
@@ -508,36 +506,13 @@ func TestLocks_NotifyOff(t *testing.T) {
 	}
 	ds := handoffs(t, holder, waiter, 3)
 	woken, _ := postgres.NotifyWakeups(waiter)
-	onServer, _ := postgres.ServerWaits(waiter)
-	t.Logf("handoff delays waiting on the server: %v (%d waits)", ds, onServer)
+	t.Logf("handoff delays by polling: %v", ds)
 	if woken != 0 {
 		t.Errorf("%d waits ended by a notification with lock_notify=false; want 0", woken)
-	}
-	// Each handoff's waiter held on the server through the 400ms hold
-	// (waits of at most 250ms) and through the release.
-	if onServer < 3 {
-		t.Errorf("%d waits on the server over 3 handoffs; want at least 3", onServer)
 	}
 	// The backoff is capped at 100ms; allow for slow round trips.
 	if ds[len(ds)-1] > 500*time.Millisecond {
 		t.Errorf("slowest polled handoff %v; want about the 100ms backoff cap", ds[len(ds)-1])
-	}
-}
-
-// TestLocks_LocalHandoffNotifyOff: a waiter of the Store that releases the
-// lock is woken by that Release itself, notifications or not (lock_notify
-// =false here), and does not wait on the server for its own Store's row.
-func TestLocks_LocalHandoffNotifyOff(t *testing.T) {
-	s := open(t, withParams(testdb.Postgres(t), "lock_notify=false"))
-	ds := handoffs(t, s, s, 5)
-	woken, _ := postgres.NotifyWakeups(s)
-	onServer, _ := postgres.ServerWaits(s)
-	t.Logf("handoff delays within one Store: %v; waits ended by its release: %d, on the server: %d", ds, woken, onServer)
-	if woken < 4 {
-		t.Errorf("%d of 5 waits ended by the Store's own release; want at least 4", woken)
-	}
-	if onServer != 0 {
-		t.Errorf("%d waits on the server for the Store's own lock; want 0", onServer)
 	}
 }
 

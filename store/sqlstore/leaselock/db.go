@@ -85,21 +85,6 @@ type Notifier interface {
 	Listen(ctx context.Context) (Listener, error)
 }
 
-// ReleaseWaiter is implemented by a DB that can wait for a lock row to go
-// inside one statement on the server, for a Store whose waiters cannot
-// count on notifications (no Notifier, Config.NoListen: a transaction
-// pooler, where a LISTEN session is not kept). A waiter then ends its wait
-// about when the holder's row goes, without a round trip per poll, instead
-// of backing off from the client. Without it such waiters poll.
-type ReleaseWaiter interface {
-	// WaitRelease returns once the row holding name with token holder is
-	// gone or its owner's lease has run out, or after d, whichever comes
-	// first, with a nil error in all three cases: the caller tries again.
-	// It runs as one statement (one transaction), so it works through a
-	// transaction pooler; it takes a pool connection for up to d.
-	WaitRelease(ctx context.Context, name []byte, holder int64, d time.Duration) error
-}
-
 // Listener is a session that hears released names.
 type Listener interface {
 	// Next blocks until a name is released (anywhere) or the session ends

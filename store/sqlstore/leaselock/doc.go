@@ -31,11 +31,8 @@
 //     lease old, so lock tables emptied by crash recovery or a promotion
 //     (UNLOGGED, or simply lost) cannot hand out a lock someone from before
 //     still believes held.
-//   - Wake-ups: a waiter retries as soon as its own Store releases the
-//     name, and with a [Notifier] as soon as a release anywhere is heard,
-//     instead of at its next poll (5ms doubling to 100ms). Without
-//     notifications, a [ReleaseWaiter] waits for another Store's release in
-//     one statement on the server instead of polling from the client.
+//   - Wake-ups: with a [Notifier], a waiter retries as soon as a release is
+//     heard instead of at its next poll (5ms doubling to 100ms).
 //
 // # Using it from a backend
 //
@@ -50,9 +47,8 @@
 //     retries an acquire or release whose outcome is unknown, recognising
 //     its own row by the token), store.ErrDuplicate for a unique violation,
 //     the context's error when it ended the call.
-//  3. Optionally implement [Notifier] (LISTEN/NOTIFY or the like),
-//     [ReleaseWaiter] (a wait on the server that needs no session of its
-//     own) and [SessionKiller] (for conformance's KillLockSession).
+//  3. Optionally implement [Notifier] (LISTEN/NOTIFY or the like) and
+//     [SessionKiller] (for conformance's KillLockSession).
 //  4. Build a [Config] (Config.SetParam reads the lock_* DSN parameters)
 //     and hand New's result to sqlstore.Config.Locks; sqlstore.New starts it
 //     once the schema exists and closes it before the pool.

@@ -54,8 +54,7 @@ type Locks struct {
 	wmu     sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 
-	notifyWakeups atomic.Int64 // waits ended by a notification or a local release (Status)
-	serverWaits   atomic.Int64 // ReleaseWaiter waits that ended without error (Status)
+	notifyWakeups atomic.Int64 // waits ended by a notification (Status)
 	reaped        atomic.Int64 // locks of expired owners freed (LockStats)
 }
 
@@ -483,25 +482,16 @@ const (
 	tryGated // the lock epoch is younger than a lease
 )
 
-// maxServerWait bounds one ReleaseWaiter statement, so a waiter looks at
-// its own state (incarnation, Close) at least this often and does not keep
-// a pool connection for a whole long timeout.
-const maxServerWait = 250 * time.Millisecond
-
 // Acquire implements sqlstore.LockBackend.
 func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
 	deadline := time.Now().Add(timeout)
 	var wake chan struct{}
-	if timeout > 0 {
+	if timeout > 0 && b.listening() {
 		// Registered before the first try, so a release between that
-		// try and the wait is not missed: this Store's own releases wake
-		// it always (Release), other Stores' through notifications when
-		// listening.
+		// try and the wait is not missed.
 		wake = b.addWaiter(name)
 		defer b.removeWaiter(name, wake)
 	}
-	rw, serverWait := b.db.(ReleaseWaiter)
-	serverWait = serverWait && !b.listening()
 	key := []byte(name)
 	backoff := minBackoff
 	var timer *time.Timer
@@ -515,9 +505,8 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 		if err != nil {
 			return nil, err
 		}
-		var holder *int64
 		if inc != nil {
-			l, res, h, err := b.try(ctx, key, name, inc)
+			l, res, err := b.try(ctx, key, name, inc)
 			if err != nil {
 				return nil, err
 			}
@@ -530,8 +519,6 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 				}
 			case tryOwnerGone:
 				b.poke()
-			case tryTaken:
-				holder = h
 			}
 		}
 		now := time.Now()
@@ -541,21 +528,6 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 				return nil, fmt.Errorf("no lock owner registered within %v: %w", timeout, why)
 			}
 			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
-		}
-		if serverWait && holder != nil && !b.holds(name, *holder) {
-			// Another Store holds it: wait on the server for its row to
-			// go, then try at once.
-			if b.waitOnServer(ctx, rw, key, *holder, min(deadline.Sub(now), maxServerWait), wake) == nil {
-				b.serverWaits.Add(1)
-				backoff = minBackoff
-				continue
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if b.ctx.Err() != nil {
-				return nil, store.ErrClosed
-			}
 		}
 		wait := min(backoff, deadline.Sub(now))
 		backoff = min(backoff*2, maxBackoff)
@@ -579,50 +551,9 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 	}
 }
 
-// waitOnServer runs one ReleaseWaiter wait, cut short by Close and by a
-// release of name in this process (wake, which it drains).
-func (b *Locks) waitOnServer(ctx context.Context, rw ReleaseWaiter, key []byte, holder int64, d time.Duration, wake <-chan struct{}) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(b.ctx, cancel)
-	defer stop()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-wake:
-			cancel()
-		case <-done:
-		}
-	}()
-	err := rw.WaitRelease(wctx, key, holder, d)
-	if err != nil && wctx.Err() != nil && ctx.Err() == nil && b.ctx.Err() == nil {
-		// Woken by this process: the release was ours to see.
-		return nil
-	}
-	return err
-}
-
-// holds reports whether this Store holds name with token: its own
-// releases wake its waiters directly (Release), no wait on the server
-// needed.
-func (b *Locks) holds(name string, token int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return false
-	}
-	for l := range b.cur.locks {
-		if l.name == name && l.token == token {
-			return true
-		}
-	}
-	return false
-}
-
 // try makes one attempt for name under inc. It waits no longer than inc's
 // deadline: a grant after it could not be handed out anyway.
-func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnation) (*lock, tryResult, *int64, error) {
+func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnation) (*lock, tryResult, error) {
 	b.mu.Lock()
 	deadline := inc.deadline
 	b.mu.Unlock()
@@ -636,25 +567,25 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 				// Our incarnation's deadline, not the caller's: the
 				// incarnation is being lost; wait for the next.
 				b.forget(key, inc.id, token)
-				return nil, tryOwnerGone, nil, nil
+				return nil, tryOwnerGone, nil
 			}
 			if errors.Is(err, store.ErrUnavailable) && attempt < 3 && ctx.Err() == nil {
 				// The row may have gone in; the token recognises it.
 				continue
 			}
 			b.forget(key, inc.id, token)
-			return nil, 0, nil, err
+			return nil, 0, err
 		}
 		switch {
 		case a.Inserted || a.HolderToken != nil && *a.HolderToken == token:
 		case !a.OwnerAlive:
-			return nil, tryOwnerGone, nil, nil
+			return nil, tryOwnerGone, nil
 		case !a.Open:
-			return nil, tryGated, nil, nil
+			return nil, tryGated, nil
 		case a.HolderDead:
-			return nil, tryHolderDead, nil, nil
+			return nil, tryHolderDead, nil
 		default:
-			return nil, tryTaken, a.HolderToken, nil
+			return nil, tryTaken, nil
 		}
 		l := &lock{b: b, name: name, inc: inc, token: token, lost: make(chan struct{})}
 		b.mu.Lock()
@@ -668,9 +599,9 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 			// The incarnation was lost while the row went in: nobody
 			// may rely on it. Re-registration or Close removes it too.
 			b.forget(key, inc.id, token)
-			return nil, tryOwnerGone, nil, nil
+			return nil, tryOwnerGone, nil
 		}
-		return l, tryAcquired, nil, nil
+		return l, tryAcquired, nil
 	}
 }
 
@@ -734,9 +665,6 @@ func (l *lock) Release(ctx context.Context) error {
 		if found || l.tried && l.state == held {
 			l.state = released
 			delete(l.inc.locks, l)
-			// This Store's waiters for the name try at once, whether
-			// or not a notification would reach them.
-			b.wake(l.name)
 			return nil
 		}
 		if l.state == held {
@@ -842,21 +770,16 @@ func (b *Locks) Crash() {
 type Status struct {
 	Identity string // the owner identity
 	Owner    int64  // the current incarnation id, 0 between a loss and the next registration
-	// NotifyWakeups counts the lock waits a notification or a release by
-	// this Store ended (rather than a poll), a measure of whether the
-	// listener works.
+	// NotifyWakeups counts the lock waits a notification ended (rather
+	// than a poll), a measure of whether the listener works.
 	NotifyWakeups int64
-	// ServerWaits counts the waits for another Store's release made on the
-	// server (ReleaseWaiter, without notifications) that ended without
-	// error.
-	ServerWaits int64
 }
 
 // Status reports the locks' owner and counters.
 func (b *Locks) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := Status{Identity: b.cfg.Identity, NotifyWakeups: b.notifyWakeups.Load(), ServerWaits: b.serverWaits.Load()}
+	st := Status{Identity: b.cfg.Identity, NotifyWakeups: b.notifyWakeups.Load()}
 	if b.cur != nil {
 		st.Owner = b.cur.id
 	}
