@@ -28,6 +28,19 @@ func startFaultProxy(t testing.TB, h *harness) *faultproxy.Proxy {
 	return p
 }
 
+// openBehindFaultProxy opens a Store all of whose connections, lock
+// sessions and Store pool alike, go through a fresh internal/faultproxy.
+func openBehindFaultProxy(t testing.TB, h *harness) (store.Store, *faultproxy.Proxy) {
+	t.Helper()
+	p := startFaultProxy(t, h)
+	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, p
+}
+
 // testPingTimeout replaces the watchers' 5s ping timeout in these tests, so
 // a stalled session is given up quickly; it is still far above a healthy
 // ping's round trip on a loaded machine.
@@ -196,12 +209,7 @@ func TestLock_ConnectionFailuresAreSentinels(t *testing.T) {
 	})
 
 	t.Run("GET_LOCK waiting, connection cut", func(t *testing.T) {
-		p := startFaultProxy(t, h)
-		a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
+		a, p := openBehindFaultProxy(t, h)
 		b := h.open(t)
 		held := mustLock(t, b, "waiting", 0)
 		errc := make(chan error, 1)
@@ -372,12 +380,7 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 		t.Skip("waits for the lock sessions' wait_timeout")
 	}
 	h := newHarness(t)
-	p := startFaultProxy(t, h)
-	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
+	a, p := openBehindFaultProxy(t, h)
 	b := h.open(t)
 	l := mustLock(t, a, "island", 0)
 	time.Sleep(mysql.WatchEvery + 50*time.Millisecond)
@@ -411,12 +414,7 @@ func TestLock_PartitionedHolderLostBeforeGrant(t *testing.T) {
 // once until the holder's next answered ping.
 func TestLock_KilledWhilePartitionedLostBeforeNextGrant(t *testing.T) {
 	h := newHarness(t)
-	p := startFaultProxy(t, h)
-	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
+	a, p := openBehindFaultProxy(t, h)
 	b := h.open(t)
 	for i := range 3 {
 		name := fmt.Sprintf("island-%d", i)
@@ -574,12 +572,7 @@ func TestLock_DeadHoldersRowsSwept(t *testing.T) {
 // killTimeout) would overrun the deadline for nothing.
 func TestLock_CancelledWhilePartitionedReturnsOnTime(t *testing.T) {
 	h := newHarness(t)
-	p := startFaultProxy(t, h)
-	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
+	a, p := openBehindFaultProxy(t, h)
 	b := h.open(t)
 	held := mustLock(t, b, "cut-off", 0)
 	defer mustRelease(t, held)
@@ -589,7 +582,7 @@ func TestLock_CancelledWhilePartitionedReturnsOnTime(t *testing.T) {
 	time.AfterFunc(wait/2, func() { p.Blackhole(true) }) // a is waiting in GET_LOCK by then
 	defer p.Blackhole(false)
 	start := time.Now()
-	_, err = a.Lock(ctx, "cut-off", 10*time.Second)
+	_, err := a.Lock(ctx, "cut-off", 10*time.Second)
 	took := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock cut off past its deadline: got %v; want %v", err, context.DeadlineExceeded)
