@@ -889,6 +889,21 @@ func (b *lockBackend) killSession(key string, id uint64) {
 	// 1094 (unknown thread: it ended meanwhile) is the usual failure, and
 	// nothing more can be done about any other.
 	_, _ = b.admin.ExecContext(ctx, "KILL "+strconv.FormatUint(id, 10))
+	// KILL returns once the session is told; a statement it is running
+	// may still finish. Wait until it is gone, so a holder-row DELETE
+	// made after this cannot be overtaken by that statement's REPLACE.
+	for ctx.Err() == nil {
+		var left int
+		if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&left); err != nil || left == 0 {
+			return
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
 }
 
 // Release gives the lock back with RELEASE_LOCK on its own session. It runs
@@ -931,10 +946,12 @@ func (l *lock) Release(ctx context.Context) error {
 	switch {
 	case err != nil && sessionGone(err):
 		// The session is gone, and with it the lock, possibly before this
-		// call: whoever relied on holding it must hear so.
+		// call: whoever relied on holding it must hear so. Its row, if
+		// the DELETE did not run, is nobody's to wait for.
 		l.state = lockLost
 		l.b.discard(l.s, "")
 		l.markLost()
+		l.b.forgetHolderLater(l.key, l.s.id)
 		return fmt.Errorf("%w: mysql: RELEASE_LOCK: %w", store.ErrLockLost, err)
 	case err != nil:
 		// A server error: whether the lock was still this session's is
