@@ -10,13 +10,14 @@ type holdLog struct {
 	all       []*holding                      // holdings placed in time, in grant order
 	open      map[string]map[holdKey]*holding // process prefix → open holdings
 	stoppedAt map[string]time.Time            // process prefix → its SIGSTOP, until SIGCONT or SIGKILL
+	killedAt  map[string]time.Time            // process prefix → its SIGKILL
 	pauses    map[string][]pause              // process prefix → its ended pauses
 	kills     int
 	unplaced  int // holdings granted during a pause, left out of the time checks
 }
 
 func newHoldLog() *holdLog {
-	return &holdLog{holds: map[holdKey]*holding{}, open: map[string]map[holdKey]*holding{}, stoppedAt: map[string]time.Time{}, pauses: map[string][]pause{}}
+	return &holdLog{holds: map[holdKey]*holding{}, open: map[string]map[holdKey]*holding{}, stoppedAt: map[string]time.Time{}, killedAt: map[string]time.Time{}, pauses: map[string][]pause{}}
 }
 
 // note takes a "grant", "end", "kill", "stop" or "cont" event, in time
@@ -50,6 +51,15 @@ func (l *holdLog) note(ev event) {
 			l.unplaced++
 			return
 		}
+		// Stamped after the coordinator's SIGKILL stamp: likewise, the
+		// process ran on for a moment before the signal arrived, and its
+		// holding ended with it, at an instant no one stamped; left open,
+		// it would overlap every later grant of the name.
+		if at, ok := l.killedAt[pfx]; ok {
+			hd.from, hd.to, hd.end = at, at, endKilled
+			l.unplaced++
+			return
+		}
 		l.all = append(l.all, hd)
 		if l.open[pfx] == nil {
 			l.open[pfx] = map[holdKey]*holding{}
@@ -72,6 +82,7 @@ func (l *holdLog) note(ev event) {
 			delete(l.open[pfx], k)
 		}
 		if ev.K == "kill" {
+			l.killedAt[pfx] = t
 			l.kills++
 			l.endPause(pfx, t)
 		}

@@ -47,6 +47,36 @@ func TestGrantStampedAfterStopEndsAtStop(t *testing.T) {
 	}
 }
 
+// Likewise a grant stamped a moment after the coordinator stamped the
+// process's SIGKILL: the holding ended with the process and must not stay
+// open, overlapping every later grant (a 120 s SQLite run reported 13
+// violations against one such holding).
+func TestGrantStampedAfterKillEndsAtKill(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) int64 { return nanos(t0.Add(time.Duration(ms) * time.Millisecond)) }
+	l := newHoldLog()
+	for _, ev := range []event{
+		{K: "kill", P: "p0.0", T: at(0)},
+		{K: "grant", P: "p0.0s0", N: "torture:ctr:0", H: 1, Tok: 1, S: at(-10), T: at(1)},
+		// The next incarnation takes the lock.
+		{K: "grant", P: "p0.1s0", N: "torture:ctr:0", H: 1, Tok: 2, S: at(90), T: at(100)},
+		{K: "end", P: "p0.1s0", H: 1, T: at(200), Msg: endReleased},
+	} {
+		l.note(ev)
+	}
+	dead := l.holds[holdKey{"p0.0s0", 1}]
+	if dead == nil || dead.end != endKilled || !dead.to.Equal(t0) {
+		t.Fatalf("grant stamped after the kill: holding %+v, want it ended (killed) at the kill %v", dead, t0)
+	}
+	var hs []check.Hold
+	for _, hd := range l.all {
+		hs = append(hs, hd.check())
+	}
+	if v := check.Exclusion(hs, 0); len(v) != 0 {
+		t.Errorf("exclusion violations %v, want none", v)
+	}
+}
+
 // The stall time taken off a late call's lateness is exactly the part of
 // the call that its process's stalls cover.
 func TestOverlap(t *testing.T) {
