@@ -518,40 +518,42 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 
 // commit is tx.Commit bounded by ctx. database/sql passes no context to a
 // driver's Commit, and go-sql-driver's waits for the server's answer
-// however long it takes (a partition: until it heals), so the wait runs
-// on its own and the call gives up at ctx's end: with ErrUnknownOutcome,
-// since the COMMIT may have been applied.
+// however long it takes (a partition: until it heals), so the call gives
+// up at ctx's end: with ErrUnknownOutcome, since the COMMIT may have been
+// applied.
 func commit(ctx context.Context, tx *sql.Tx) error {
-	done := make(chan error, 1)
-	go func() { done <- tx.Commit() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		select {
-		case err := <-done: // answered at the same instant
-			return err
-		default:
-		}
+	ok, err := untilDone(ctx, tx.Commit)
+	if !ok {
 		return fmt.Errorf("%w: COMMIT unanswered: %w", store.ErrUnknownOutcome, ctx.Err())
 	}
+	return err
 }
 
 // rollback is tx.Rollback bounded by ctx, for the same reason as commit.
 // Once ctx has ended there is nothing to do: database/sql rolls back, and
 // drops the connection, from its own goroutine.
 func rollback(ctx context.Context, tx *sql.Tx) {
-	if ctx.Err() != nil {
-		return
+	if ctx.Err() == nil {
+		_, _ = untilDone(ctx, tx.Rollback)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = tx.Rollback()
-	}()
+}
+
+// untilDone runs f on its own and waits for it until ctx ends; ok is false
+// when ctx ended first (f runs on to its end unwatched). An answer that
+// came at the same instant as the end counts.
+func untilDone(ctx context.Context, f func() error) (ok bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
 	select {
-	case <-done:
+	case err := <-done:
+		return true, err
 	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return true, err
+		default:
+			return false, nil
+		}
 	}
 }
 
