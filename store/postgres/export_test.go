@@ -63,7 +63,7 @@ func Identity(s store.Store) (string, error) {
 	return b.Status().Identity, nil
 }
 
-// NotifyWakeups counts the lock waits of s that a notification ended.
+// NotifyWakeups counts the lock waits of s that a notification or its own release ended.
 func NotifyWakeups(s store.Store) (int64, error) {
 	b, err := backendOf(s)
 	if err != nil {

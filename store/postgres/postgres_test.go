@@ -516,6 +516,24 @@ func TestLocks_NotifyOff(t *testing.T) {
 	}
 }
 
+// TestLocks_LocalHandoffNotifyOff: with lock_notify=false (a transaction
+// pooler) a waiter of the Store that releases the lock is woken by that
+// Release itself instead of its next poll.
+func TestLocks_LocalHandoffNotifyOff(t *testing.T) {
+	s := open(t, withParams(testdb.Postgres(t), "lock_notify=false"))
+	ds := handoffs(t, s, s, 5)
+	woken, _ := postgres.NotifyWakeups(s)
+	t.Logf("handoff delays within one Store: %v; waits ended by its release: %d", ds, woken)
+	if woken < 5 {
+		t.Errorf("%d of 5 waits ended by the Store's own release; want 5", woken)
+	}
+	// A poll would come at most 100ms after the release; a wake-up
+	// brings the try to the release itself.
+	if ds[len(ds)/2] > 50*time.Millisecond {
+		t.Errorf("median handoff within one Store %v; want well under the 100ms poll", ds[len(ds)/2])
+	}
+}
+
 // TestLocks_AllSessionsKilled: an operator terminates every session of the
 // database. Holders learn their locks are lost, and every Store recovers:
 // new owner incarnations, and the pools reconnect.

@@ -31,8 +31,9 @@
 //     lease old, so lock tables emptied by crash recovery or a promotion
 //     (UNLOGGED, or simply lost) cannot hand out a lock someone from before
 //     still believes held.
-//   - Wake-ups: with a [Notifier], a waiter retries as soon as a release is
-//     heard instead of at its next poll (5ms doubling to 100ms).
+//   - Wake-ups: a waiter retries as soon as its own Store releases the
+//     name, and with a [Notifier] as soon as a release anywhere is heard,
+//     instead of at its next poll (5ms doubling to 100ms).
 //
 // # Using it from a backend
 //

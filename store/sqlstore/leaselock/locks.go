@@ -54,7 +54,7 @@ type Locks struct {
 	wmu     sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 
-	notifyWakeups atomic.Int64 // waits ended by a notification (Status)
+	notifyWakeups atomic.Int64 // waits ended by a notification or a local release (Status)
 	reaped        atomic.Int64 // locks of expired owners freed (LockStats)
 }
 
@@ -486,9 +486,11 @@ const (
 func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
 	deadline := time.Now().Add(timeout)
 	var wake chan struct{}
-	if timeout > 0 && b.listening() {
+	if timeout > 0 {
 		// Registered before the first try, so a release between that
-		// try and the wait is not missed.
+		// try and the wait is not missed: this Store's own releases wake
+		// it always (Release), other Stores' through notifications when
+		// listening (without them it also polls).
 		wake = b.addWaiter(name)
 		defer b.removeWaiter(name, wake)
 	}
@@ -665,6 +667,11 @@ func (l *lock) Release(ctx context.Context) error {
 		if found || l.tried && l.state == held {
 			l.state = released
 			delete(l.inc.locks, l)
+			// This Store's waiters for the name try at once, whether
+			// or not a notification would reach them (behind a
+			// transaction pooler none does). A wake-up only brings a
+			// try forward; the database still decides who gets it.
+			b.wake(l.name)
 			return nil
 		}
 		if l.state == held {
@@ -770,8 +777,9 @@ func (b *Locks) Crash() {
 type Status struct {
 	Identity string // the owner identity
 	Owner    int64  // the current incarnation id, 0 between a loss and the next registration
-	// NotifyWakeups counts the lock waits a notification ended (rather
-	// than a poll), a measure of whether the listener works.
+	// NotifyWakeups counts the lock waits a notification or a release by
+	// this Store ended (rather than a poll), a measure of whether the
+	// listener works.
 	NotifyWakeups int64
 }
 
