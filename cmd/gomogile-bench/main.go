@@ -34,6 +34,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,6 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	title := fs.String("chart-title", "gomogile: 4 KiB upload + get_paths", "the chart's title")
 	dir := fs.String("dir", "", "keep the databases, the storage node's files and the daemons' log here (default: a temporary directory, removed)")
 	verbose := fs.Bool("v", false, "log progress to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (clients, trackers and node together) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -132,6 +134,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lg.SetOutput(io.Discard)
 	}
 	_ = gomysql.SetLogger(lg)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "gomogile-bench:", err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	results, err := load.Run(ctx, cfg)
 	if err == nil && *chart != "" {
 		err = load.Chart(results, *title, *chart)

@@ -22,10 +22,15 @@
 // estimated: the database round trips the trackers made while the clients
 // ran (the background workers' included) divided by the iterations. On
 // MySQL and PostgreSQL an internal/faultproxy proxy between each tracker
-// and the server counts request/response turns on the wire; SQLite runs in
-// the trackers' process, so a database/sql driver wrapper installed
-// through internal/sqlaccess counts its statements, BEGINs, COMMITs and
-// ROLLBACKs, which are what the wire would carry.
+// and the server counts request/response turns on the wire, in a counting
+// pass of its own before the timed run (countIterations per client, the
+// cell's clients and trackers, on the cell's database): the timed run goes
+// to the server directly, as an external tracker's does, since the
+// proxies would cost this process, which also runs the clients and the
+// node, a second copy of all the database traffic. SQLite runs in the
+// trackers' process, so a database/sql driver wrapper installed through
+// internal/sqlaccess counts its statements, BEGINs, COMMITs and ROLLBACKs,
+// which are what the wire would carry, during the timed run itself.
 //
 // Against an external tracker (Config.TrackerAddrs, e.g. the original
 // Perl MogileFS 2.73) it starts only the storage node, registers it there
@@ -195,66 +200,143 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 // counter reads the round trips the trackers of a cell made so far.
 type counter func() int64
 
+// countIterations is the length of a MySQL or PostgreSQL cell's counting
+// pass, per client, with at least minCountIterations in all.
+const (
+	countIterations    = 20
+	minCountIterations = 200
+)
+
+// cellDB is a cell's fresh database: the DSN each tracker opens, and how
+// their round trips are counted.
+type cellDB struct {
+	dsns []string
+	// count, when set, counts the round trips of trackers opening dsns
+	// (SQLite's driver wrapper, in this process, costing next to nothing).
+	count counter
+	// proxied, when set instead, returns DSNs through counting proxies
+	// (MySQL, PostgreSQL), their counter and a close for the proxies.
+	proxied func() ([]string, counter, func(), error)
+	cleanup func() error
+}
+
+// A driver is a kind of client: the Go client, or the Perl script.
+type clientsRun func(context.Context, Config, []string, int) (Result, error)
+
 func runCell(ctx context.Context, cfg Config, n *node, log io.Writer, dir, backend string, trackers, clients int) (_ []Result, err error) {
-	addrs := cfg.TrackerAddrs
-	count := counter(nil)
-	if len(addrs) == 0 {
-		dsns, cnt, cleanup, err := cellDatabase(ctx, cfg, dir, backend, trackers)
-		if err != nil {
+	drivers := []string{"go"}
+	runs := map[string]clientsRun{"go": goClients, "perl": perlClients}
+	if cfg.PerlClient != "" {
+		drivers = append(drivers, "perl")
+	}
+	var rs []Result
+	if len(cfg.TrackerAddrs) > 0 {
+		if err := ready(ctx, cfg, n, cfg.TrackerAddrs); err != nil {
 			return nil, err
 		}
-		defer func() { err = errors.Join(err, cleanup()) }()
-		count = cnt
-		for _, dsn := range dsns {
-			d, addr, err := startTracker(ctx, dsn, n, log)
+		cfg.Logf("load: backend=%s clients=%d: trackers %s ready", backend, clients, strings.Join(cfg.TrackerAddrs, ","))
+		for _, d := range drivers {
+			r, err := runs[d](ctx, cfg, cfg.TrackerAddrs, clients)
 			if err != nil {
 				return nil, err
 			}
-			defer func() { err = errors.Join(err, d.stop()) }()
-			addrs = append(addrs, addr)
+			r.Backend, r.Trackers, r.Clients, r.Driver, r.RTPerUpload = backend, trackers, clients, d, -1
+			rs = append(rs, r)
 		}
+		return rs, nil
 	}
-	reg, err := client.New(addrs[:1], nil)
+	db, err := cellDatabase(ctx, cfg, dir, backend, trackers)
 	if err != nil {
 		return nil, err
+	}
+	defer func() { err = errors.Join(err, db.cleanup()) }()
+
+	// Through a proxy the round trips cost this process, which also runs
+	// the clients and the node, twice the loopback traffic to the database
+	// (10 to 15% of the cell's throughput on two cores), and an external
+	// tracker is measured without one. So MySQL and PostgreSQL count in a
+	// pass of their own, through proxies, and the timed run goes direct.
+	rt := map[string]float64{}
+	if db.proxied != nil {
+		dsns, count, closeProxies, err := db.proxied()
+		if err != nil {
+			return nil, err
+		}
+		ccfg := cfg
+		ccfg.Duration, ccfg.Iterations = 0, max(minCountIterations, countIterations*clients)
+		err = withTrackers(ctx, cfg, n, log, dsns, func(addrs []string) error {
+			for _, d := range drivers {
+				before := count()
+				r, err := runs[d](ctx, ccfg, addrs, clients)
+				if err != nil {
+					return err
+				}
+				rt[d] = float64(count()-before) / float64(r.Ops)
+			}
+			return nil
+		})
+		closeProxies()
+		if err != nil {
+			return nil, err
+		}
+	}
+	err = withTrackers(ctx, cfg, n, log, db.dsns, func(addrs []string) error {
+		cfg.Logf("load: backend=%s trackers=%d clients=%d: trackers %s ready", backend, trackers, clients, strings.Join(addrs, ","))
+		for _, d := range drivers {
+			var before int64
+			if db.count != nil {
+				before = db.count()
+			}
+			r, err := runs[d](ctx, cfg, addrs, clients)
+			if err != nil {
+				return err
+			}
+			r.Backend, r.Trackers, r.Clients, r.Driver = backend, trackers, clients, d
+			if db.count != nil {
+				r.RTPerUpload = float64(db.count()-before) / float64(r.Ops)
+			} else {
+				r.RTPerUpload = rt[d]
+			}
+			rs = append(rs, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// withTrackers starts a tracker on each DSN, registers the node, warms
+// them up, runs f with their addresses and stops them.
+func withTrackers(ctx context.Context, cfg Config, n *node, log io.Writer, dsns []string, f func(addrs []string) error) (err error) {
+	var addrs []string
+	for _, dsn := range dsns {
+		d, addr, err := startTracker(ctx, dsn, n, log)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, d.stop()) }()
+		addrs = append(addrs, addr)
+	}
+	if err := ready(ctx, cfg, n, addrs); err != nil {
+		return err
+	}
+	return f(addrs)
+}
+
+// ready registers the node on the trackers at addrs and warms them up.
+func ready(ctx context.Context, cfg Config, n *node, addrs []string) error {
+	reg, err := client.New(addrs[:1], nil)
+	if err != nil {
+		return err
 	}
 	err = register(ctx, reg, n)
 	reg.Close()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := warmUp(ctx, addrs); err != nil {
-		return nil, err
-	}
-	cfg.Logf("load: backend=%s trackers=%d clients=%d: trackers %s ready", backend, trackers, clients, strings.Join(addrs, ","))
-
-	var rs []Result
-	measure := func(driver string, clientsRun func(context.Context, Config, []string, int) (Result, error)) error {
-		var before int64
-		if count != nil {
-			before = count()
-		}
-		r, err := clientsRun(ctx, cfg, addrs, clients)
-		if err != nil {
-			return err
-		}
-		r.Backend, r.Trackers, r.Clients, r.Driver = backend, trackers, clients, driver
-		r.RTPerUpload = -1
-		if count != nil {
-			r.RTPerUpload = float64(count()-before) / float64(r.Ops)
-		}
-		rs = append(rs, r)
-		return nil
-	}
-	if err := measure("go", goClients); err != nil {
-		return nil, err
-	}
-	if cfg.PerlClient != "" {
-		if err := measure("perl", perlClients); err != nil {
-			return nil, err
-		}
-	}
-	return rs, nil
+	return warmUp(ctx, addrs)
 }
 
 // sqliteStatements counts the statements of every SQLite pool opened in
@@ -265,19 +347,19 @@ var sqliteStatements = sync.OnceValue(func() *statements {
 	return s
 })
 
-// cellDatabase makes the cell's fresh database and returns the DSN each
-// tracker opens and how to count their round trips.
-func cellDatabase(ctx context.Context, cfg Config, dir, backend string, trackers int) (dsns []string, count counter, cleanup func() error, err error) {
+// cellDatabase makes the cell's fresh database.
+func cellDatabase(ctx context.Context, cfg Config, dir, backend string, trackers int) (cellDB, error) {
 	if backend == "sqlite" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, nil, fmt.Errorf("load: %w", err)
+			return cellDB{}, fmt.Errorf("load: %w", err)
 		}
 		st := sqliteStatements()
 		dsn := "sqlite://" + filepath.Join(dir, "mogilefs.db")
+		db := cellDB{count: st.n.Load, cleanup: func() error { return nil }}
 		for range trackers {
-			dsns = append(dsns, dsn)
+			db.dsns = append(db.dsns, dsn)
 		}
-		return dsns, st.n.Load, func() error { return nil }, nil
+		return db, nil
 	}
 	server := cfg.MySQL
 	if backend == "postgres" {
@@ -285,33 +367,43 @@ func cellDatabase(ctx context.Context, cfg Config, dir, backend string, trackers
 	}
 	dsn, drop, err := freshdb.Create(ctx, server)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("load: %w", err)
+		return cellDB{}, fmt.Errorf("load: %w", err)
 	}
-	var proxies []*faultproxy.Proxy
-	cleanup = func() error {
-		for _, p := range proxies {
-			_ = p.Close()
-		}
+	db := cellDB{cleanup: func() error {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		return drop(dctx)
-	}
+	}}
 	for range trackers {
-		p, through, err := faultproxy.Through(dsn, faultproxy.Options{})
-		if err != nil {
-			return nil, nil, nil, errors.Join(fmt.Errorf("load: %w", err), cleanup())
-		}
-		proxies = append(proxies, p)
-		dsns = append(dsns, through)
+		db.dsns = append(db.dsns, dsn)
 	}
-	count = func() int64 {
-		var n int64
-		for _, p := range proxies {
-			n += p.Stats().RoundTrips
+	db.proxied = func() ([]string, counter, func(), error) {
+		var proxies []*faultproxy.Proxy
+		closeAll := func() {
+			for _, p := range proxies {
+				_ = p.Close()
+			}
 		}
-		return n
+		var dsns []string
+		for range trackers {
+			p, through, err := faultproxy.Through(dsn, faultproxy.Options{})
+			if err != nil {
+				closeAll()
+				return nil, nil, nil, fmt.Errorf("load: %w", err)
+			}
+			proxies = append(proxies, p)
+			dsns = append(dsns, through)
+		}
+		count := func() int64 {
+			var n int64
+			for _, p := range proxies {
+				n += p.Stats().RoundTrips
+			}
+			return n
+		}
+		return dsns, count, closeAll, nil
 	}
-	return dsns, count, cleanup, nil
+	return db, nil
 }
 
 // payload is every upload's content.
