@@ -45,8 +45,11 @@
 //
 // Sessions use utf8mb4 (latin1 on a latin1 mogdbsetup database, see
 // Schema), READ COMMITTED isolation, and client-side
-// placeholder interpolation, so each statement costs one round trip. With
-// binary logging on, the server's binlog_format must be ROW or MIXED (the
+// placeholder interpolation, so each statement costs one round trip. The
+// Store's pool runs one statement per query; a second, small pool with the
+// same settings allows several (multiStatements) and carries only the
+// queue workers' Lease, whose transaction so takes two round trips instead
+// of four (sqlstore.Config.Batch). With binary logging on, the server's binlog_format must be ROW or MIXED (the
 // defaults of MySQL 8 and MariaDB): InnoDB refuses writes at READ
 // COMMITTED under STATEMENT.
 //

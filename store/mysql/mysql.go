@@ -38,6 +38,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 	if err != nil {
 		cfg.Locks.Close()
 		cfg.DB.Close()
+		cfg.Batch.Close()
 		return nil, err
 	}
 	return s, nil
@@ -48,8 +49,8 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 // database (NewDialect), the GET_LOCK lock backend on sessions of its own,
 // and the capabilities. A backend for a MySQL-like database builds on it:
 // it may replace the Dialect or the Locks before calling sqlstore.New.
-// Until then the caller owns cfg.DB and cfg.Locks and closes both on
-// failure.
+// Until then the caller owns cfg.DB, cfg.Batch and cfg.Locks and closes
+// them on failure.
 func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	cfg, err := configure(d)
 	if err != nil {
@@ -88,8 +89,14 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 			return sqlstore.Config{}, err
 		}
 	}
+	batch, err := batchPool(cfg.main)
+	if err != nil {
+		db.Close()
+		return sqlstore.Config{}, err
+	}
 	return sqlstore.Config{
 		DB:      db,
+		Batch:   batch,
 		Dialect: dialect,
 		Locks:   newLockBackend(sql.OpenDB(lc), dial, db, database),
 		Capabilities: store.Capabilities{
@@ -120,6 +127,23 @@ func openPool(ctx context.Context, cfg *gomysql.Config) (*sql.DB, error) {
 		}
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
+	return db, nil
+}
+
+// batchPool is sqlstore.Config.Batch: the pool's settings (collation,
+// READ COMMITTED, TLS, timeouts) with several statements per query
+// allowed, so that Lease's transaction takes two round trips instead of
+// four. It connects on first use. The Store's own pool keeps one statement
+// per query: nothing but the shared layer's own SQL goes through this one.
+func batchPool(main *gomysql.Config) (*sql.DB, error) {
+	cfg := main.Clone()
+	cfg.MultiStatements = true
+	mc, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
+	}
+	db := sql.OpenDB(readCommitted{mc})
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
 }
 

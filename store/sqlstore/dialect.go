@@ -200,6 +200,14 @@ type Config struct {
 	// then records the version. Otherwise New refuses such a database
 	// (CheckSchemaVersion): CREATE TABLE IF NOT EXISTS adds no column.
 	UpgradedOldSchema bool
+	// Batch, if set, is a second pool on DB's database whose connections
+	// take several statements in one query (MySQL's multiStatements), with
+	// DB's session settings. Lease then runs its transaction in two round
+	// trips instead of four where the Dialect is no Claimer (see Lease).
+	// Only statements of this package's own text go through it; DB's
+	// connections stay one statement per query. New takes ownership of it
+	// with DB and sizes it for the few queue workers that lease.
+	Batch *sql.DB
 }
 
 // Insert is the INSERT statement that every Dialect's Upsert starts from:

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"slices"
 	"strconv"
@@ -180,8 +181,8 @@ func cmpInt64(a, b int64) int {
 }
 
 // Lease claims up to max due rows in one statement where the dialect is a
-// Claimer, else in one transaction of four round trips, whatever max is: a
-// locking read of the due rows in (nexttry, fid) order
+// Claimer, else in one transaction, whatever max is — of two round trips
+// on a Config.Batch connection, of four otherwise: a locking read of the due rows in (nexttry, fid) order
 // (Dialect.ClaimLock: it skips or waits out rows another Lease holds, and
 // re-checks that they are still due), one UPDATE moving them all out of
 // reach, COMMIT. Two Stores never get one row: the second's read does not
@@ -226,30 +227,76 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 		}
 		return out, nil
 	}
+	read := "SELECT " + t.cols() + ", " + now + due
 	var out []store.QueueItem
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		out, err = s.scanItems(ctx, tx, q, "SELECT "+t.cols()+", "+now+due)
-		if err != nil || len(out) == 0 {
+	if s.batch != nil && len(store.Fences(ctx)) == 0 {
+		err = s.read(ctx, func() error {
+			var err error
+			out, err = s.leaseBatch(ctx, q, t, read, lease)
 			return err
-		}
-		dbNow := out[0].NextTry.Unix()
-		until := min(dbNow+secondsCeil(lease), endOfTime-1)
-		args := []any{until}
-		for _, it := range out {
-			args = append(args, it.Fid)
-		}
-		marks := strings.TrimSuffix(strings.Repeat("?, ", len(out)), ", ")
-		if _, err := s.exec(ctx, tx, "UPDATE "+t.table+" SET nexttry = ? WHERE fid IN ("+marks+")"+t.where, args...); err != nil {
+		})
+	} else {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			out, err = s.scanItems(ctx, tx, q, read)
+			if err != nil || len(out) == 0 {
+				return err
+			}
+			update, args := leaseUpdate(t, out, lease)
+			_, err = s.exec(ctx, tx, update, args...)
 			return err
-		}
-		for i := range out {
-			out[i].NextTry = time.Unix(until, 0)
-		}
-		return nil
-	})
+		})
+	}
 	if err != nil {
 		return nil, s.wrap(op, err)
+	}
+	return out, nil
+}
+
+// leaseUpdate is the UPDATE that moves the rows out, read by a Lease's
+// locking read, out of reach for lease from the database clock of that
+// read; it sets their NextTry to match.
+func leaseUpdate(t queueTable, out []store.QueueItem, lease time.Duration) (string, []any) {
+	dbNow := out[0].NextTry.Unix()
+	until := min(dbNow+secondsCeil(lease), endOfTime-1)
+	args := []any{until}
+	for i, it := range out {
+		args = append(args, it.Fid)
+		out[i].NextTry = time.Unix(until, 0)
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(out)), ", ")
+	return "UPDATE " + t.table + " SET nexttry = ? WHERE fid IN (" + marks + ")" + t.where, args
+}
+
+// leaseBatch is Lease's transaction in two round trips on a connection of
+// Config.Batch: START TRANSACTION and the locking read in one query, the
+// UPDATE and COMMIT in the next (COMMIT alone when nothing is due). If
+// anything fails on the way, the connection is closed, not returned to
+// the pool, and with it ends the transaction: rolled back, or, had the
+// COMMIT gone through unseen, rows moved out of reach that come back when
+// their lease runs out, as a crashed leaser's do.
+func (s *Store) leaseBatch(ctx context.Context, q store.Queue, t queueTable, read string, lease time.Duration) (_ []store.QueueItem, err error) {
+	conn, err := s.batch.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	out, err := s.scanItems(ctx, conn, q, "START TRANSACTION; "+read)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		_, err = conn.ExecContext(ctx, "COMMIT")
+		return nil, err
+	}
+	update, args := leaseUpdate(t, out, lease)
+	if _, err := s.exec(ctx, conn, update+"; COMMIT", args...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -48,6 +48,7 @@ var OwnTables = []string{"gomogile_counter", "gomogile_commit", "gomogile_fence"
 // Store implements store.Store on an SQL database through a Dialect.
 type Store struct {
 	db    *sql.DB
+	batch *sql.DB // Config.Batch, or nil
 	d     Dialect
 	locks LockBackend
 	caps  store.Capabilities
@@ -80,6 +81,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		db:    cfg.DB,
+		batch: cfg.Batch,
 		d:     cfg.Dialect,
 		locks: cfg.Locks,
 		caps:  cfg.Capabilities,
@@ -94,6 +96,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	// after: the pool must hold as many as the caller runs calls at once.
 	cfg.DB.SetMaxIdleConns(cmp.Or(cfg.MaxIdleConns, store.DefaultMaxIdleConns))
 	cfg.DB.SetMaxOpenConns(cfg.MaxOpenConns)
+	if cfg.Batch != nil {
+		// Only Lease uses it: a tracker's few queue workers.
+		cfg.Batch.SetMaxIdleConns(2)
+		cfg.Batch.SetMaxOpenConns(cfg.MaxOpenConns)
+	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -239,6 +246,11 @@ func (s *Store) Close() error {
 		}
 		if err := s.db.Close(); err != nil {
 			errs = append(errs, err)
+		}
+		if s.batch != nil {
+			if err := s.batch.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("store: close: %w", err)
