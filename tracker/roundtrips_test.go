@@ -15,7 +15,7 @@ import (
 // that the Store's background work (PostgreSQL's lock renewal) cannot add
 // to it.
 var wantRoundTrips = map[string]int64{
-	"create_open": 2, // CreateTempFile: the fid, the INSERT; skip_mkcol is cached
+	"create_open": 1, // CreateTempFile: the fid and the INSERT at once; skip_mkcol is cached
 	// TempFile, then CommitFile's transaction: BEGIN, DELETE tempfile,
 	// INSERT file (with its devcount, unless the key has an owner), INSERT
 	// file_on, the replicate queue (its nexttry on the server's clock),

@@ -280,6 +280,17 @@ func (Dialect) Counter() sqlstore.Counter {
 	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = LAST_INSERT_ID(value + 1) WHERE name = ?", NextByInsertID: true}
 }
 
+// InsertWithNextFid implements sqlstore.FidInserter with three statements
+// in one query (sqlstore.Config.Batch): the counter's UPDATE, which leaves
+// the new value in the session's LAST_INSERT_ID(); the INSERT under it,
+// which inserts nothing unless that UPDATE changed a row (a missing counter
+// row would leave an older value there); and the read of both.
+func (Dialect) InsertWithNextFid(table string, cols, values []string) (string, bool) {
+	return "UPDATE gomogile_counter SET value = LAST_INSERT_ID(value + 1) WHERE name = ?; INSERT INTO " + table +
+		" (fid, " + strings.Join(cols, ", ") + ") SELECT LAST_INSERT_ID(), " + strings.Join(values, ", ") +
+		" FROM DUAL WHERE ROW_COUNT() = 1; SELECT LAST_INSERT_ID(), ROW_COUNT()", true
+}
+
 // ClaimLock: a locking read (what every MySQL and MariaDB version knows;
 // SKIP LOCKED needs MySQL 8 or MariaDB 10.6) reads the newest version of a
 // row it waited for and re-checks that it is still due.

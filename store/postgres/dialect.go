@@ -295,6 +295,14 @@ func (Dialect) Counter() sqlstore.Counter {
 	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value"}
 }
 
+// InsertWithNextFid implements sqlstore.FidInserter: the counter's UPDATE
+// and the INSERT are one statement, so the counter moves only with a row
+// that went in.
+func (Dialect) InsertWithNextFid(table string, cols, values []string) (string, bool) {
+	return "WITH c AS (UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value) INSERT INTO " + table +
+		" (fid, " + strings.Join(cols, ", ") + ") SELECT value, " + strings.Join(values, ", ") + " FROM c RETURNING fid, 1", false
+}
+
 // ClaimLock: two trackers leasing at once take different rows instead of
 // queueing on each other's.
 func (Dialect) ClaimLock() string { return " FOR UPDATE SKIP LOCKED" }

@@ -96,6 +96,23 @@ type Claimer interface {
 	Claim(table, where, due, until, cols string) string
 }
 
+// FidInserter is an optional Dialect interface for a database that can take
+// the next fid from the fid counter and insert a tempfile row under it in
+// one round trip: a data-modifying WITH (PostgreSQL), or the counter's
+// UPDATE, the INSERT and a SELECT of the outcome as one query on a
+// Config.Batch connection (MySQL). CreateTempFile then costs one round trip
+// instead of two. A fid whose INSERT failed after the counter moved is, as
+// without the interface, never handed out again.
+type FidInserter interface {
+	// InsertWithNextFid builds that query from the INSERT's table, its
+	// columns after fid and their values (SQL expressions with '?'s). Its
+	// '?'s are the counter row's name, then those of values. It yields one
+	// row — the fid and 1 — when the row went in, and no row, or a row
+	// whose second column is 0, when the counter row is missing. batch says
+	// the query holds several statements: it runs only on Config.Batch.
+	InsertWithNextFid(table string, cols, values []string) (query string, batch bool)
+}
+
 // Collated is an optional Dialect interface for a database whose name
 // columns may compare by a collation of their own rather than by bytes (on
 // MySQL, a database made by MogileFS's mogdbsetup: case-insensitive, PAD

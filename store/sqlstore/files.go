@@ -181,6 +181,20 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 		}
 		return t.Fid, nil
 	}
+	if fi, ok := s.d.(FidInserter); ok && len(store.Fences(ctx)) == 0 {
+		q, batch := fi.InsertWithNextFid("tempfile", []string{"createtime", "classid", "dmid", "dkey", "devids"},
+			[]string{s.d.UnixNow(), "?", "?", "?", "?"})
+		if db := s.db; !batch || s.batch != nil {
+			if batch {
+				db = s.batch
+			}
+			fid, err := s.insertWithNextFid(ctx, db, q, t.ClassID, t.DomainID, t.Key, nullStr(devids))
+			if err != nil {
+				return 0, s.wrap(op, err)
+			}
+			return fid, nil
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		var fid int64
 		fid, err = s.nextFid(ctx)
@@ -221,6 +235,53 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 		}
 	}
 	return 0, s.wrap(op, err)
+}
+
+// insertWithNextFid runs a FidInserter's query on db: the fid counter's
+// next fid and the tempfile row under it in one round trip (one
+// autocommit statement, or a batch of them). A missing counter row is
+// created, and a fid some other program put above the counter raises it,
+// as nextFid does; when the connection or the context ends under the
+// query it may have applied, so the outcome is unknown.
+func (s *Store) insertWithNextFid(ctx context.Context, db querier, query string, args ...any) (int64, error) {
+	args = append([]any{fidCounter}, args...)
+	var err error
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var fid, n int64
+		err = s.queryRow(ctx, db, query, args...).Scan(&fid, &n)
+		if err == nil && n == 1 {
+			if fid <= 0 {
+				return 0, fmt.Errorf("fid counter gave %d", fid)
+			}
+			return fid, nil
+		}
+		if err == nil || errors.Is(err, sql.ErrNoRows) {
+			// A new database, or its rows were emptied.
+			if err = s.initFidCounter(ctx); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if !isSentinel(err) && (s.d.Classify(err) == ErrKindConnLost ||
+			errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			return 0, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+		}
+		if !isSentinel(err) && s.d.Classify(err) == ErrKindDuplicate {
+			// Something put a row above the counter (another program
+			// writing tempfile): restore the invariant and go on.
+			if err = s.initFidCounter(ctx); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if !s.retryable(err) {
+			return 0, err
+		}
+		if serr := sleep(ctx, attempt); serr != nil {
+			return 0, err
+		}
+	}
+	return 0, err
 }
 
 const tempfileCols = "fid, dmid, dkey, classid, createtime, devids"

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -192,8 +193,8 @@ func BenchmarkLeaseManyDue(b *testing.B) {
 // connection that takes several statements per query (Config.Batch).
 func TestStore_RoundTrips(t *testing.T) {
 	want := map[string]map[string]int64{
-		"postgres": {"Lease": 1, "CommitFile": 6, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
-		"mysql":    {"Lease": 2, "CommitFile": 6, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
+		"postgres": {"CreateTempFile": 1, "Lease": 1, "CommitFile": 6, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
+		"mysql":    {"CreateTempFile": 1, "Lease": 2, "CommitFile": 6, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
 	}
 	for backend, want := range want {
 		t.Run(backend, func(t *testing.T) {
@@ -217,10 +218,12 @@ func TestStore_RoundTrips(t *testing.T) {
 			}
 			for i := range 3 {
 				key := "k" + strconv.Itoa(i)
-				fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key, DevIDs: []int{1}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				var fid int64
+				count("CreateTempFile", func() error {
+					var err error
+					fid, err = s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key, DevIDs: []int{1}})
+					return err
+				})
 				count("CommitFile", func() error {
 					_, err := s.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d.ID, Key: key, Length: 1, DevIDs: []int{1}, Replicate: true})
 					return err
@@ -246,6 +249,58 @@ func TestStore_RoundTrips(t *testing.T) {
 				}
 			}
 			t.Logf("round trips: %v", got)
+		})
+	}
+}
+
+// TestCreateTempFile_CounterRecovers: the one-round-trip allocation
+// (FidInserter) still restores the fid counter's invariant when something
+// else broke it — a tempfile row another program put above the counter, the
+// counter row deleted, the counter set below rows that exist — and never
+// hands out a fid at or below one in use.
+func TestCreateTempFile_CounterRecovers(t *testing.T) {
+	for backend, dsn := range serverDSNs {
+		t.Run(backend, func(t *testing.T) {
+			s, p := openWire(t, dsn(t))
+			ctx := t.Context()
+			db := rawParts(t, s).DB
+			d, err := s.CreateDomain(ctx, "ctr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			top, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "first"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := p.Stats().RoundTrips
+			if _, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "second"}); err != nil {
+				t.Fatal(err)
+			}
+			if rt := p.Stats().RoundTrips - before; rt != 1 {
+				t.Errorf("CreateTempFile took %d round trips; want 1", rt)
+			}
+			top++
+			breakers := []struct{ name, sql string }{
+				{"a row above the counter", fmt.Sprintf("INSERT INTO tempfile (fid, createtime, classid, dmid, dkey) VALUES (%d, 0, 0, %d, 'intruder')", top+1, d.ID)},
+				{"the counter row deleted", "DELETE FROM gomogile_counter WHERE name = 'fid'"},
+				{"the counter below the rows", "UPDATE gomogile_counter SET value = 1 WHERE name = 'fid'"},
+			}
+			for i, b := range breakers {
+				if _, err := db.ExecContext(ctx, b.sql); err != nil {
+					t.Fatalf("%s: %v", b.name, err)
+				}
+				var used int64
+				if err := db.QueryRowContext(ctx, "SELECT MAX(fid) FROM tempfile").Scan(&used); err != nil {
+					t.Fatal(err)
+				}
+				fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "after" + strconv.Itoa(i)})
+				if err != nil {
+					t.Fatalf("after %s: CreateTempFile: %v", b.name, err)
+				}
+				if fid <= used {
+					t.Errorf("after %s: CreateTempFile = fid %d; want above %d, the largest in use", b.name, fid, used)
+				}
+			}
 		})
 	}
 }
