@@ -137,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 		{"FidNeverReused", testFidNeverReused},
 		{"FidsConcurrent", testFidsConcurrent},
 		{"CommitFile", testCommitFile},
+		{"FileByKeyOn", testFileByKeyOn},
 		{"CommitFileNotFound", testCommitFileNotFound},
 		{"CommitFileRace", testCommitFileRace},
 		{"CommitFileRaceSameKey", testCommitFileRaceSameKey},

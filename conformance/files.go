@@ -841,3 +841,38 @@ func testDeleteFileRace(t *testing.T, e *env) {
 		t.Errorf("QueueLength(delete) = %d; want 5, one per fid", n)
 	}
 }
+
+// testFileByKeyOn: store.FileByKeyOn (the Store's PathsReader, where it has
+// one) returns what FileByKey and FileOn return: the file, its devices
+// ascending and no other file's, none for a file without copies, and
+// ErrNotFound for a key without a file.
+func testFileByKeyOn(t *testing.T, e *env) {
+	s := e.open(t)
+	ctx := t.Context()
+	d := mkDomain(t, s, "dom")
+	mkFile(t, s, d.ID, "photos/1", 3, 1, 2)
+	mkFile(t, s, d.ID, "photos/2", 4)
+	mkFile(t, s, d.ID, "bare")
+	for _, key := range []string{"photos/1", "photos/2", "bare", "Photos/1", "missing"} {
+		f, devs, err := store.FileByKeyOn(ctx, s, d.ID, key)
+		wf, werr := s.FileByKey(ctx, d.ID, key)
+		if werr != nil {
+			if !errors.Is(werr, store.ErrNotFound) {
+				t.Fatalf("FileByKey(%q): %v", key, werr)
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("FileByKeyOn(%q) = %+v, %v, %v; want ErrNotFound as FileByKey", key, f, devs, err)
+			}
+			continue
+		}
+		ok(t, err, "FileByKeyOn(%q)", key)
+		wdevs, err := s.FileOn(ctx, wf.Fid)
+		ok(t, err, "FileOn(%d)", wf.Fid)
+		if f != wf || !slices.Equal(devs, wdevs) || len(devs) != wf.DevCount {
+			t.Errorf("FileByKeyOn(%q) = %+v, %v; want %+v, %v (FileByKey, FileOn)", key, f, devs, wf, wdevs)
+		}
+	}
+	if _, _, err := store.FileByKeyOn(ctx, s, d.ID+1000, "photos/1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("FileByKeyOn in a domain without the key: %v; want ErrNotFound", err)
+	}
+}

@@ -295,11 +295,11 @@ func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
 		pathcount = 2
 	}
 	noverify := perlTrue(r.Args.Get("noverify"))
-	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
-	if err != nil {
-		return nil, err
+	// The file and its devices in one read (one round trip on SQL).
+	f, devids, err := store.FileByKeyOn(ctx, t.st, dom.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, perr("unknown_key")
 	}
-	devids, err := t.st.FileOn(ctx, f.Fid)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ var wantRoundTrips = map[string]int64{
 	// file_on, the replicate queue (its nexttry on the server's clock),
 	// COMMIT.
 	"create_close": 7,
-	"get_paths":    2, // FileByKey, FileOn
+	"get_paths":    1, // FileByKeyOn: the file and its devices at once
 }
 
 func TestCommands_RoundTrips(t *testing.T) {

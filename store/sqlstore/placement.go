@@ -101,6 +101,65 @@ func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
 	return out, s.wrap(op, err)
 }
 
+// FileByKeyOn implements store.PathsReader: the file row and its file_on
+// rows in one statement (a LEFT JOIN, so a file without copies still comes
+// back), one round trip and one snapshot.
+func (s *Store) FileByKeyOn(ctx context.Context, dmid int, key string) (store.File, []int, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
+	op := fmt.Sprintf("read key %q of domain %d and its devices", key, dmid)
+	if err := s.check(op); err != nil {
+		return store.File{}, nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return store.File{}, nil, s.wrap(op, err)
+	}
+	var f store.File
+	var devs []int
+	err := s.read(ctx, func() error {
+		f, devs = store.File{}, nil
+		// USING (fid): every other column name is the file's or file_on's
+		// alone, so fileCols and keyIs need no table prefix.
+		rows, err := s.query(ctx, s.db, "SELECT "+fileCols+", devid FROM file LEFT JOIN file_on USING (fid) WHERE dmid = ? AND "+
+			s.keyIs()+" ORDER BY devid", dmid, key, key)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		found := false
+		for rows.Next() {
+			var dev sql.NullInt64
+			g, err := scanFile(rowWithDev{rows, &dev})
+			if err != nil {
+				return err
+			}
+			f, found = g, true
+			if dev.Valid {
+				devs = append(devs, int(dev.Int64))
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if !found {
+			return sql.ErrNoRows
+		}
+		return nil
+	})
+	if err != nil {
+		return store.File{}, nil, s.wrap(op, err)
+	}
+	return f, devs, nil
+}
+
+// rowWithDev scans a file row followed by a file_on devid.
+type rowWithDev struct {
+	rows *sql.Rows
+	dev  *sql.NullInt64
+}
+
+func (r rowWithDev) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.dev)...) }
+
 // FidsOnDevice lists fids on devid above after.
 func (s *Store) FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error) {
 	ctx, cancel := s.bound(ctx, 0)

@@ -213,6 +213,14 @@ func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
 	return r, s.done("FileOn", start, err)
 }
 
+// FileByKeyOn implements store.PathsReader whatever the inner Store: its
+// own PathsReader when it has one, else FileByKey and FileOn.
+func (s *Store) FileByKeyOn(ctx context.Context, dmid int, key string) (store.File, []int, error) {
+	start := time.Now()
+	f, devs, err := store.FileByKeyOn(ctx, s.inner, dmid, key)
+	return f, devs, s.done("FileByKeyOn", start, err)
+}
+
 func (s *Store) FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error) {
 	start := time.Now()
 	r, err := s.inner.FidsOnDevice(ctx, devid, after, limit)
