@@ -594,3 +594,35 @@ func TestLock_CancelledWhilePartitionedReturnsOnTime(t *testing.T) {
 		t.Errorf("Lock returned %v after start, deadline %v; want within %v", took, wait, bound)
 	}
 }
+
+// TestRelease_PartitionedReturnsOnTime: a Release whose session stops
+// answering returns by the caller's deadline (plus the bounded KILL wait),
+// not after releaseTimeout, and the lock is freed for the next holder. The
+// 10-minute torture run found a release 1.9s past its 3s deadline.
+func TestRelease_PartitionedReturnsOnTime(t *testing.T) {
+	h := newHarness(t)
+	a, p := openBehindFaultProxy(t, h)
+	b := h.open(t)
+	l := mustLock(t, a, "cut-release", 0)
+	p.Blackhole(true)
+	defer p.Blackhole(false)
+	const wait = 400 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	err := l.Release(ctx)
+	took := time.Since(start)
+	t.Logf("Release returned %v after %v (deadline %v)", err, took, wait)
+	if err == nil {
+		t.Fatalf("Release through a blackholed session succeeded")
+	}
+	if bound := wait + mysql.KillTimeout*3/4; took > bound {
+		t.Errorf("Release returned %v after start, deadline %v; want within %v", took, wait, bound)
+	}
+	p.Blackhole(false)
+	nl, err := b.Lock(t.Context(), "cut-release", 10*time.Second)
+	if err != nil {
+		t.Fatalf("the next Lock after the failed release: %v", err)
+	}
+	mustRelease(t, nl)
+}
