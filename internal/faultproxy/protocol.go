@@ -109,6 +109,7 @@ type protoState struct {
 	// MySQL
 	clientPkts int  // client packets seen
 	myArmed    bool // the server's next packet is the reply of a dropped commit
+	myMulti    bool // that commit ends a query of several statements
 }
 
 func (st *protoState) isPassthrough() bool {
@@ -157,6 +158,18 @@ func isCommit(sql string, pg bool) bool {
 		return pg
 	}
 	return false
+}
+
+// endsInCommit reports whether sql is several statements the last of which
+// is a bare COMMIT. A ';' inside a string literal cannot be followed by a
+// bare COMMIT at the very end, whose quote would still have to close.
+func endsInCommit(sql string) bool {
+	s := strings.TrimSpace(sql)
+	for strings.HasSuffix(s, ";") {
+		s = strings.TrimSpace(strings.TrimSuffix(s, ";"))
+	}
+	i := strings.LastIndexByte(s, ';')
+	return i >= 0 && isCommit(s[i+1:], false)
 }
 
 // claim counts a commit the client sent and reports whether its reply is
@@ -369,9 +382,14 @@ type myClient struct {
 
 func (h *myClient) start() (int, bool) { return 4, true }
 
+// myQueryCapture is how much of a query the proxy reads to find a COMMIT:
+// a query of several statements ending in one (multiStatements) is a
+// commit too, and its COMMIT comes last.
+const myQueryCapture = 16 << 10
+
 func (h *myClient) header(hdr []byte) (int, int, bool) {
 	n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
-	return n, 64, true
+	return n, myQueryCapture, true
 }
 
 func (h *myClient) end(hdr, body []byte, truncated bool) ([]byte, bool) {
@@ -391,9 +409,11 @@ func (h *myClient) end(hdr, body []byte, truncated bool) ([]byte, bool) {
 	if hdr[3] == 0 {
 		h.c.p.nRT.Add(1) // a command; anything later in the exchange has a higher sequence id
 	}
-	if hdr[3] == 0 && len(body) > 0 && body[0] == myComQuery && !truncated && isCommit(string(body[1:]), false) {
-		if h.c.claim() {
-			st.myArmed = true
+	if hdr[3] == 0 && len(body) > 0 && body[0] == myComQuery && !truncated {
+		q := string(body[1:])
+		multi := !isCommit(q, false) && endsInCommit(q)
+		if (multi || isCommit(q, false)) && h.c.claim() {
+			st.myArmed, st.myMulti = true, multi
 		}
 	}
 	return nil, false
@@ -404,6 +424,7 @@ type myServer struct {
 	c       *conn
 	st      *protoState
 	discard bool
+	multi   bool // discarding the replies of an armed query of several statements
 }
 
 func (h *myServer) start() (int, bool) {
@@ -411,15 +432,75 @@ func (h *myServer) start() (int, bool) {
 	defer h.st.mu.Unlock()
 	// The client sends a command only after reading the whole reply to
 	// the previous one, so the first packet after an armed COMMIT is its
-	// reply (OK or ERR).
+	// reply (OK or ERR); after an armed query of several statements, its
+	// replies run to the first ERR or the first OK without
+	// SERVER_MORE_RESULTS_EXISTS.
 	h.discard = h.st.myArmed
+	h.multi = h.discard && h.st.myMulti
 	return 4, !h.discard
 }
 
 func (h *myServer) header(hdr []byte) (int, int, bool) {
-	return int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16, 0, true
+	capture := 0
+	if h.multi {
+		capture = 32
+	}
+	return int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16, capture, true
 }
 
-func (h *myServer) end(_, _ []byte, _ bool) ([]byte, bool) {
+func (h *myServer) end(_, body []byte, _ bool) ([]byte, bool) {
+	if h.multi && !lastReply(body) {
+		return nil, false
+	}
 	return nil, h.discard
+}
+
+// MySQL server status flag: more results of the query follow.
+const myMoreResults = 0x0008
+
+// lastReply reports whether a server packet ends the replies to a query
+// of several statements: an ERR (the server stops at a failing
+// statement), or an OK whose status flags say no result follows. The
+// proxy drops only queries of statements that answer OK or ERR (no
+// result sets) before their COMMIT, so a 0x00 packet is an OK.
+func lastReply(body []byte) bool {
+	if len(body) == 0 {
+		return false
+	}
+	switch body[0] {
+	case 0xFF:
+		return true
+	case 0x00:
+		rest := body[1:]
+		for range 2 { // affected rows, last insert id: length-encoded
+			n, ok := lenencLen(rest)
+			if !ok || len(rest) < n {
+				return true
+			}
+			rest = rest[n:]
+		}
+		if len(rest) < 2 {
+			return true
+		}
+		return binary.LittleEndian.Uint16(rest)&myMoreResults == 0
+	}
+	return false
+}
+
+// lenencLen is the length of the length-encoded integer b starts with.
+func lenencLen(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	switch b[0] {
+	case 0xFC:
+		return 3, true
+	case 0xFD:
+		return 4, true
+	case 0xFE:
+		return 9, true
+	case 0xFB, 0xFF:
+		return 0, false
+	}
+	return 1, true
 }

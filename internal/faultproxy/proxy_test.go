@@ -843,3 +843,62 @@ func TestRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// A query of several statements ending in COMMIT (multiStatements) is a
+// commit too: its reply is dropped only after the server's last answer to
+// it, so every statement and the COMMIT have applied when the client sees
+// its connection fail. A query that merely contains the word, or a COMMIT
+// that is not its last statement, is no commit.
+func TestMySQLDropMultiStatementCommitReply(t *testing.T) {
+	cfg, addr := mysqlServer(t)
+	direct := openDB(t, "mysql", cfg.FormatDSN())
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := direct.ExecContext(ctx, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(64)) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, addr, faultproxy.Options{Protocol: faultproxy.MySQL})
+	pcfg := cfg.Clone()
+	pcfg.Addr = p.Addr()
+	pcfg.MultiStatements = true
+	proxied := openDB(t, "mysql", pcfg.FormatDSN())
+	batch := func(q string) error {
+		conn, err := proxied.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "START TRANSACTION; INSERT INTO t (note) VALUES ('first')"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.ExecContext(ctx, q)
+		return err
+	}
+	p.DropCommitReplies(1)
+	if err := batch("INSERT INTO t (note) VALUES ('a; commit'); INSERT INTO t () VALUES (); COMMIT"); err == nil {
+		t.Fatal("the reply of a query ending in COMMIT arrived")
+	}
+	if n := count(t, direct, "t"); n != 3 {
+		t.Fatalf("rows after the ambiguous commit: %d, want 3 (all of it applied)", n)
+	}
+	if s := p.Stats(); s.DroppedCommitReplies != 1 || s.CommitsSeen != 1 {
+		t.Fatalf("stats %+v, want the one commit seen and dropped", s)
+	}
+	p.DropCommitReplies(1)
+	for _, q := range []string{
+		"INSERT INTO t (note) VALUES ('x; COMMIT')",
+		"COMMIT; INSERT INTO t () VALUES ()",
+	} {
+		if err := batch(q); err != nil {
+			t.Fatalf("%q with a drop pending: %v (it is no commit)", q, err)
+		}
+	}
+	if s := p.Stats(); s.CommitsSeen != 1 || s.PendingDrops != 1 {
+		t.Fatalf("stats %+v, want no more commits seen and the drop still pending", s)
+	}
+	p.DropCommitReplies(0)
+	// Each of the two left its transaction open on the pooled session; the
+	// next START TRANSACTION committed the first, the COMMIT the second.
+	if n := count(t, direct, "t"); n != 7 {
+		t.Fatalf("rows: %d, want 7", n)
+	}
+}
