@@ -291,6 +291,15 @@ func (Dialect) InsertWithNextFid(table string, cols, values []string) (string, b
 		" FROM DUAL WHERE ROW_COUNT() = 1; SELECT LAST_INSERT_ID(), ROW_COUNT()", true
 }
 
+// IfOneRow implements sqlstore.RowChainer: ROW_COUNT() is the previous
+// statement's count of changed rows, kept for second in a session
+// variable; the Batch pool's sessions run nothing but the shared layer's
+// SQL, which sets the variable before every use.
+func (Dialect) IfOneRow(first string, second func(cond string) string) string {
+	return first + "; SET @gomogile_rows = ROW_COUNT(); " + second("@gomogile_rows = 1") +
+		"; SELECT @gomogile_rows, ROW_COUNT()"
+}
+
 // ClaimLock: a locking read (what every MySQL and MariaDB version knows;
 // SKIP LOCKED needs MySQL 8 or MariaDB 10.6) reads the newest version of a
 // row it waited for and re-checks that it is still due.

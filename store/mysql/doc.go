@@ -37,6 +37,7 @@
 //	max_idle_conns=8    idle connections the pool keeps (store.DefaultMaxIdleConns;
 //	                    the tracker sets query_jobs + its workers + 2)
 //	max_open_conns=N    limit on the pool's open connections (default none);
+//	                    both limits apply to the batch pool (below) too;
 //	                    lock sessions are a pool of their own
 //
 // Durations are Go durations or whole seconds. The read timeout applies to
@@ -46,10 +47,12 @@
 // Sessions use utf8mb4 (latin1 on a latin1 mogdbsetup database, see
 // Schema), READ COMMITTED isolation, and client-side
 // placeholder interpolation, so each statement costs one round trip. The
-// Store's pool runs one statement per query; a second, small pool with the
-// same settings allows several (multiStatements) and carries only the
-// queue workers' Lease, whose transaction so takes two round trips instead
-// of four (sqlstore.Config.Batch). With binary logging on, the server's binlog_format must be ROW or MIXED (the
+// Store's pool runs one statement per query; a second pool with the same
+// settings allows several (multiStatements) and carries only the shared
+// layer's statements that gain from it (sqlstore.Config.Batch): an
+// upload's fid and tempfile row in one round trip, its commit in two
+// instead of six, a queue worker's Lease in two instead of four. With
+// binary logging on, the server's binlog_format must be ROW or MIXED (the
 // defaults of MySQL 8 and MariaDB): InnoDB refuses writes at READ
 // COMMITTED under STATEMENT.
 //

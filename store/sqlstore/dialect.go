@@ -113,6 +113,22 @@ type FidInserter interface {
 	InsertWithNextFid(table string, cols, values []string) (query string, batch bool)
 }
 
+// RowChainer is an optional Dialect interface for a database whose
+// Config.Batch connections can run a statement only when the statement
+// before it in the same query changed exactly one row (MySQL: the first's
+// ROW_COUNT() kept in a session variable). CommitFile then sends START
+// TRANSACTION, the DELETE of the tempfile and the INSERT of the file in one
+// query, and the rest of its statements with the COMMIT in a second: two
+// round trips where one statement per query takes five or more.
+type RowChainer interface {
+	// IfOneRow returns first and then second as one query, second built
+	// by the caller around cond, an SQL condition true only when first
+	// changed exactly one row. The query yields one row: the rows first
+	// changed, then the rows second changed. Its '?'s are first's, then
+	// second's.
+	IfOneRow(first string, second func(cond string) string) string
+}
+
 // Collated is an optional Dialect interface for a database whose name
 // columns may compare by a collation of their own rather than by bytes (on
 // MySQL, a database made by MogileFS's mogdbsetup: case-insensitive, PAD
@@ -220,10 +236,12 @@ type Config struct {
 	// Batch, if set, is a second pool on DB's database whose connections
 	// take several statements in one query (MySQL's multiStatements), with
 	// DB's session settings. Lease then runs its transaction in two round
-	// trips instead of four where the Dialect is no Claimer (see Lease).
-	// Only statements of this package's own text go through it; DB's
-	// connections stay one statement per query. New takes ownership of it
-	// with DB and sizes it for the few queue workers that lease.
+	// trips instead of four where the Dialect is no Claimer (see Lease),
+	// CreateTempFile in one with a FidInserter that asks for it, and
+	// CommitFile's common case in two with a RowChainer. Only statements
+	// of this package's own text go through it; DB's connections stay one
+	// statement per query. New takes ownership of it with DB and sizes it
+	// as DB (MaxIdleConns, MaxOpenConns each apply to both).
 	Batch *sql.DB
 }
 

@@ -12,3 +12,10 @@ import (
 func RunTx(ctx context.Context, st store.Store, fn func(*sql.Tx) error) error {
 	return st.(*Store).tx(ctx, fn)
 }
+
+// InsertWithNextFid runs query as CreateTempFile runs a FidInserter's, on
+// st's own pool, for the tests of how its answers are read.
+func InsertWithNextFid(ctx context.Context, st store.Store, query string) (int64, error) {
+	s := st.(*Store)
+	return s.insertWithNextFid(ctx, s.db, query)
+}

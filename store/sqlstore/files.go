@@ -181,107 +181,114 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 		}
 		return t.Fid, nil
 	}
-	if fi, ok := s.d.(FidInserter); ok && len(store.Fences(ctx)) == 0 {
-		q, batch := fi.InsertWithNextFid("tempfile", []string{"createtime", "classid", "dmid", "dkey", "devids"},
-			[]string{s.d.UnixNow(), "?", "?", "?", "?"})
-		if db := s.db; !batch || s.batch != nil {
-			if batch {
-				db = s.batch
-			}
-			fid, err := s.insertWithNextFid(ctx, db, q, t.ClassID, t.DomainID, t.Key, nullStr(devids))
-			if err != nil {
-				return 0, s.wrap(op, err)
-			}
-			return fid, nil
-		}
-	}
-	for attempt := 0; ; attempt++ {
-		var fid int64
-		fid, err = s.nextFid(ctx)
+	if s.fidInsert.query != "" && len(store.Fences(ctx)) == 0 {
+		fid, err := s.insertWithNextFid(ctx, s.fidInsert.db, s.fidInsert.query, t.ClassID, t.DomainID, t.Key, nullStr(devids))
 		if err != nil {
-			break
+			return 0, s.wrap(op, err)
 		}
-		if len(store.Fences(ctx)) == 0 {
-			// One autocommit INSERT. When the connection or the context
-			// ends under it, it may have applied: the outcome is unknown,
-			// as for a COMMIT (a reservation nobody was told of is left for
-			// the reaper, and the caller knows it may exist).
-			err = insert(s.db, fid)
-			if err != nil && !isSentinel(err) && (s.d.Classify(err) == ErrKindConnLost ||
-				errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-				err = fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
-				break
-			}
-		} else {
+		return fid, nil
+	}
+	fenced := len(store.Fences(ctx)) != 0
+	for attempt := 0; ; attempt++ {
+		fid, err := s.nextFid(ctx)
+		if err != nil {
+			return 0, s.wrap(op, err)
+		}
+		if fenced {
 			err = s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, fid) })
+		} else {
+			err = insert(s.db, fid)
 		}
 		if err == nil {
 			return fid, nil
 		}
-		dup := !isSentinel(err) && s.d.Classify(err) == ErrKindDuplicate
-		if (!dup && !s.retryable(err)) || attempt == maxAttempts-1 {
-			break
-		}
-		if dup {
-			// Something put a row above the counter (another program
-			// writing tempfile): restore the invariant and go on.
-			if err = s.initFidCounter(ctx); err != nil {
-				break
-			}
-			continue
-		}
-		if serr := sleep(ctx, attempt); serr != nil {
-			break
+		if err = s.fidRetry(ctx, err, !fenced, attempt); err != nil {
+			return 0, s.wrap(op, err)
 		}
 	}
-	return 0, s.wrap(op, err)
+}
+
+// fidInsert is CreateTempFile's FidInserter query, if the Dialect has one
+// that can run here, and the pool it runs on.
+type fidInsert struct {
+	query string
+	db    *sql.DB
+}
+
+func (s *Store) newFidInsert() fidInsert {
+	fi, ok := s.d.(FidInserter)
+	if !ok {
+		return fidInsert{}
+	}
+	q, batch := fi.InsertWithNextFid("tempfile", []string{"createtime", "classid", "dmid", "dkey", "devids"},
+		[]string{s.d.UnixNow(), "?", "?", "?", "?"})
+	switch {
+	case !batch:
+		return fidInsert{q, s.db}
+	case s.batch != nil:
+		return fidInsert{q, s.batch}
+	}
+	return fidInsert{}
 }
 
 // insertWithNextFid runs a FidInserter's query on db: the fid counter's
 // next fid and the tempfile row under it in one round trip (one
 // autocommit statement, or a batch of them). A missing counter row is
-// created, and a fid some other program put above the counter raises it,
-// as nextFid does; when the connection or the context ends under the
-// query it may have applied, so the outcome is unknown.
+// created, and a failure is handled as fidRetry says.
 func (s *Store) insertWithNextFid(ctx context.Context, db querier, query string, args ...any) (int64, error) {
 	args = append([]any{fidCounter}, args...)
-	var err error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for attempt := 0; ; attempt++ {
 		var fid, n int64
-		err = s.queryRow(ctx, db, query, args...).Scan(&fid, &n)
-		if err == nil && n == 1 {
+		err := s.queryRow(ctx, db, query, args...).Scan(&fid, &n)
+		switch {
+		case err == nil && n == 1:
 			if fid <= 0 {
 				return 0, fmt.Errorf("fid counter gave %d", fid)
 			}
 			return fid, nil
-		}
-		if err == nil || errors.Is(err, sql.ErrNoRows) {
+		case err == nil || errors.Is(err, sql.ErrNoRows):
 			// A new database, or its rows were emptied.
-			if err = s.initFidCounter(ctx); err != nil {
+			if attempt == maxAttempts-1 {
+				return 0, errors.New("fid counter row missing however often created")
+			}
+			if err := s.initFidCounter(ctx); err != nil {
 				return 0, err
 			}
-			continue
-		}
-		if !isSentinel(err) && (s.d.Classify(err) == ErrKindConnLost ||
-			errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			return 0, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
-		}
-		if !isSentinel(err) && s.d.Classify(err) == ErrKindDuplicate {
-			// Something put a row above the counter (another program
-			// writing tempfile): restore the invariant and go on.
-			if err = s.initFidCounter(ctx); err != nil {
+		default:
+			if err := s.fidRetry(ctx, err, true, attempt); err != nil {
 				return 0, err
 			}
-			continue
-		}
-		if !s.retryable(err) {
-			return 0, err
-		}
-		if serr := sleep(ctx, attempt); serr != nil {
-			return 0, err
 		}
 	}
-	return 0, err
+}
+
+// fidRetry decides what follows an attempt to insert a row under a new
+// fid that failed with err: nil to try again, or the error to return.
+// autocommit says the INSERT ran as a statement of its own, so that when
+// the connection or ctx ended under it, it may have applied: the outcome
+// is unknown, as for a COMMIT (a reservation nobody was told of is left
+// for the reaper, and the caller knows it may exist). A duplicate fid
+// means something put a row above the counter (another program writing
+// tempfile): the counter's invariant is restored and the next try goes
+// at once; a conflict or a connection lost waits a pause first.
+func (s *Store) fidRetry(ctx context.Context, err error, autocommit bool, attempt int) error {
+	if isSentinel(err) {
+		return err
+	}
+	kind := s.d.Classify(err)
+	if autocommit && (kind == ErrKindConnLost || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+	}
+	if attempt == maxAttempts-1 {
+		return err
+	}
+	if kind == ErrKindDuplicate {
+		return s.initFidCounter(ctx)
+	}
+	if !s.retryable(err) || sleep(ctx, attempt) != nil {
+		return err
+	}
+	return nil
 }
 
 const tempfileCols = "fid, dmid, dkey, classid, createtime, devids"
@@ -422,19 +429,28 @@ func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitRes
 	if err := checkCommit(c); err != nil {
 		return store.CommitResult{}, s.wrap(op, err)
 	}
+	devs := slices.Clone(c.DevIDs)
+	slices.Sort(devs)
+	devs = slices.Compact(devs)
 	var res store.CommitResult
 	var err error
+	rc, chained := s.d.(RowChainer)
+	chained = chained && s.batch != nil && len(store.Fences(ctx)) == 0
 	// Two commits of different fids for one new key both find no owner
 	// and one fails on the (dmid, dkey) key; run it again so it replaces
 	// the winner, as if they had come one after the other. Every round of
 	// such a conflict has a winner, so N commits racing for one key need at
 	// most N rounds: the bound only stops a pathological loop.
 	for attempt := 0; attempt < maxCommitRounds; attempt++ {
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			var err error
-			res, err = s.commitTx(ctx, tx, c)
-			return err
-		})
+		if chained {
+			res, err = s.commitChained(ctx, rc, c, devs)
+		} else {
+			err = s.tx(ctx, func(tx *sql.Tx) error {
+				var err error
+				res, err = s.commitTx(ctx, tx, c, devs)
+				return err
+			})
+		}
 		if err == nil || isSentinel(err) || s.d.Classify(err) != ErrKindDuplicate {
 			break
 		}
@@ -449,94 +465,146 @@ func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitRes
 	return res, nil
 }
 
-func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit) (store.CommitResult, error) {
-	var res store.CommitResult
+// commitTx is one commit in tx, a statement at a time. devs are the
+// commit's devices, sorted and without repeats.
+func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit, devs []int) (store.CommitResult, error) {
 	won, err := s.execN(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", c.Fid)
 	if err != nil {
-		return res, err
+		return store.CommitResult{}, err
 	}
-	if won == 0 {
-		// Either another commit won, or this is a retry of one that
-		// applied but whose acknowledgement was lost.
-		f, err := scanFile(s.queryRow(ctx, tx, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && (f.DomainID != c.DomainID || f.Key != c.Key)) {
-			return res, fmt.Errorf("%w: no tempfile %d", store.ErrNotFound, c.Fid)
+	var n int64
+	if won != 0 {
+		ins := s.commitInsert(c, devs, "")
+		if n, err = s.execN(ctx, tx, ins.query, ins.args...); err != nil {
+			return store.CommitResult{}, err
 		}
-		if err != nil {
-			return res, err
-		}
-		res.File = f
-		err = s.queryRow(ctx, tx, "SELECT replaced_fid FROM gomogile_commit WHERE fid = ?", c.Fid).Scan(&res.ReplacedFid)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = nil
-		}
-		return res, err
 	}
-	devs := slices.Clone(c.DevIDs)
-	slices.Sort(devs)
-	devs = slices.Compact(devs)
-	// The common case in one statement: a key nobody owns and a fid with
-	// no file_on rows but the commit's own, so devcount is len(devs) and
-	// nothing needs reading. The file_on rows it counts on cannot change
-	// under it: every writer of them locks the tempfile row first (lockFid),
-	// which the DELETE above holds, and this statement's read comes after
-	// the DELETE's wait for any such writer. When it inserts nothing (the
-	// key has an owner, or a placement of the tempfile stage added another
-	// device) the general path below finds out which.
-	f := store.File{Fid: c.Fid, DomainID: c.DomainID, Key: c.Key, Length: c.Length, ClassID: c.ClassID, DevCount: len(devs)}
+	res, tail, err := s.commitRest(ctx, tx, c, devs, won, n)
+	if err == nil {
+		err = s.runAll(ctx, tx, tail)
+	}
+	return res, err
+}
+
+// commitChained is one commit in a transaction of two queries on a
+// Config.Batch connection (batchTx) where the commit is the common one, a
+// new key with only its own devices: START TRANSACTION, the DELETE of the
+// tempfile and the INSERT of the file (RowChainer) in the first; the rest
+// of commitRest's statements and COMMIT in the second. Any other commit
+// goes on in that transaction a statement at a time.
+func (s *Store) commitChained(ctx context.Context, rc RowChainer, c store.Commit, devs []int) (store.CommitResult, error) {
+	var res store.CommitResult
+	err := s.batchTx(ctx, func(conn *sql.Conn) ([]stmt, error) {
+		var ins stmt
+		q := rc.IfOneRow("START TRANSACTION; DELETE FROM tempfile WHERE fid = ?", func(cond string) string {
+			ins = s.commitInsert(c, devs, cond)
+			return ins.query
+		})
+		var won, n int64
+		if err := s.queryRow(ctx, conn, q, append([]any{c.Fid}, ins.args...)...).Scan(&won, &n); err != nil {
+			return nil, err
+		}
+		var tail []stmt
+		var err error
+		res, tail, err = s.commitRest(ctx, conn, c, devs, won, n)
+		return tail, err
+	})
+	return res, err
+}
+
+// commitInsert is the common commit in one statement: a key nobody owns
+// and a fid with no file_on rows but the commit's own, so devcount is
+// len(devs) and nothing needs reading. The file_on rows it counts on
+// cannot change under it: every writer of them locks the tempfile row
+// first (lockFid), which the commit's DELETE holds, and this statement's
+// read comes after the DELETE's wait for any such writer. When it inserts
+// nothing (the key has an owner, or a placement of the tempfile stage added
+// another device) commitRest finds out which. cond, when not empty, is one
+// more condition for inserting.
+func (s *Store) commitInsert(c store.Commit, devs []int, cond string) stmt {
 	others := "SELECT 1 FROM file_on WHERE fid = ?"
-	args := []any{f.Fid, f.DomainID, f.Key, f.Length, f.ClassID, f.DevCount, c.Fid}
+	args := []any{c.Fid, c.DomainID, c.Key, c.Length, c.ClassID, len(devs), c.Fid}
 	if len(devs) > 0 {
 		others += " AND devid NOT IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(devs)), ", ") + ")"
 		for _, d := range devs {
 			args = append(args, d)
 		}
 	}
+	where := "NOT EXISTS (" + others + ")"
+	if cond != "" {
+		where = cond + " AND " + where
+	}
 	ins := s.upsertFrom("file", fileColList, []string{"dmid", "dkey"}, "",
-		"SELECT ?, ?, ?, ?, ?, ? FROM (SELECT 1 AS one) one WHERE NOT EXISTS ("+others+")")
-	n, err := s.execN(ctx, tx, ins, args...)
-	if err != nil {
-		return res, err
+		"SELECT ?, ?, ?, ?, ?, ? FROM (SELECT 1 AS one) one WHERE "+where)
+	return stmt{ins, args}
+}
+
+// commitRest is the commit after the DELETE of the tempfile, which changed
+// won rows, and commitInsert, which inserted n. It returns the statements
+// left, which need no answer: for the common commit (n == 1) the file_on
+// rows, the checksum and the replication queue row; for any other, which
+// it carries out itself, none.
+func (s *Store) commitRest(ctx context.Context, q querier, c store.Commit, devs []int, won, n int64) (store.CommitResult, []stmt, error) {
+	var res store.CommitResult
+	if won == 0 {
+		// Either another commit won, or this is a retry of one that
+		// applied but whose acknowledgement was lost.
+		f, err := scanFile(s.queryRow(ctx, q, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && (f.DomainID != c.DomainID || f.Key != c.Key)) {
+			return res, nil, fmt.Errorf("%w: no tempfile %d", store.ErrNotFound, c.Fid)
+		}
+		if err != nil {
+			return res, nil, err
+		}
+		res.File = f
+		err = s.queryRow(ctx, q, "SELECT replaced_fid FROM gomogile_commit WHERE fid = ?", c.Fid).Scan(&res.ReplacedFid)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+		return res, nil, err
 	}
 	if n == 1 {
-		res.File = f
-	} else if res, err = s.commitOwned(ctx, tx, c); err != nil {
-		return res, err
+		res.File = store.File{Fid: c.Fid, DomainID: c.DomainID, Key: c.Key, Length: c.Length, ClassID: c.ClassID, DevCount: len(devs)}
+	} else {
+		var err error
+		if res, err = s.commitOwned(ctx, q, c); err != nil {
+			return res, nil, err
+		}
 	}
+	var tail []stmt
 	onIns := s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, "")
 	for _, d := range devs {
-		if _, err := s.exec(ctx, tx, onIns, c.Fid, d); err != nil {
-			return res, err
-		}
+		tail = append(tail, stmt{onIns, []any{c.Fid, d}})
 	}
 	if n != 1 {
-		if err := s.syncDevCount(ctx, tx, c.Fid); err != nil {
-			return res, err
-		}
+		tail = append(tail, s.syncDevCountStmt(c.Fid))
 	}
 	if c.Checksum != nil {
 		sum := *c.Checksum
 		sum.Fid = c.Fid
-		if err := s.setChecksum(ctx, tx, sum); err != nil {
-			return res, err
-		}
+		tail = append(tail, s.checksumStmt(sum))
 	}
 	if c.Replicate {
-		if err := s.enqueueTx(ctx, tx, store.QueueReplicate, store.QueueEntry{Fid: c.Fid}); err != nil {
-			return res, err
+		st, err := s.enqueueStmt(store.QueueReplicate, store.QueueEntry{Fid: c.Fid})
+		if err != nil {
+			return res, nil, err
 		}
+		tail = append(tail, st)
 	}
 	if res.ReplacedFid != 0 {
 		up := s.d.Upsert("gomogile_commit", []string{"fid", "replaced_fid"}, []string{"fid"},
 			"replaced_fid = "+s.d.Excluded("replaced_fid"))
-		if _, err := s.exec(ctx, tx, up, c.Fid, res.ReplacedFid); err != nil {
-			return res, err
-		}
+		tail = append(tail, stmt{up, []any{c.Fid, res.ReplacedFid}})
 	}
-	if n != 1 {
-		res.File, err = scanFile(s.queryRow(ctx, tx, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
+	if n == 1 {
+		return res, tail, nil
 	}
-	return res, err
+	if err := s.runAll(ctx, q, tail); err != nil {
+		return res, nil, err
+	}
+	var err error
+	res.File, err = scanFile(s.queryRow(ctx, q, "SELECT "+fileCols+" FROM file WHERE fid = ?", c.Fid))
+	return res, nil, err
 }
 
 // fileColList is fileCols as a list.
@@ -546,7 +614,7 @@ var fileColList = strings.Split(fileCols, ", ")
 // commitTx could not do: it removes and queues for deletion the fid that
 // owns the key, if any, then inserts the file row (devcount 0, which the
 // caller then syncs from file_on). It reports the replaced fid.
-func (s *Store) commitOwned(ctx context.Context, tx *sql.Tx, c store.Commit) (store.CommitResult, error) {
+func (s *Store) commitOwned(ctx context.Context, tx querier, c store.Commit) (store.CommitResult, error) {
 	var res store.CommitResult
 	var owner sql.NullInt64
 	err := s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs(), c.DomainID, c.Key, c.Key).Scan(&owner)
@@ -576,9 +644,13 @@ func (s *Store) commitOwned(ctx context.Context, tx *sql.Tx, c store.Commit) (st
 // syncDevCount sets devcount from file_on. The subquery is evaluated as a
 // locking read on MySQL and at statement start on PostgreSQL, both after
 // the caller locked the file row, so it sees every committed file_on row.
-func (s *Store) syncDevCount(ctx context.Context, tx *sql.Tx, fid int64) error {
-	_, err := s.exec(ctx, tx, "UPDATE file SET devcount = (SELECT COUNT(*) FROM file_on WHERE file_on.fid = ?) WHERE fid = ?", fid, fid)
-	return err
+func (s *Store) syncDevCount(ctx context.Context, tx querier, fid int64) error {
+	return s.run(ctx, tx, s.syncDevCountStmt(fid))
+}
+
+// syncDevCountStmt is syncDevCount's statement.
+func (s *Store) syncDevCountStmt(fid int64) stmt {
+	return stmt{"UPDATE file SET devcount = (SELECT COUNT(*) FROM file_on WHERE file_on.fid = ?) WHERE fid = ?", []any{fid, fid}}
 }
 
 // File reads a file row.

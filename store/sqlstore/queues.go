@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"slices"
 	"strconv"
@@ -77,10 +76,19 @@ func nextTry(now int64, d time.Duration) int64 {
 // failcount, devid and arg, and takes the earlier nexttry. The new row's
 // nexttry is computed from the database clock inside the statement, so no
 // caller reads the clock first.
-func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, q store.Queue, e store.QueueEntry) error {
-	t, err := queueOf(q)
+func (s *Store) enqueueTx(ctx context.Context, tx querier, q store.Queue, e store.QueueEntry) error {
+	st, err := s.enqueueStmt(q, e)
 	if err != nil {
 		return err
+	}
+	return s.run(ctx, tx, st)
+}
+
+// enqueueStmt is enqueueTx's statement.
+func (s *Store) enqueueStmt(q store.Queue, e store.QueueEntry) (stmt, error) {
+	t, err := queueOf(q)
+	if err != nil {
+		return stmt{}, err
 	}
 	cols := []string{"fid", "nexttry", "failcount"}
 	vals := []string{"?", s.nextTryExpr(), "?"}
@@ -101,8 +109,7 @@ func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, q store.Queue, e stor
 	}
 	up := s.upsertFrom(t.table, cols, key, "nexttry = "+s.d.Least("nexttry", s.d.Excluded("nexttry")),
 		"VALUES ("+strings.Join(vals, ", ")+")")
-	_, err = s.exec(ctx, tx, up, args...)
-	return err
+	return stmt{up, args}, nil
 }
 
 // nextTryExpr is the SQL of nextTry on the database clock, with the delay
@@ -230,10 +237,18 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 	read := "SELECT " + t.cols() + ", " + now + due
 	var out []store.QueueItem
 	if s.batch != nil && len(store.Fences(ctx)) == 0 {
-		err = s.read(ctx, func() error {
+		// START TRANSACTION and the locking read in one query, the UPDATE
+		// and COMMIT in the next (COMMIT alone when nothing is due). A
+		// COMMIT gone through unseen leaves rows out of reach that come
+		// back when their lease runs out, as a crashed leaser's do.
+		err = s.batchTx(ctx, func(conn *sql.Conn) ([]stmt, error) {
 			var err error
-			out, err = s.leaseBatch(ctx, q, t, read, lease)
-			return err
+			out, err = s.scanItems(ctx, conn, q, "START TRANSACTION; "+read)
+			if err != nil || len(out) == 0 {
+				return nil, err
+			}
+			update, args := leaseUpdate(t, out, lease)
+			return []stmt{{update, args}}, nil
 		})
 	} else {
 		err = s.tx(ctx, func(tx *sql.Tx) error {
@@ -266,39 +281,6 @@ func leaseUpdate(t queueTable, out []store.QueueItem, lease time.Duration) (stri
 	}
 	marks := strings.TrimSuffix(strings.Repeat("?, ", len(out)), ", ")
 	return "UPDATE " + t.table + " SET nexttry = ? WHERE fid IN (" + marks + ")" + t.where, args
-}
-
-// leaseBatch is Lease's transaction in two round trips on a connection of
-// Config.Batch: START TRANSACTION and the locking read in one query, the
-// UPDATE and COMMIT in the next (COMMIT alone when nothing is due). If
-// anything fails on the way, the connection is closed, not returned to
-// the pool, and with it ends the transaction: rolled back, or, had the
-// COMMIT gone through unseen, rows moved out of reach that come back when
-// their lease runs out, as a crashed leaser's do.
-func (s *Store) leaseBatch(ctx context.Context, q store.Queue, t queueTable, read string, lease time.Duration) (_ []store.QueueItem, err error) {
-	conn, err := s.batch.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}()
-	out, err := s.scanItems(ctx, conn, q, "START TRANSACTION; "+read)
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		_, err = conn.ExecContext(ctx, "COMMIT")
-		return nil, err
-	}
-	update, args := leaseUpdate(t, out, lease)
-	if _, err := s.exec(ctx, conn, update+"; COMMIT", args...); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // scanItems runs query, whose rows are a queue's cols then one more column

@@ -161,15 +161,19 @@ func checkChecksum(c store.Checksum) error {
 	return nil
 }
 
-func (s *Store) setChecksum(ctx context.Context, tx *sql.Tx, c store.Checksum) error {
+func (s *Store) setChecksum(ctx context.Context, tx querier, c store.Checksum) error {
+	return s.run(ctx, tx, s.checksumStmt(c))
+}
+
+// checksumStmt is setChecksum's statement.
+func (s *Store) checksumStmt(c store.Checksum) stmt {
 	up := s.d.Upsert("checksum", []string{"fid", "hashtype", "checksum"}, []string{"fid"},
 		"hashtype = "+s.d.Excluded("hashtype")+", checksum = "+s.d.Excluded("checksum"))
 	sum := c.Sum
 	if sum == nil {
 		sum = []byte{}
 	}
-	_, err := s.exec(ctx, tx, up, c.Fid, int(c.HashType), sum)
-	return err
+	return stmt{up, []any{c.Fid, int(c.HashType), sum}}
 }
 
 // SetChecksum inserts or replaces a checksum.

@@ -57,6 +57,7 @@ type Store struct {
 	opTimeout time.Duration
 	// upgradedOld is Config.UpgradedOldSchema.
 	upgradedOld bool
+	fidInsert   fidInsert
 
 	closed atomic.Bool
 
@@ -91,14 +92,16 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		opTimeout:   cfg.OpTimeout,
 		upgradedOld: cfg.UpgradedOldSchema,
 	}
+	s.fidInsert = s.newFidInsert()
 	// Every concurrent call beyond the idle limit opens a new connection
 	// (a TCP, perhaps TLS, handshake and a server backend) and closes it
 	// after: the pool must hold as many as the caller runs calls at once.
 	cfg.DB.SetMaxIdleConns(cmp.Or(cfg.MaxIdleConns, store.DefaultMaxIdleConns))
 	cfg.DB.SetMaxOpenConns(cfg.MaxOpenConns)
 	if cfg.Batch != nil {
-		// Only Lease uses it: a tracker's few queue workers.
-		cfg.Batch.SetMaxIdleConns(2)
+		// Every upload's CreateTempFile and CommitFile run on it, as many
+		// at once as on the Store's pool.
+		cfg.Batch.SetMaxIdleConns(cmp.Or(cfg.MaxIdleConns, store.DefaultMaxIdleConns))
 		cfg.Batch.SetMaxOpenConns(cfg.MaxOpenConns)
 	}
 	if err := s.migrate(ctx); err != nil {
@@ -477,10 +480,16 @@ func (s *Store) read(ctx context.Context, fn func() error) error {
 // again from the start; a connection lost at COMMIT is store.ErrUnknownOutcome.
 // fn must not keep state across attempts except through its return.
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return attempts(ctx, func() (bool, error) { return s.try(ctx, fn) })
+}
+
+// attempts runs try until it succeeds, fails for good (retry false), or
+// has run maxAttempts times, pausing between attempts.
+func attempts(ctx context.Context, try func() (retry bool, err error)) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		var retry bool
-		retry, err = s.try(ctx, fn)
+		retry, err = try()
 		if err == nil || !retry || attempt == maxAttempts-1 {
 			return err
 		}

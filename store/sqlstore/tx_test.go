@@ -103,3 +103,92 @@ func TestTx_PartitionedEndReturnsOnTime(t *testing.T) {
 		})
 	}
 }
+
+// A commit whose COMMIT applied but whose answer was lost is
+// store.ErrUnknownOutcome, on MySQL's two-query commit (its COMMIT rides
+// at the end of a query of several statements) as on the ordinary
+// transaction; the file is there, and the same commit made again returns
+// it (the caller's retry after an unknown outcome), with its devices and
+// its replication queue row once.
+func TestCommitFile_AnswerLost(t *testing.T) {
+	for _, backend := range []string{"mysql", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			s, p := openWire(t, serverDSNs[backend](t))
+			ctx := t.Context()
+			d, err := s.CreateDomain(ctx, "lost")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, replace := range []bool{false, true} {
+				key := "k"
+				if !replace {
+					key = "fresh"
+				}
+				if replace {
+					// An owner of the key to replace: the commit's
+					// statement-at-a-time path.
+					fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := s.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d.ID, Key: key, DevIDs: []int{1}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := store.Commit{Fid: fid, DomainID: d.ID, Key: key, Length: 5, DevIDs: []int{2, 1}, Replicate: true}
+				before := p.Stats().DroppedCommitReplies
+				p.DropCommitReplies(1)
+				_, err = s.CommitFile(ctx, c)
+				p.DropCommitReplies(0)
+				if got := p.Stats().DroppedCommitReplies; got != before+1 {
+					t.Fatalf("commit %d: the proxy dropped %d commit answers, want 1 (err %v)", i, got-before, err)
+				}
+				if !errors.Is(err, store.ErrUnknownOutcome) {
+					t.Fatalf("commit %d with its answer lost: %v, want store.ErrUnknownOutcome", i, err)
+				}
+				res, err := s.CommitFile(ctx, c)
+				if err != nil {
+					t.Fatalf("commit %d again: %v", i, err)
+				}
+				if res.File.Fid != fid || res.File.Key != key || res.File.DevCount != 2 || res.File.Length != 5 {
+					t.Fatalf("commit %d again: %+v", i, res.File)
+				}
+				if replace && res.ReplacedFid == 0 {
+					t.Errorf("commit %d again: no replaced fid", i)
+				}
+				on, err := s.FileOn(ctx, fid)
+				if err != nil || len(on) != 2 {
+					t.Fatalf("file_on of fid %d: %v %v, want devices 1 and 2", fid, on, err)
+				}
+				items, err := s.Lease(ctx, store.QueueReplicate, 10, time.Minute)
+				if err != nil || len(items) != 1 || items[0].Fid != fid {
+					t.Fatalf("replication queue: %v %v, want fid %d once", items, err, fid)
+				}
+				if err := s.Finish(ctx, store.QueueReplicate, fid); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A FidInserter query whose every answer says the counter row is missing,
+// however often it is created, ends in an error: never in fid 0 as if it
+// were one allocated (it did, before the loop's last round returned its
+// nil error).
+func TestInsertWithNextFid_CounterNeverThere(t *testing.T) {
+	st, err := store.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "fid.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fid, err := sqlstore.InsertWithNextFid(t.Context(), st, "SELECT 1, 0 FROM gomogile_counter WHERE name = ?")
+	if err == nil || fid != 0 {
+		t.Fatalf("allocation that never found its counter row: fid %d, err %v; want an error", fid, err)
+	}
+	t.Logf("error: %v", err)
+}

@@ -1,0 +1,94 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gomogile/gomogile/store"
+)
+
+// stmt is one statement and its arguments: what a transaction's step
+// sends, built apart from sending it so that where the database allows it
+// (Config.Batch) several go in one query.
+type stmt struct {
+	query string
+	args  []any
+}
+
+// run executes st on q.
+func (s *Store) run(ctx context.Context, q querier, st stmt) error {
+	_, err := s.exec(ctx, q, st.query, st.args...)
+	return err
+}
+
+// runAll executes sts on q one after the other.
+func (s *Store) runAll(ctx context.Context, q querier, sts []stmt) error {
+	for _, st := range sts {
+		if err := s.run(ctx, q, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// batchTx is tx on a connection of Config.Batch, for a transaction of few
+// queries of several statements each: fn's first query begins with "START
+// TRANSACTION; ", and the statements fn returns, which need no answer, go
+// with the COMMIT in one last query. It retries and reports outcomes as
+// tx does: a conflict, or a connection lost before that last query, runs
+// fn again; a connection or context lost during it is
+// store.ErrUnknownOutcome. fn must not keep state across attempts except
+// through its return.
+func (s *Store) batchTx(ctx context.Context, fn func(conn *sql.Conn) ([]stmt, error)) error {
+	return attempts(ctx, func() (bool, error) { return s.batchTry(ctx, fn) })
+}
+
+// batchTry is one attempt of batchTx. If anything fails on the way, the
+// connection is closed, not returned to the pool, and with it ends the
+// transaction: rolled back, or, had the COMMIT gone through unseen,
+// committed (the unknown outcome). No ROLLBACK is sent, so a failed
+// attempt costs no round trip more.
+func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn) ([]stmt, error)) (retry bool, err error) {
+	conn, err := s.batch.Conn(ctx)
+	if err != nil {
+		return s.retryable(err), err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	tail, err := fn(conn)
+	if err != nil {
+		return s.retryable(err), txDone(ctx, err)
+	}
+	var q strings.Builder
+	var args []any
+	for _, st := range tail {
+		q.WriteString(st.query)
+		q.WriteString("; ")
+		args = append(args, st.args...)
+	}
+	q.WriteString("COMMIT")
+	if err := s.run(ctx, conn, stmt{q.String(), args}); err != nil {
+		// Statements before the COMMIT stop the query at their error, and
+		// a COMMIT refused is rolled back: both definite, unless the
+		// session or ctx ended before the answer came.
+		switch {
+		case isSentinel(err):
+			return false, err
+		case s.d.Classify(err) == ErrKindConnLost,
+			errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+		case s.d.Classify(err) == ErrKindRetry:
+			return true, err
+		}
+		return false, err
+	}
+	return false, nil
+}
