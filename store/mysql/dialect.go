@@ -300,6 +300,9 @@ func (Dialect) IfOneRow(first string, second func(cond string) string) string {
 		"; SELECT @gomogile_rows, ROW_COUNT()"
 }
 
+// Counted implements sqlstore.RowChainer.
+func (Dialect) Counted(stmt string) string { return stmt + "; SELECT ROW_COUNT()" }
+
 // ClaimLock: a locking read (what every MySQL and MariaDB version knows;
 // SKIP LOCKED needs MySQL 8 or MariaDB 10.6) reads the newest version of a
 // row it waited for and re-checks that it is still due.

@@ -51,7 +51,8 @@
 // settings allows several (multiStatements) and carries only the shared
 // layer's statements that gain from it (sqlstore.Config.Batch): an
 // upload's fid and tempfile row in one round trip, its commit in two
-// instead of six, a queue worker's Lease in two instead of four. With
+// instead of six, a replication's AddFileOn in two or three instead of
+// five or six, a queue worker's Lease in two instead of four. With
 // binary logging on, the server's binlog_format must be ROW or MIXED (the
 // defaults of MySQL 8 and MariaDB): InnoDB refuses writes at READ
 // COMMITTED under STATEMENT.

@@ -36,14 +36,15 @@ func (s *Store) runAll(ctx context.Context, q querier, sts []stmt) error {
 }
 
 // batchTx is tx on a connection of Config.Batch, for a transaction of few
-// queries of several statements each: fn's first query begins with "START
-// TRANSACTION; ", and the statements fn returns, which need no answer, go
-// with the COMMIT in one last query. It retries and reports outcomes as
+// queries of several statements each: fn's first query begins with begin
+// ("START TRANSACTION; ", or nothing when the runner's check of ctx's
+// fences has already started the transaction), and the statements fn
+// returns, which need no answer, go with the COMMIT in one last query. It retries and reports outcomes as
 // tx does: a conflict, or a connection lost before that last query, runs
 // fn again; a connection or context lost during it is
 // store.ErrUnknownOutcome. fn must not keep state across attempts except
 // through its return.
-func (s *Store) batchTx(ctx context.Context, fn func(conn *sql.Conn) ([]stmt, error)) error {
+func (s *Store) batchTx(ctx context.Context, fn func(conn *sql.Conn, begin string) ([]stmt, error)) error {
 	return attempts(ctx, func() (bool, error) { return s.batchTry(ctx, fn) })
 }
 
@@ -52,7 +53,7 @@ func (s *Store) batchTx(ctx context.Context, fn func(conn *sql.Conn) ([]stmt, er
 // transaction: rolled back, or, had the COMMIT gone through unseen,
 // committed (the unknown outcome). No ROLLBACK is sent, so a failed
 // attempt costs no round trip more.
-func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn) ([]stmt, error)) (retry bool, err error) {
+func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn, begin string) ([]stmt, error)) (retry bool, err error) {
 	conn, err := s.batch.Conn(ctx)
 	if err != nil {
 		return s.retryable(err), err
@@ -63,7 +64,14 @@ func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn) ([]stmt, e
 		}
 		conn.Close()
 	}()
-	tail, err := fn(conn)
+	begin := "START TRANSACTION; "
+	if len(store.Fences(ctx)) > 0 {
+		if err := s.checkFences(ctx, conn, begin); err != nil {
+			return s.retryable(err), err
+		}
+		begin = ""
+	}
+	tail, err := fn(conn, begin)
 	if err != nil {
 		return s.retryable(err), txDone(ctx, err)
 	}

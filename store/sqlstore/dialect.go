@@ -119,7 +119,9 @@ type FidInserter interface {
 // ROW_COUNT() kept in a session variable). CommitFile then sends START
 // TRANSACTION, the DELETE of the tempfile and the INSERT of the file in one
 // query, and the rest of its statements with the COMMIT in a second: two
-// round trips where one statement per query takes five or more.
+// round trips where one statement per query takes five or more. AddFileOn
+// and RemoveFileOn likewise take two instead of five. Under store.WithFence
+// each takes one more, START TRANSACTION with the fences' read.
 type RowChainer interface {
 	// IfOneRow returns first and then second as one query, second built
 	// by the caller around cond, an SQL condition true only when first
@@ -127,6 +129,9 @@ type RowChainer interface {
 	// changed, then the rows second changed. Its '?'s are first's, then
 	// second's.
 	IfOneRow(first string, second func(cond string) string) string
+	// Counted returns stmt and then, in the same query, a read of the
+	// rows it changed: the query's one result row. Its '?'s are stmt's.
+	Counted(stmt string) string
 }
 
 // Collated is an optional Dialect interface for a database whose name

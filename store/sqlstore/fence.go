@@ -65,16 +65,15 @@ func (s *Store) bump(ctx context.Context, query string, byInsertID bool, args ..
 }
 
 // checkFences refuses the transaction tx when a fence of ctx is stale. It
-// runs first in every write's transaction; reads never call it.
-func (s *Store) checkFences(ctx context.Context, tx *sql.Tx) error {
-	fs := store.Fences(ctx)
-	if len(fs) == 0 {
-		return nil
-	}
+// runs first in every write's transaction; reads never call it. begin, if
+// not empty, is sent ahead of the first fence's read in the same query (a
+// Config.Batch connection's START TRANSACTION).
+func (s *Store) checkFences(ctx context.Context, tx querier, begin string) error {
 	q := "SELECT token FROM gomogile_fence WHERE name = ?" + s.d.Fencing().ShareLock
-	for _, f := range fs {
+	for _, f := range store.Fences(ctx) {
 		var token int64
-		err := s.queryRow(ctx, tx, q, []byte(f.Name)).Scan(&token)
+		err := s.queryRow(ctx, tx, begin+q, []byte(f.Name)).Scan(&token)
+		begin = ""
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			// A token exists only once its row did: the row went (the

@@ -435,7 +435,7 @@ func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitRes
 	var res store.CommitResult
 	var err error
 	rc, chained := s.d.(RowChainer)
-	chained = chained && s.batch != nil && len(store.Fences(ctx)) == 0
+	chained = chained && s.batch != nil
 	// Two commits of different fids for one new key both find no owner
 	// and one fails on the (dmid, dkey) key; run it again so it replaces
 	// the winner, as if they had come one after the other. Every round of
@@ -494,9 +494,9 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit, devs [
 // goes on in that transaction a statement at a time.
 func (s *Store) commitChained(ctx context.Context, rc RowChainer, c store.Commit, devs []int) (store.CommitResult, error) {
 	var res store.CommitResult
-	err := s.batchTx(ctx, func(conn *sql.Conn) ([]stmt, error) {
+	err := s.batchTx(ctx, func(conn *sql.Conn, begin string) ([]stmt, error) {
 		var ins stmt
-		q := rc.IfOneRow("START TRANSACTION; DELETE FROM tempfile WHERE fid = ?", func(cond string) string {
+		q := rc.IfOneRow(begin+"DELETE FROM tempfile WHERE fid = ?", func(cond string) string {
 			ins = s.commitInsert(c, devs, cond)
 			return ins.query
 		})

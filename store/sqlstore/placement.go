@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -14,12 +15,16 @@ import (
 // on MySQL and PostgreSQL (SQLite serialises writers anyway). While the
 // tempfile row is locked, CommitFile cannot turn it into a file, so a
 // file_on change at the tempfile stage is never missed by the commit's count.
-func (s *Store) lockFid(ctx context.Context, tx *sql.Tx, fid int64) error {
-	if _, err := s.exec(ctx, tx, "UPDATE tempfile SET createtime = createtime WHERE fid = ?", fid); err != nil {
-		return err
+func (s *Store) lockFid(ctx context.Context, tx querier, fid int64) error {
+	return s.runAll(ctx, tx, lockFidStmts(fid))
+}
+
+// lockFidStmts are lockFid's statements.
+func lockFidStmts(fid int64) []stmt {
+	return []stmt{
+		{"UPDATE tempfile SET createtime = createtime WHERE fid = ?", []any{fid}},
+		{"UPDATE file SET devcount = devcount WHERE fid = ?", []any{fid}},
 	}
-	_, err := s.exec(ctx, tx, "UPDATE file SET devcount = devcount WHERE fid = ?", fid)
-	return err
 }
 
 // AddFileOn records a copy of fid on devid.
@@ -43,30 +48,48 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 	if fid <= 0 || devid <= 0 || devid > maxMediumInt {
 		return false, s.wrap(op, invalid("fid %d, devid %d", fid, devid))
 	}
+	// The change: a do-nothing Upsert affects one row when it inserted,
+	// none when the row was there (see Dialect.Upsert), so no probe first.
+	change := stmt{"DELETE FROM file_on WHERE fid = ? AND devid = ?", []any{fid, devid}}
+	if add {
+		change.query = s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, "")
+	}
 	var changed bool
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := s.lockFid(ctx, tx, fid); err != nil {
-			return err
-		}
-		if add {
-			// A do-nothing Upsert affects one row when it inserted, none
-			// when the row was there (see Dialect.Upsert): no probe first.
-			n, err := s.execN(ctx, tx, s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, ""), fid, devid)
-			if err != nil {
+	var err error
+	if rc, ok := s.d.(RowChainer); ok && s.batch != nil {
+		// The locks and the change in one query, the devcount with the
+		// COMMIT in the next.
+		err = s.batchTx(ctx, func(conn *sql.Conn, begin string) ([]stmt, error) {
+			var q strings.Builder
+			var args []any
+			q.WriteString(begin)
+			for _, st := range lockFidStmts(fid) {
+				q.WriteString(st.query + "; ")
+				args = append(args, st.args...)
+			}
+			q.WriteString(rc.Counted(change.query))
+			var n int64
+			if err := s.queryRow(ctx, conn, q.String(), append(args, change.args...)...).Scan(&n); err != nil {
+				return nil, err
+			}
+			changed = n > 0
+			return []stmt{s.syncDevCountStmt(fid)}, nil
+		})
+	} else {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if err := s.lockFid(ctx, tx, fid); err != nil {
 				return err
 			}
-			changed = n == 1
-		} else {
-			n, err := s.execN(ctx, tx, "DELETE FROM file_on WHERE fid = ? AND devid = ?", fid, devid)
+			n, err := s.execN(ctx, tx, change.query, change.args...)
 			if err != nil {
 				return err
 			}
 			changed = n > 0
-		}
-		// Without a file row (the tempfile stage) this changes nothing,
-		// so no probe tells it apart first.
-		return s.syncDevCount(ctx, tx, fid)
-	})
+			// Without a file row (the tempfile stage) this changes
+			// nothing, so no probe tells it apart first.
+			return s.syncDevCount(ctx, tx, fid)
+		})
+	}
 	if err != nil {
 		return false, s.wrap(op, err)
 	}

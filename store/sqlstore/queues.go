@@ -236,14 +236,14 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 	}
 	read := "SELECT " + t.cols() + ", " + now + due
 	var out []store.QueueItem
-	if s.batch != nil && len(store.Fences(ctx)) == 0 {
+	if s.batch != nil {
 		// START TRANSACTION and the locking read in one query, the UPDATE
 		// and COMMIT in the next (COMMIT alone when nothing is due). A
 		// COMMIT gone through unseen leaves rows out of reach that come
 		// back when their lease runs out, as a crashed leaser's do.
-		err = s.batchTx(ctx, func(conn *sql.Conn) ([]stmt, error) {
+		err = s.batchTx(ctx, func(conn *sql.Conn, begin string) ([]stmt, error) {
 			var err error
-			out, err = s.scanItems(ctx, conn, q, "START TRANSACTION; "+read)
+			out, err = s.scanItems(ctx, conn, q, begin+read)
 			if err != nil || len(out) == 0 {
 				return nil, err
 			}

@@ -192,3 +192,52 @@ func TestInsertWithNextFid_CounterNeverThere(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// A MySQL commit or placement on a Config.Batch connection cut off from
+// its server (a partition) before its last query ends by its context's
+// deadline with the context's error — a definite failure: nothing was
+// committed, and once the network heals the same call succeeds.
+func TestBatch_PartitionedReturnsOnTime(t *testing.T) {
+	s, p := openWire(t, serverDSNs["mysql"](t))
+	ctx := t.Context()
+	d, err := s.CreateDomain(ctx, "cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(ctx context.Context) error {
+		_, err := s.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d.ID, Key: "k", DevIDs: []int{1}})
+		return err
+	}
+	place := func(ctx context.Context) error { _, err := s.AddFileOn(ctx, fid, 2); return err }
+	for _, c := range []struct {
+		name string
+		call func(context.Context) error
+	}{{"CommitFile", commit}, {"AddFileOn", place}} {
+		const wait = 500 * time.Millisecond
+		cctx, cancel := context.WithTimeout(ctx, wait)
+		p.Blackhole(true)
+		start := time.Now()
+		err := c.call(cctx)
+		took := time.Since(start)
+		p.Blackhole(false)
+		cancel()
+		t.Logf("%s cut off: returned after %v: %v", c.name, took, err)
+		if took > wait+time.Second {
+			t.Errorf("%s cut off returned after %v; deadline %v", c.name, took, wait)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrUnknownOutcome) {
+			t.Errorf("%s cut off before its COMMIT: %v; want the deadline, a definite failure", c.name, err)
+		}
+		if err := c.call(ctx); err != nil {
+			t.Fatalf("%s once healed: %v", c.name, err)
+		}
+	}
+	f, err := s.File(ctx, fid)
+	if err != nil || f.DevCount != 2 {
+		t.Fatalf("file after both: %+v %v; want 2 devices", f, err)
+	}
+}

@@ -193,8 +193,8 @@ func BenchmarkLeaseManyDue(b *testing.B) {
 // connection that takes several statements per query (Config.Batch).
 func TestStore_RoundTrips(t *testing.T) {
 	want := map[string]map[string]int64{
-		"postgres": {"CreateTempFile": 1, "Lease": 1, "CommitFile": 6, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
-		"mysql":    {"CreateTempFile": 1, "Lease": 2, "CommitFile": 2, "AddFileOn": 6, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
+		"postgres": {"CreateTempFile": 1, "Lease": 1, "CommitFile": 6, "AddFileOn": 6, "AddFileOnFenced": 7, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
+		"mysql":    {"CreateTempFile": 1, "Lease": 2, "CommitFile": 2, "AddFileOn": 2, "AddFileOnFenced": 3, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
 	}
 	for backend, want := range want {
 		t.Run(backend, func(t *testing.T) {
@@ -229,6 +229,14 @@ func TestStore_RoundTrips(t *testing.T) {
 					return err
 				})
 				count("AddFileOn", func() error { _, err := s.AddFileOn(ctx, fid, 2); return err })
+				l, err := s.Lock(ctx, "rt:"+key, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				count("AddFileOnFenced", func() error { _, err := s.AddFileOn(store.WithFence(ctx, l), fid, 3); return err })
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
 				count("Enqueue", func() error { return s.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: fid + 1000}) })
 				count("Lease", func() error {
 					items, err := s.Lease(ctx, store.QueueReplicate, 10, time.Hour)
