@@ -460,9 +460,10 @@ const myMoreResults = 0x0008
 
 // lastReply reports whether a server packet ends the replies to a query
 // of several statements: an ERR (the server stops at a failing
-// statement), or an OK whose status flags say no result follows. The
-// proxy drops only queries of statements that answer OK or ERR (no
-// result sets) before their COMMIT, so a 0x00 packet is an OK.
+// statement), or an OK whose status flags say no result follows. A 0x00
+// packet is taken for an OK: right for statements that answer OK or ERR,
+// and for result sets whose rows never begin with an empty string (a text
+// row's first column; gomogile's own such queries read numbers first).
 func lastReply(body []byte) bool {
 	if len(body) == 0 {
 		return false

@@ -280,15 +280,16 @@ func (Dialect) Counter() sqlstore.Counter {
 	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = LAST_INSERT_ID(value + 1) WHERE name = ?", NextByInsertID: true}
 }
 
-// InsertWithNextFid implements sqlstore.FidInserter with three statements
+// InsertWithNextFid implements sqlstore.FidInserter with one transaction
 // in one query (sqlstore.Config.Batch): the counter's UPDATE, which leaves
 // the new value in the session's LAST_INSERT_ID(); the INSERT under it,
 // which inserts nothing unless that UPDATE changed a row (a missing counter
-// row would leave an older value there); and the read of both.
+// row would leave an older value there); the read of both; COMMIT. One
+// commit, so one log flush, where two autocommit statements took two.
 func (Dialect) InsertWithNextFid(table string, cols, values []string) (string, bool) {
-	return "UPDATE gomogile_counter SET value = LAST_INSERT_ID(value + 1) WHERE name = ?; INSERT INTO " + table +
+	return "START TRANSACTION; UPDATE gomogile_counter SET value = LAST_INSERT_ID(value + 1) WHERE name = ?; INSERT INTO " + table +
 		" (fid, " + strings.Join(cols, ", ") + ") SELECT LAST_INSERT_ID(), " + strings.Join(values, ", ") +
-		" FROM DUAL WHERE ROW_COUNT() = 1; SELECT LAST_INSERT_ID(), ROW_COUNT()", true
+		" FROM DUAL WHERE ROW_COUNT() = 1; SELECT LAST_INSERT_ID(), ROW_COUNT(); COMMIT", true
 }
 
 // IfOneRow implements sqlstore.RowChainer: ROW_COUNT() is the previous

@@ -100,3 +100,23 @@ func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn, begin stri
 	}
 	return false, nil
 }
+
+// batchScan runs query, one query of several statements that may hold a
+// whole transaction, on a connection of Config.Batch and scans its one
+// result row (the first result set's) into dest; the errors of the
+// statements after it, a COMMIT's included, are its own. On any error the
+// connection is closed, not returned to the pool, so that a transaction
+// the query left open when a statement failed ends, rolled back.
+func (s *Store) batchScan(ctx context.Context, query string, args []any, dest ...any) (err error) {
+	conn, err := s.batch.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	return s.queryRow(ctx, conn, query, args...).Scan(dest...)
+}

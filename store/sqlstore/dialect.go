@@ -101,15 +101,19 @@ type Claimer interface {
 // one round trip: a data-modifying WITH (PostgreSQL), or the counter's
 // UPDATE, the INSERT and a SELECT of the outcome as one query on a
 // Config.Batch connection (MySQL). CreateTempFile then costs one round trip
-// instead of two. A fid whose INSERT failed after the counter moved is, as
-// without the interface, never handed out again.
+// instead of two. The counter moves only with the row (PostgreSQL's one
+// statement, MySQL's one transaction): a failed INSERT leaves it where it
+// was, so the fid no row took may be handed out later, still above every
+// fid in use.
 type FidInserter interface {
 	// InsertWithNextFid builds that query from the INSERT's table, its
 	// columns after fid and their values (SQL expressions with '?'s). Its
 	// '?'s are the counter row's name, then those of values. It yields one
 	// row — the fid and 1 — when the row went in, and no row, or a row
 	// whose second column is 0, when the counter row is missing. batch says
-	// the query holds several statements: it runs only on Config.Batch.
+	// the query holds several statements: it runs only on Config.Batch,
+	// on a connection closed after any error, so it may be a whole
+	// transaction (its one result row before the COMMIT).
 	InsertWithNextFid(table string, cols, values []string) (query string, batch bool)
 }
 

@@ -235,11 +235,16 @@ func (s *Store) newFidInsert() fidInsert {
 // next fid and the tempfile row under it in one round trip (one
 // autocommit statement, or a batch of them). A missing counter row is
 // created, and a failure is handled as fidRetry says.
-func (s *Store) insertWithNextFid(ctx context.Context, db querier, query string, args ...any) (int64, error) {
+func (s *Store) insertWithNextFid(ctx context.Context, db *sql.DB, query string, args ...any) (int64, error) {
 	args = append([]any{fidCounter}, args...)
 	for attempt := 0; ; attempt++ {
 		var fid, n int64
-		err := s.queryRow(ctx, db, query, args...).Scan(&fid, &n)
+		var err error
+		if db == s.batch && s.batch != nil {
+			err = s.batchScan(ctx, query, args, &fid, &n)
+		} else {
+			err = s.queryRow(ctx, db, query, args...).Scan(&fid, &n)
+		}
 		switch {
 		case err == nil && n == 1:
 			if fid <= 0 {
