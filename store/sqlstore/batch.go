@@ -39,11 +39,11 @@ func (s *Store) runAll(ctx context.Context, q querier, sts []stmt) error {
 // queries of several statements each: fn's first query begins with begin
 // ("START TRANSACTION; ", or nothing when the runner's check of ctx's
 // fences has already started the transaction), and the statements fn
-// returns, which need no answer, go with the COMMIT in one last query. It retries and reports outcomes as
-// tx does: a conflict, or a connection lost before that last query, runs
-// fn again; a connection or context lost during it is
-// store.ErrUnknownOutcome. fn must not keep state across attempts except
-// through its return.
+// returns, which need no answer, go with the COMMIT in one last query.
+// It retries and reports outcomes as tx does: a conflict, or a connection
+// lost before that last query, runs fn again; a connection or context
+// lost during it is store.ErrUnknownOutcome. fn must not keep state
+// across attempts except through its return.
 func (s *Store) batchTx(ctx context.Context, fn func(conn *sql.Conn, begin string) ([]stmt, error)) error {
 	return attempts(ctx, func() (bool, error) { return s.batchTry(ctx, fn) })
 }
