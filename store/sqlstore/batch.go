@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/gomogile/gomogile/store"
@@ -23,6 +21,27 @@ type stmt struct {
 func (s *Store) run(ctx context.Context, q querier, st stmt) error {
 	_, err := s.exec(ctx, q, st.query, st.args...)
 	return err
+}
+
+// joinStmts is sts as one query of several statements, then last if not
+// empty.
+func joinStmts(sts []stmt, last string) stmt {
+	var q strings.Builder
+	var args []any
+	for i, st := range sts {
+		if i > 0 {
+			q.WriteString("; ")
+		}
+		q.WriteString(st.query)
+		args = append(args, st.args...)
+	}
+	if last != "" {
+		if len(sts) > 0 {
+			q.WriteString("; ")
+		}
+		q.WriteString(last)
+	}
+	return stmt{q.String(), args}
 }
 
 // runAll executes sts on q one after the other.
@@ -48,22 +67,14 @@ func (s *Store) batchTx(ctx context.Context, fn func(conn *sql.Conn, begin strin
 	return attempts(ctx, func() (bool, error) { return s.batchTry(ctx, fn) })
 }
 
-// batchTry is one attempt of batchTx. If anything fails on the way, the
-// connection is closed, not returned to the pool, and with it ends the
-// transaction: rolled back, or, had the COMMIT gone through unseen,
-// committed (the unknown outcome). No ROLLBACK is sent, so a failed
-// attempt costs no round trip more.
+// batchTry is one attempt of batchTx; a failed one closes its connection
+// (batchConn).
 func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn, begin string) ([]stmt, error)) (retry bool, err error) {
-	conn, err := s.batch.Conn(ctx)
+	conn, release, err := s.batchConn(ctx)
 	if err != nil {
 		return s.retryable(err), err
 	}
-	defer func() {
-		if err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}()
+	defer func() { release(err) }()
 	begin := "START TRANSACTION; "
 	if len(store.Fences(ctx)) > 0 {
 		if err := s.checkFences(ctx, conn, begin); err != nil {
@@ -75,28 +86,8 @@ func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn, begin stri
 	if err != nil {
 		return s.retryable(err), txDone(ctx, err)
 	}
-	var q strings.Builder
-	var args []any
-	for _, st := range tail {
-		q.WriteString(st.query)
-		q.WriteString("; ")
-		args = append(args, st.args...)
-	}
-	q.WriteString("COMMIT")
-	if err := s.run(ctx, conn, stmt{q.String(), args}); err != nil {
-		// Statements before the COMMIT stop the query at their error, and
-		// a COMMIT refused is rolled back: both definite, unless the
-		// session or ctx ended before the answer came.
-		switch {
-		case isSentinel(err):
-			return false, err
-		case s.d.Classify(err) == ErrKindConnLost,
-			errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
-		case s.d.Classify(err) == ErrKindRetry:
-			return true, err
-		}
-		return false, err
+	if err := s.run(ctx, conn, joinStmts(tail, "COMMIT")); err != nil {
+		return s.commitFailed(err)
 	}
 	return false, nil
 }
@@ -104,19 +95,31 @@ func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn, begin stri
 // batchScan runs query, one query of several statements that may hold a
 // whole transaction, on a connection of Config.Batch and scans its one
 // result row (the first result set's) into dest; the errors of the
-// statements after it, a COMMIT's included, are its own. On any error the
-// connection is closed, not returned to the pool, so that a transaction
-// the query left open when a statement failed ends, rolled back.
+// statements after it, a COMMIT's included, are its own.
 func (s *Store) batchScan(ctx context.Context, query string, args []any, dest ...any) (err error) {
-	conn, err := s.batch.Conn(ctx)
+	conn, release, err := s.batchConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() {
+	defer func() { release(err) }()
+	return s.queryRow(ctx, conn, query, args...).Scan(dest...)
+}
+
+// batchConn takes a connection of Config.Batch for one transaction.
+// release(err) gives it back; after an error it closes it instead, never
+// pooled, and with it ends any transaction a failed query left open:
+// rolled back, or, had a COMMIT gone through unseen, committed (the
+// unknown outcome). No ROLLBACK is sent, so a failure costs no round trip
+// more.
+func (s *Store) batchConn(ctx context.Context) (*sql.Conn, func(error), error) {
+	conn, err := s.batch.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, func(err error) {
 		if err != nil {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 		conn.Close()
-	}()
-	return s.queryRow(ctx, conn, query, args...).Scan(dest...)
+	}, nil
 }

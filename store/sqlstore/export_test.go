@@ -16,6 +16,5 @@ func RunTx(ctx context.Context, st store.Store, fn func(*sql.Tx) error) error {
 // InsertWithNextFid runs query as CreateTempFile runs a FidInserter's, on
 // st's own pool, for the tests of how its answers are read.
 func InsertWithNextFid(ctx context.Context, st store.Store, query string) (int64, error) {
-	s := st.(*Store)
-	return s.insertWithNextFid(ctx, s.db, query)
+	return st.(*Store).insertWithNextFid(ctx, fidInsert{query: query})
 }

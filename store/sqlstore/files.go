@@ -182,7 +182,7 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 		return t.Fid, nil
 	}
 	if s.fidInsert.query != "" && len(store.Fences(ctx)) == 0 {
-		fid, err := s.insertWithNextFid(ctx, s.fidInsert.db, s.fidInsert.query, t.ClassID, t.DomainID, t.Key, nullStr(devids))
+		fid, err := s.insertWithNextFid(ctx, s.fidInsert, t.ClassID, t.DomainID, t.Key, nullStr(devids))
 		if err != nil {
 			return 0, s.wrap(op, err)
 		}
@@ -209,10 +209,11 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 }
 
 // fidInsert is CreateTempFile's FidInserter query, if the Dialect has one
-// that can run here, and the pool it runs on.
+// that can run here, and whether it runs on Config.Batch (batchScan) or
+// on the Store's pool.
 type fidInsert struct {
 	query string
-	db    *sql.DB
+	batch bool
 }
 
 func (s *Store) newFidInsert() fidInsert {
@@ -222,28 +223,25 @@ func (s *Store) newFidInsert() fidInsert {
 	}
 	q, batch := fi.InsertWithNextFid("tempfile", []string{"createtime", "classid", "dmid", "dkey", "devids"},
 		[]string{s.d.UnixNow(), "?", "?", "?", "?"})
-	switch {
-	case !batch:
-		return fidInsert{q, s.db}
-	case s.batch != nil:
-		return fidInsert{q, s.batch}
+	if batch && s.batch == nil {
+		return fidInsert{}
 	}
-	return fidInsert{}
+	return fidInsert{q, batch}
 }
 
-// insertWithNextFid runs a FidInserter's query on db: the fid counter's
+// insertWithNextFid runs a FidInserter's query, fi: the fid counter's
 // next fid and the tempfile row under it in one round trip (one
 // autocommit statement, or a batch of them). A missing counter row is
 // created, and a failure is handled as fidRetry says.
-func (s *Store) insertWithNextFid(ctx context.Context, db *sql.DB, query string, args ...any) (int64, error) {
+func (s *Store) insertWithNextFid(ctx context.Context, fi fidInsert, args ...any) (int64, error) {
 	args = append([]any{fidCounter}, args...)
 	for attempt := 0; ; attempt++ {
 		var fid, n int64
 		var err error
-		if db == s.batch && s.batch != nil {
-			err = s.batchScan(ctx, query, args, &fid, &n)
+		if fi.batch {
+			err = s.batchScan(ctx, fi.query, args, &fid, &n)
 		} else {
-			err = s.queryRow(ctx, db, query, args...).Scan(&fid, &n)
+			err = s.queryRow(ctx, s.db, fi.query, args...).Scan(&fid, &n)
 		}
 		switch {
 		case err == nil && n == 1:

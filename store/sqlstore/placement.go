@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -60,16 +59,9 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 		// The locks and the change in one query, the devcount with the
 		// COMMIT in the next.
 		err = s.batchTx(ctx, func(conn *sql.Conn, begin string) ([]stmt, error) {
-			var q strings.Builder
-			var args []any
-			q.WriteString(begin)
-			for _, st := range lockFidStmts(fid) {
-				q.WriteString(st.query + "; ")
-				args = append(args, st.args...)
-			}
-			q.WriteString(rc.Counted(change.query))
+			q := joinStmts(append(lockFidStmts(fid), stmt{rc.Counted(change.query), change.args}), "")
 			var n int64
-			if err := s.queryRow(ctx, conn, q.String(), append(args, change.args...)...).Scan(&n); err != nil {
+			if err := s.queryRow(ctx, conn, begin+q.query, q.args...).Scan(&n); err != nil {
 				return nil, err
 			}
 			changed = n > 0

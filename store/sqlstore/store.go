@@ -513,28 +513,33 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 		return s.retryable(err), txDone(ctx, err)
 	}
 	if err := commit(ctx, tx); err != nil {
-		if errors.Is(err, store.ErrUnknownOutcome) {
-			return false, err
-		}
 		if errors.Is(err, sql.ErrTxDone) {
 			// database/sql rolled the transaction back when ctx ended,
 			// before any COMMIT was sent: a definite failure.
 			return false, txDone(ctx, err)
 		}
-		switch s.d.Classify(err) {
-		case ErrKindConnLost:
-			return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
-		case ErrKindRetry:
-			return true, err
-		}
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			// database/sql gives up on a COMMIT whose context ended while
-			// the server may still have applied it.
-			return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
-		}
-		return false, err
+		return s.commitFailed(err)
 	}
 	return false, nil
+}
+
+// commitFailed sorts the error of a query that ended in COMMIT: a
+// conflict is retried; a connection lost, or a context that ended while
+// the server may still have applied it (database/sql, and go-sql-driver's
+// watcher, give up on it), is store.ErrUnknownOutcome; anything else — a
+// statement before the COMMIT failing stops the query, a COMMIT refused
+// rolls back — is a definite failure.
+func (s *Store) commitFailed(err error) (retry bool, _ error) {
+	switch {
+	case isSentinel(err):
+		return false, err
+	case s.d.Classify(err) == ErrKindConnLost,
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+	case s.d.Classify(err) == ErrKindRetry:
+		return true, err
+	}
+	return false, err
 }
 
 // commit is tx.Commit bounded by ctx. database/sql passes no context to a
