@@ -161,6 +161,23 @@
 // its session gone, forfeits and re-registers, and dead trackers' rows
 // expire.
 //
+// Fencing tokens live in an UNLOGGED table too, gomogile_fence, so a grant
+// costs no WAL flush: the acquire statement inserts the lock row and bumps
+// the name's token in one round trip. Tokens still grow across a crash or
+// a promotion, which empty that table, through epochs
+// (sqlstore.Fencing.NewEpoch): a logged counter, gomogile_fence_epoch, that
+// moves only when the first grant after the loss finds the table's floor
+// row (the empty name) gone, committed durably before the new floor,
+// epoch << 40, is written; every token after it lies above the floor, and
+// every token before it below. A write under a token from before the loss
+// finds its name's row gone and is refused (store.ErrFenced). On a promoted
+// standby the counter is as the primary last replicated it; a failover
+// that loses an epoch the primary started after its own crash, with
+// asynchronous replication, could repeat that epoch's tokens, as durable
+// per-grant tokens could repeat the grants replication lost
+// (TestFence_TokensGrowAcrossCrashAndPromotion covers a crash, and a
+// promotion of a standby that had streamed everything).
+//
 // Measured (TestLocks_ServerCrashRestart, SIGKILL of a private server whose
 // restart took 0.2 to 5s here): with lease 2s another Store's grant came 2.1
 // to 6.7s after the holder's Lost, directly and with lock_notify=false; with

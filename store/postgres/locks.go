@@ -70,14 +70,14 @@ func (d *lockDB) Session(ctx context.Context) (leaselock.Session, error) {
 }
 
 func (d *lockDB) Acquire(ctx context.Context, name []byte, owner, token int64, lease time.Duration) (leaselock.Attempt, error) {
-	var me, open, got int64
+	var me, open, got, fence int64
 	var holder sql.NullInt64
 	var dead bool
-	err := d.db.QueryRowContext(ctx, acquireSQL, name, owner, token, lease.Microseconds()).Scan(&me, &open, &got, &holder, &dead)
+	err := d.db.QueryRowContext(ctx, acquireSQL, name, owner, token, lease.Microseconds()).Scan(&me, &open, &got, &holder, &dead, &fence)
 	if err != nil {
 		return leaselock.Attempt{}, lockErr(ctx, err)
 	}
-	a := leaselock.Attempt{OwnerAlive: me == 1, Open: open == 1, Inserted: got == 1, HolderDead: dead}
+	a := leaselock.Attempt{OwnerAlive: me == 1, Open: open == 1, Inserted: got == 1, HolderDead: dead, Fence: fence}
 	if holder.Valid {
 		a.HolderToken = &holder.Int64
 	}

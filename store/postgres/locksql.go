@@ -107,12 +107,23 @@ WHERE owner_id = $1`
 )
 SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n`
 
+	// $1 name, $2 owner_id, $3 token.
+	releaseSQL = `WITH d AS (
+	DELETE FROM ` + lockTable + ` WHERE name = $1 AND owner_id = $2 AND token = $3 RETURNING name
+)
+SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM d) n`
+)
+
+var (
 	// $1 name, $2 owner_id, $3 token, $4 lease µs. One round trip whether
 	// the lock is free or not: it checks that our sentinel is alive (and
 	// holds it against the reaper until commit) and that the lock epoch is
 	// a lease old (no holder from before a crash or a promotion can still
-	// believe it holds), inserts, and otherwise reports the holder's token
-	// and whether the holder's lease has run out.
+	// believe it holds), inserts, bumps the name's fencing token with the
+	// inserted row (0 when it did not, or found no floor row: sqlstore then
+	// bumps it itself), and otherwise reports the holder's token and
+	// whether the holder's lease has run out. The bump waits, as sqlstore's
+	// own would, for a fenced write under the previous grant to commit.
 	acquireSQL = `WITH me AS (
 	SELECT owner_id FROM ` + ownerTable + `
 	WHERE owner_id = $2 AND expires_at > clock_timestamp()
@@ -125,9 +136,11 @@ SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'he
 	SELECT $1, owner_id, $3 FROM me WHERE EXISTS (SELECT 1 FROM open)
 	ON CONFLICT (name) DO NOTHING
 	RETURNING token
+), fence AS (
+	` + fenceBump("$1", "ins") + `
 )
 SELECT (SELECT count(*) FROM me), (SELECT count(*) FROM open), (SELECT count(*) FROM ins),
-	h.token, COALESCE(h.dead, false)
+	h.token, COALESCE(h.dead, false), COALESCE((SELECT token FROM fence), 0)
 FROM (SELECT 1) AS one
 LEFT JOIN (
 	SELECT l.token, (o.expires_at IS NULL OR o.expires_at <= clock_timestamp()) AS dead
@@ -135,14 +148,6 @@ LEFT JOIN (
 	WHERE l.name = $1
 ) AS h ON true`
 
-	// $1 name, $2 owner_id, $3 token.
-	releaseSQL = `WITH d AS (
-	DELETE FROM ` + lockTable + ` WHERE name = $1 AND owner_id = $2 AND token = $3 RETURNING name
-)
-SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM d) n`
-)
-
-var (
 	evictOwnerSQL   = fmt.Sprintf(evictSQL, "owner_id = $1")
 	evictExpiredSQL = fmt.Sprintf(evictSQL, "expires_at <= clock_timestamp()")
 )

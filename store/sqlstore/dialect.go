@@ -157,8 +157,10 @@ func collated(d Dialect, col string) bool {
 
 // Fencing is a dialect's SQL for the fencing-token table gomogile_fence,
 // one row per lock name ever granted, holding the token of its newest
-// grant. The table must be durable (logged): a token that went backwards
-// after a crash would let a pre-crash holder's fenced write through.
+// grant. A token must never go backwards, or a pre-crash holder's fenced
+// write would get through: either the table is durable (logged, every bump
+// a durable commit), or its rows are volatile and NewEpoch keeps tokens
+// growing across whatever empties them.
 type Fencing struct {
 	// Schema creates gomogile_fence (name, token) idempotently: name a
 	// binary primary key of up to 255 bytes (the shared layer passes it as
@@ -177,7 +179,30 @@ type Fencing struct {
 	// transaction already excludes every other writer (SQLite's BEGIN
 	// IMMEDIATE).
 	ShareLock string
+	// NewEpoch, when set, says the table's rows are volatile: not made
+	// durable by each bump (an UNLOGGED table, which crash recovery and a
+	// standby's promotion empty), so a bump costs no log flush. Tokens then
+	// grow across the loss of the rows through epochs: a durable counter
+	// that only NewEpoch moves, and a floor row of the table itself, under
+	// the empty name (no lock has it; store.CheckLock refuses it), holding
+	// epoch << FenceEpochShift. Bump must then yield the larger of the
+	// name's token + 1 and the floor + 1, and nothing at all while the
+	// floor row is missing; the shared layer then runs NewEpoch, one
+	// statement without placeholders that adds one to the epoch, durably
+	// (a logged table, a synchronous commit), and writes the floor row with
+	// the new epoch << FenceEpochShift (keeping a larger one), and bumps
+	// again. A floor row that is there was written after a durable epoch
+	// that every earlier token lies below, and rows lost with it take the
+	// floor row with them, so the next token after any loss is above every
+	// token handed out before it.
+	NewEpoch string
 }
+
+// FenceEpochShift is where an epoch starts in a volatile fencing table's
+// tokens (Fencing.NewEpoch): epoch e hands out e<<40 + 1 and up. The shared
+// layer starts a new epoch once a token reaches half of its epoch's range,
+// so the range never runs out.
+const FenceEpochShift = 40
 
 // ErrorKind is how the shared layer treats a driver error.
 type ErrorKind int
@@ -216,6 +241,16 @@ type BackendLock interface {
 	Name() string
 	Lost() <-chan struct{}
 	Release(ctx context.Context) error
+}
+
+// FencedLock is a BackendLock whose grant bumped its name's fencing token
+// itself, in the statement that granted it (with the SQL of the Dialect's
+// Fencing.Bump), saving the shared layer's own bump a round trip.
+// FenceToken returns that token, or 0 when the grant bumped none (the
+// shared layer then bumps, as for any other BackendLock).
+type FencedLock interface {
+	BackendLock
+	FenceToken() int64
 }
 
 // Config is what a backend hands to New.

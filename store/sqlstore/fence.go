@@ -13,7 +13,7 @@ import (
 //
 // Each grant of a lock bumps the name's row of gomogile_fence in one
 // autocommit statement, after the backend granted it, and the new value is
-// the grant's token. A write made under store.WithFence reads each fence's
+// the grant's token (Fencing: durable rows, or volatile ones in epochs). A write made under store.WithFence reads each fence's
 // row first in its own transaction with a locking read, and refuses with
 // store.ErrFenced unless the row still holds the fence's token. The share
 // lock held until COMMIT orders the write against a later grant: that
@@ -22,23 +22,67 @@ import (
 
 // bumpFence gives name its next token, on the pool. Names go to the
 // database as bytes (a lock name may hold a NUL, which PostgreSQL text
-// cannot).
+// cannot). With volatile rows (Fencing.NewEpoch) a bump that finds no
+// floor row starts a new epoch first, and a token in the upper half of its
+// epoch's range starts one for the bumps after it.
 func (s *Store) bumpFence(ctx context.Context, name string) (int64, error) {
 	f := s.d.Fencing()
 	var token int64
 	err := s.read(ctx, func() error {
-		var ok bool
-		var err error
-		token, ok, err = s.bump(ctx, f.Bump, f.BumpByInsertID, []byte(name))
-		if err == nil && !ok {
-			err = fmt.Errorf("fencing bump for %q returned nothing", name)
+		for round := 0; ; round++ {
+			var ok bool
+			var err error
+			token, ok, err = s.bump(ctx, f.Bump, f.BumpByInsertID, []byte(name))
+			switch {
+			case err != nil:
+				return err
+			case ok:
+				s.renewFenceEpoch(ctx, token)
+				return nil
+			case f.NewEpoch == "" || round > 0:
+				return fmt.Errorf("fencing bump for %q returned nothing", name)
+			}
+			// The floor row is gone: crash recovery, a promotion or an
+			// operator emptied the table.
+			if err := s.newFenceEpoch(ctx); err != nil {
+				return err
+			}
 		}
-		return err
 	})
 	if err == nil && token <= 0 {
 		err = fmt.Errorf("fencing token %d for %q is not positive", token, name)
 	}
 	return token, err
+}
+
+// epochMask is a token's place within its epoch; epochRenew the place from
+// which bumpFence starts the next epoch.
+const (
+	epochMask  = 1<<FenceEpochShift - 1
+	epochRenew = 1 << (FenceEpochShift - 1)
+)
+
+// renewFenceEpoch starts a new epoch once token, which is still above
+// every earlier token, lies in the upper half of its epoch's range, so the
+// next bumps start from a fresh one. A failure to start it leaves the next
+// bump to try again, half a range from running out.
+func (s *Store) renewFenceEpoch(ctx context.Context, token int64) {
+	if s.d.Fencing().NewEpoch != "" && token&epochMask >= epochRenew {
+		_ = s.newFenceEpoch(ctx)
+	}
+}
+
+// newFenceEpoch runs Fencing.NewEpoch.
+func (s *Store) newFenceEpoch(ctx context.Context) error {
+	var floor int64
+	err := s.db.QueryRowContext(ctx, s.d.Fencing().NewEpoch).Scan(&floor)
+	if err == nil && floor <= 0 {
+		err = fmt.Errorf("new fencing epoch: floor %d is not positive", floor)
+	}
+	if err != nil {
+		return fmt.Errorf("new fencing epoch: %w", err)
+	}
+	return nil
 }
 
 // bump runs one autocommit statement that yields a new counter value, as

@@ -61,7 +61,15 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
-	token, err := s.bumpFence(ctx, name)
+	var token int64
+	if fl, ok := l.(FencedLock); ok {
+		token = fl.FenceToken()
+	}
+	if token > 0 {
+		s.renewFenceEpoch(ctx, token)
+	} else {
+		token, err = s.bumpFence(ctx, name)
+	}
 	if err != nil {
 		// Not a grant without its token. A bump that applied unseen is
 		// harmless: tokens only have to grow.

@@ -42,7 +42,9 @@ var OwnSchema = []string{
 }
 
 // OwnTables names the tables of OwnSchema, and gomogile_fence, the table of
-// fencing tokens, whose DDL is the dialect's (Dialect.Fencing).
+// fencing tokens, whose DDL is the dialect's (Dialect.Fencing). A dialect
+// with volatile tokens (Fencing.NewEpoch) has an epoch counter besides,
+// which a harness need not empty: it only ever grows.
 var OwnTables = []string{"gomogile_counter", "gomogile_commit", "gomogile_fence"}
 
 // Store implements store.Store on an SQL database through a Dialect.

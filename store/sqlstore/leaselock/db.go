@@ -33,6 +33,9 @@ type Attempt struct {
 	// equal to the caller's token when a retry finds its own row.
 	HolderToken *int64
 	HolderDead  bool // the holder's owner has expired or is gone
+	// Fence is the fencing token the statement gave the name with the row
+	// it inserted, or 0 when it gave none (see DB.Acquire).
+	Fence int64
 }
 
 // DB is the SQL a backend supplies, run on the Store's pool. Every method
@@ -44,7 +47,11 @@ type DB interface {
 	// Acquire makes one attempt to insert the row (name, owner, token) in
 	// one statement or transaction: only if owner is alive (holding it
 	// against the reaper until commit) and the epoch is lease old; and
-	// reports the holder otherwise.
+	// reports the holder otherwise. It may also, with the row it inserted
+	// and in the same statement, bump the name's fencing token as the
+	// backend's sqlstore.Fencing.Bump does, and report the new token in
+	// Attempt.Fence; the lock then carries it (sqlstore.FencedLock) and
+	// saves sqlstore a round trip. 0 leaves the bump to sqlstore.
 	Acquire(ctx context.Context, name []byte, owner, token int64, lease time.Duration) (Attempt, error)
 	// Release deletes the row (name, owner, token) and reports whether it
 	// was there.

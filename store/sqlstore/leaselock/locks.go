@@ -92,7 +92,8 @@ type lock struct {
 	b     *Locks
 	name  string
 	inc   *incarnation
-	token int64
+	token int64 // this Acquire's own, telling its row from another's
+	fence int64 // the fencing token DB.Acquire gave the grant, 0 if none
 	lost  chan struct{}
 	relMu sync.Mutex // one Release at a time
 	// tried records a Release that failed after its DELETE may have been
@@ -101,10 +102,11 @@ type lock struct {
 	state lockState // guarded by b.mu
 }
 
-var _ sqlstore.BackendLock = (*lock)(nil)
+var _ sqlstore.FencedLock = (*lock)(nil)
 
 func (l *lock) Name() string          { return l.name }
 func (l *lock) Lost() <-chan struct{} { return l.lost }
+func (l *lock) FenceToken() int64     { return l.fence }
 
 // New returns the lock backend of one Store on db; nothing runs until
 // Start (which sqlstore.New calls once the schema exists).
@@ -578,8 +580,13 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 			b.forget(key, inc.id, token)
 			return nil, 0, err
 		}
+		fence := a.Fence
 		switch {
-		case a.Inserted || a.HolderToken != nil && *a.HolderToken == token:
+		case a.Inserted:
+		case a.HolderToken != nil && *a.HolderToken == token:
+			// An earlier attempt's row, whose fencing token (if any)
+			// went unseen: sqlstore bumps it again.
+			fence = 0
 		case !a.OwnerAlive:
 			return nil, tryOwnerGone, nil
 		case !a.Open:
@@ -589,7 +596,7 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 		default:
 			return nil, tryTaken, nil
 		}
-		l := &lock{b: b, name: name, inc: inc, token: token, lost: make(chan struct{})}
+		l := &lock{b: b, name: name, inc: inc, token: token, fence: fence, lost: make(chan struct{})}
 		b.mu.Lock()
 		// Not past the deadline either: expire may not have run yet.
 		ok := !inc.gone && !b.closed && !b.crashed && time.Now().Before(inc.deadline)
