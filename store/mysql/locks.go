@@ -234,7 +234,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 	}
 	for {
 		secs := int64(max(time.Until(deadline), 0) / time.Second)
-		got, err := s.getLock(ctx, key, secs)
+		got, look, err := s.getLock(ctx, key, secs)
 		if mysqlErrno(err) == erUserLockDeadlock {
 			// Cannot happen while a waiting session holds nothing; should a
 			// server report it anyway, it is a refusal to wait, not an
@@ -259,7 +259,8 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			return nil, b.acquireErr(ctx, err)
 		}
 		if got {
-			switch err := b.claim(ctx, s, key, deadline); {
+			fence, err := b.claim(ctx, s, name, key, deadline, look)
+			switch {
 			case errors.Is(err, errGraceTimeout):
 				b.releaseUnclaimed(s, key)
 				return nil, fmt.Errorf("%w after %v (the last holder's session ended underneath it; waiting out its grace)", store.ErrLockTimeout, timeout)
@@ -288,7 +289,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 				b.discardLater(s, key)
 				return nil, b.acquireErr(ctx, err)
 			}
-			l, err := b.hold(name, key, s)
+			l, err := b.hold(name, key, s, fence)
 			if err != nil {
 				b.forgetHolderLater(key, s.id)
 				return nil, err
@@ -318,11 +319,12 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 // the lock's name, so no text here repeats them.
 //
 // Every database failure is store.ErrUnavailable, with the driver's error
-// beside it: on this path the only statements are CONNECTION_ID() and
-// GET_LOCK, which fail only when the session or the server does (killed,
-// cut, shut down, out of connections or memory), never because of the
-// caller's arguments, and in every such case the lock was not obtained and
-// the call may be made again.
+// beside it: on this path the statements are CONNECTION_ID(), GET_LOCK and
+// the holder row's, which fail only when the session or the server does
+// (killed, cut, shut down, out of connections or memory), and the fencing
+// bump, which may also time out or deadlock behind a fenced write; never
+// because of the caller's arguments, and in every such case the lock was
+// not obtained and the call may be made again.
 func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	if b.closing.Err() != nil {
 		return store.ErrClosed
@@ -336,30 +338,36 @@ func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 // errGraceTimeout: the caller's deadline came before handoffGrace ran out.
 var errGraceTimeout = errors.New("deadline within the handoff grace")
 
+// holderLook is what a grant reads of holderTable right after GET_LOCK
+// granted it, in the same query (getLock): the row of key, if any, the
+// server's clock, and whether the sentinel row is there.
+type holderLook struct {
+	conn     sql.NullInt64
+	seenFree sql.NullFloat64
+	now      float64
+	complete bool
+}
+
 // claim makes a fresh grant of key on s this session's in holderTable,
 // first waiting out handoffGrace when the last holding ended without a
 // clean release (its row is still there) or the server started less than
 // handoffGrace ago (its rows are gone). It gives up with errGraceTimeout
 // at the caller's deadline, having waited until then, so a lock call never
-// fails before its timeout.
-func (b *lockBackend) claim(ctx context.Context, s *session, key string, deadline time.Time) error {
-	var conn sql.NullInt64
-	var seenFree sql.NullFloat64
-	var now float64
-	var complete bool
-	err := s.conn.QueryRowContext(ctx, "SELECT h.conn, h.seen_free, UNIX_TIMESTAMP(NOW(6)), EXISTS (SELECT 1 FROM "+holderTable+" WHERE name = '') FROM (SELECT 1) AS one LEFT JOIN "+holderTable+" AS h ON h.name = ?", key).Scan(&conn, &seenFree, &now, &complete)
-	if err != nil {
-		return err
-	}
+// fails before its timeout. look is what getLock read after the grant. In
+// the query that writes the row it also bumps name's fencing token (the
+// Dialect's Fencing.Bump, a durable commit of its own, autocommit) and
+// returns the new token.
+func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, deadline time.Time, look holderLook) (int64, error) {
+	conn, seenFree, now := look.conn, look.seenFree, look.now
 	var wait time.Duration
 	switch {
-	case !conn.Valid && complete:
+	case !conn.Valid && look.complete:
 		// Released cleanly, or never held.
 	case !conn.Valid:
 		// The server restarted: any holding may have ended with it.
 		if wait = time.Until(s.boot.Add(handoffGrace)); wait <= 0 {
 			if _, err := s.conn.ExecContext(ctx, "INSERT IGNORE INTO "+holderTable+" (name, conn) VALUES ('', 0)"); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	case uint64(conn.Int64) == s.id:
@@ -368,7 +376,7 @@ func (b *lockBackend) claim(ctx context.Context, s *session, key string, deadlin
 		wait = time.Duration((seenFree.Float64-now)*float64(time.Second)) + handoffGrace
 	default:
 		if _, err := s.conn.ExecContext(ctx, "UPDATE "+holderTable+" SET seen_free = ? WHERE name = ? AND conn = ? AND seen_free IS NULL", now, key, conn.Int64); err != nil {
-			return err
+			return 0, err
 		}
 		wait = handoffGrace
 	}
@@ -379,18 +387,26 @@ func (b *lockBackend) claim(ctx context.Context, s *session, key string, deadlin
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 		if wait > left {
-			return errGraceTimeout
+			return 0, errGraceTimeout
 		}
 	}
 	sent := time.Now()
-	if _, err := s.conn.ExecContext(ctx, "REPLACE INTO "+holderTable+" (name, conn, seen_free) VALUES (?, ?, NULL)", key, s.id); err != nil {
-		return err
+	f := Dialect{}.Fencing()
+	res, err := s.conn.ExecContext(ctx, "REPLACE INTO "+holderTable+" (name, conn, seen_free) VALUES (?, ?, NULL); "+f.Bump, key, s.id, []byte(name))
+	if err != nil {
+		return 0, err
 	}
 	s.lastOK = sent
-	return nil
+	// The bump's LAST_INSERT_ID(expr), in its OK packet, the last of the
+	// query's.
+	token, err := res.LastInsertId()
+	if err == nil && token <= 0 {
+		err = fmt.Errorf("fencing token %d for %q is not positive", token, name)
+	}
+	return token, err
 }
 
 // releaseUnclaimed gives back a grant claim refused at the caller's
@@ -459,17 +475,23 @@ func (b *lockBackend) sweepHolders(ctx context.Context) error {
 // server ran out of memory.
 var errLockNull = errors.New("GET_LOCK returned NULL (session killed?)")
 
-// getLock runs one GET_LOCK.
-func (s *session) getLock(ctx context.Context, key string, secs int64) (bool, error) {
+// getLock runs one GET_LOCK and, in the same query after it, reads what
+// claim needs of holderTable: after the grant, so that no holding whose row
+// was written before it goes unseen.
+func (s *session) getLock(ctx context.Context, key string, secs int64) (bool, holderLook, error) {
 	var got sql.NullInt64
-	err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", key, secs).Scan(&got)
+	var look holderLook
+	err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?) INTO @gomogile_got; "+
+		"SELECT @gomogile_got, h.conn, h.seen_free, UNIX_TIMESTAMP(NOW(6)), EXISTS (SELECT 1 FROM "+holderTable+" WHERE name = '') "+
+		"FROM (SELECT 1) AS one LEFT JOIN "+holderTable+" AS h ON h.name = ?", key, secs, key).
+		Scan(&got, &look.conn, &look.seenFree, &look.now, &look.complete)
 	switch {
 	case err != nil:
-		return false, err
+		return false, look, err
 	case !got.Valid:
-		return false, errLockNull
+		return false, look, errLockNull
 	}
-	return got.Int64 == 1, nil
+	return got.Int64 == 1, look, nil
 }
 
 // session returns a free session or opens one; reused tells which.
@@ -587,15 +609,16 @@ func (b *lockBackend) discard(s *session, killKey string) {
 
 // hold registers a granted lock and starts its watcher; if Close won the
 // race it gives the lock back at once.
-func (b *lockBackend) hold(name, key string, s *session) (*lock, error) {
+func (b *lockBackend) hold(name, key string, s *session, fence int64) (*lock, error) {
 	l := &lock{
-		b:    b,
-		name: name,
-		key:  key,
-		s:    s,
-		lost: make(chan struct{}),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		b:     b,
+		name:  name,
+		key:   key,
+		s:     s,
+		fence: fence,
+		lost:  make(chan struct{}),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	b.mu.Lock()
 	if b.closed {
@@ -718,10 +741,11 @@ const (
 
 // lock is one held GET_LOCK and the watcher of its session.
 type lock struct {
-	b    *lockBackend
-	name string
-	key  string
-	s    *session
+	b     *lockBackend
+	name  string
+	key   string
+	s     *session
+	fence int64 // the grant's fencing token, bumped by claim
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -733,9 +757,11 @@ type lock struct {
 	state int
 }
 
-var _ sqlstore.BackendLock = (*lock)(nil)
+var _ sqlstore.FencedLock = (*lock)(nil)
 
 func (l *lock) Name() string { return l.name }
+
+func (l *lock) FenceToken() int64 { return l.fence }
 
 func (l *lock) Lost() <-chan struct{} { return l.lost }
 
@@ -947,10 +973,8 @@ func (l *lock) Release(ctx context.Context) error {
 	var r sql.NullInt64
 	// The row first: once the lock is free, the next grant must find a
 	// clean release, not a holding that ended underneath its holder.
-	_, err := l.s.conn.ExecContext(rctx, "DELETE FROM "+holderTable+" WHERE name = ? AND conn = ?", l.key, l.s.id)
-	if err == nil {
-		err = l.s.conn.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", l.key).Scan(&r)
-	}
+	err := l.s.conn.QueryRowContext(rctx, "DELETE FROM "+holderTable+" WHERE name = ? AND conn = ?; SELECT RELEASE_LOCK(?)",
+		l.key, l.s.id, l.key).Scan(&r)
 	switch {
 	case err != nil && sessionGone(err):
 		// The session is gone, and with it the lock, possibly before this
