@@ -31,6 +31,7 @@ const (
 	crServerGone       = 2006
 	crServerLost       = 2013
 	erNoSuchTable      = 1146
+	erDupFieldName     = 1060 // ALTER TABLE ADD COLUMN of a column already there
 )
 
 // Dialect is MySQL's and MariaDB's SQL for the shared layer, exported so

@@ -175,6 +175,24 @@
 //     with it may act before looking at Lost: only fencing keeps its writes
 //     out.
 //
+// Fencing tokens are kept by the lock backend (sqlstore.FenceChecker), not
+// in the shared gomogile_fence table, so a grant costs no durable commit: a
+// grant's token comes from a counter in the sentinel row of
+// gomogile_lock_holder and is written into the grant's row, in the
+// transaction that holds the name's row of gomogile_fence_stripe (InnoDB,
+// 1024 rows that never change) FOR UPDATE, and a fenced write takes the
+// same row LOCK IN SHARE MODE before it reads the token: the grant waits
+// for a write under the old token to commit, or the write reads the new
+// token and is refused (TestFence_WriteInFlightHoldsBackNextGrant). A
+// write under the fence of a holding that ended in a clean release finds
+// no row and is refused too. The sentinel is written only with a new
+// epoch of gomogile_fence_epoch (InnoDB, committed before the sentinel),
+// its counter starting at epoch << 40, so tokens grow across the restarts
+// that empty the MEMORY table (conformance's FenceTokensAcrossRestart). A
+// lock cycle is three round trips on the lock's session: GET_LOCK with the
+// holder-row read after it, the holder row with its token, the row's
+// DELETE with RELEASE_LOCK.
+//
 // Errors: a lock call fails with store.ErrLockTimeout when the timeout
 // passed, with the caller's context error when that ended it, with
 // store.ErrClosed after Close, and with store.ErrUnavailable, the driver's

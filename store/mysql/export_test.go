@@ -180,3 +180,12 @@ func KillSession(s store.Store, name string, id uint64) error {
 	b.killSession(serverLockName(b.database, name), id)
 	return nil
 }
+
+// FenceCheck is the check a fenced write on s runs for name's fence.
+func FenceCheck(s store.Store, name string) (sqlstore.FenceCheck, error) {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return sqlstore.FenceCheck{}, err
+	}
+	return b.FenceCheck(name), nil
+}

@@ -1,6 +1,8 @@
 package mysql_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,9 +11,10 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// A fenced write's share lock on the token row orders it before a
-// concurrent grant: the grant's bump waits for the write's COMMIT, so Lock
-// does not return while a write under the old token can still land.
+// A fenced write's share lock on its name's stripe row orders it before a
+// concurrent grant: the grant's token write waits for the write's COMMIT,
+// so Lock does not return while a write under the old token can still
+// land.
 func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	ctx := t.Context()
 	h := newHarness(t)
@@ -32,16 +35,23 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The check a fenced write makes first in its transaction (the
-	// dialect's own locking read), left open as a write paused after it
-	// would be.
+	// The check a fenced write makes first in its transaction (the lock
+	// backend's locking read, then the token), left open as a write paused
+	// after it would be.
+	c, err := mysql.FenceCheck(a, "fence-order")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tx, err := h.admin.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
 	var tok int64
-	if err := tx.QueryRowContext(ctx, "SELECT token FROM gomogile_fence WHERE name = ?"+mustDialect(t, a).Fencing().ShareLock, []byte("fence-order")).Scan(&tok); err != nil {
+	if _, err := tx.ExecContext(ctx, c.Lock, c.LockArgs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRowContext(ctx, c.Read, c.ReadArgs...).Scan(&tok); err != nil {
 		t.Fatal(err)
 	}
 	if tok != l.Token() {
@@ -84,3 +94,100 @@ func mustDialect(t *testing.T, s store.Store) sqlstore.Dialect {
 	}
 	return d
 }
+
+// A database whose lock holder table an older gomogile made (no token
+// column, a sentinel from before epochs) and whose tokens went to the
+// durable gomogile_fence table: a Store opened on it migrates the table,
+// and its grants' tokens are above every token handed out before.
+func TestFence_TokensFromBeforeEpochs(t *testing.T) {
+	ctx := t.Context()
+	h := newHarness(t)
+	s, err := store.Open(ctx, h.DSN()) // the schema
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, q := range []string{
+		"DROP TABLE gomogile_lock_holder",
+		"CREATE TABLE gomogile_lock_holder (name VARBINARY(64) NOT NULL PRIMARY KEY, conn BIGINT UNSIGNED NOT NULL, seen_free DOUBLE NULL) ENGINE=MEMORY",
+		"INSERT INTO gomogile_lock_holder (name, conn) VALUES ('', 0)",
+		"INSERT INTO gomogile_fence (name, token) VALUES ('old', 500) ON DUPLICATE KEY UPDATE token = 500",
+	} {
+		if _, err := h.admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, err = store.Open(ctx, h.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := s.Lock(ctx, "old", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if l.Token() < 1<<sqlstore.FenceEpochShift {
+		t.Errorf("first grant after the migration: token %d; want at least the first epoch's floor %d (older tokens went up to 500)", l.Token(), int64(1)<<sqlstore.FenceEpochShift)
+	}
+	if err := s.SetServerSetting(store.WithFence(ctx, l), "fenced", "1"); err != nil {
+		t.Errorf("write under the new grant: %v", err)
+	}
+	if err := s.SetServerSetting(store.WithFence(ctx, fakeLock{"old", 500}), "fenced", "2"); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("write under a token of before the migration: %v; want ErrFenced", err)
+	}
+}
+
+// Once a grant's token is in the upper half of its epoch's range, the
+// next grants start from a new epoch, so the range never runs out.
+func TestFence_NewEpochAtHalfRange(t *testing.T) {
+	ctx := t.Context()
+	h := newHarness(t)
+	if err := h.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, h.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := s.Lock(ctx, "half", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Token()
+	l.Release(ctx)
+	epoch := first >> sqlstore.FenceEpochShift
+	half := epoch<<sqlstore.FenceEpochShift | 1<<(sqlstore.FenceEpochShift-1)
+	if _, err := h.admin.ExecContext(ctx, "UPDATE gomogile_lock_holder SET token = ? WHERE name = ''", half); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.Lock(ctx, "half", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() != half+1 {
+		t.Errorf("grant at half the range: token %d; want %d", l.Token(), half+1)
+	}
+	l.Release(ctx)
+	l, err = s.Lock(ctx, "half", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if want := (epoch+1)<<sqlstore.FenceEpochShift + 1; l.Token() != want {
+		t.Errorf("grant after it: token %d; want the next epoch's first, %d", l.Token(), want)
+	}
+}
+
+// fakeLock stands for a grant of an earlier gomogile: only its fence
+// matters.
+type fakeLock struct {
+	name  string
+	token int64
+}
+
+func (l fakeLock) Name() string                  { return l.name }
+func (l fakeLock) Token() int64                  { return l.token }
+func (l fakeLock) Lost() <-chan struct{}         { return nil }
+func (l fakeLock) Release(context.Context) error { return nil }

@@ -8,6 +8,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"strconv"
 	"strings"
@@ -77,13 +78,108 @@ const (
 // by the first grant made handoffGrace or more after a server start; while
 // it is missing, a grant whose name has no row waits until handoffGrace
 // after the server's start. Writes to it are never durable commits.
+//
+// The table also keeps the fencing tokens (see fenceStripeTable): a row's
+// token is its grant's, and the sentinel's token is the counter every
+// grant takes its token from.
 const holderTable = "gomogile_lock_holder"
 
 const holderTableDDL = "CREATE TABLE IF NOT EXISTS " + holderTable + ` (
 	name      VARBINARY(64) NOT NULL PRIMARY KEY,
 	conn      BIGINT UNSIGNED NOT NULL,
-	seen_free DOUBLE NULL
+	seen_free DOUBLE NULL,
+	token     BIGINT NOT NULL DEFAULT 0
 ) ENGINE=MEMORY`
+
+// Fencing tokens (sqlstore.FenceChecker). A grant's token comes from a
+// counter in the sentinel row of holderTable and is written into the
+// grant's row, so a bump is no durable commit: the rows are MEMORY, like
+// the GET_LOCKs they describe. Tokens still grow across the server
+// restarts that empty the table through epochs: the sentinel is written
+// only with a new epoch from fenceEpochTable (InnoDB), committed durably
+// first, as its counter's start, epoch << sqlstore.FenceEpochShift.
+//
+// A fenced write must be ordered against the next grant, which MEMORY
+// tables (table locks held for a statement, no transactions) cannot do,
+// so the ordering comes from InnoDB rows that never change:
+// fenceStripeTable holds fenceStripes rows, and a name maps to one of
+// them. A grant writes its token with that row locked FOR UPDATE, in a
+// transaction that changes no InnoDB row (so its COMMIT flushes nothing);
+// a fenced write takes the same row LOCK IN SHARE MODE first in its own
+// transaction and only then reads the token. So the grant waits for a
+// write under the old token to commit, or the write reads the new token
+// and is refused. A name whose holding ended in a clean release has no
+// row, and a write under its fence is refused too.
+const (
+	fenceStripeTable = "gomogile_fence_stripe"
+	fenceEpochTable  = "gomogile_fence_epoch"
+	fenceStripes     = 1024
+)
+
+// fenceStripe is the row of fenceStripeTable that orders key's grants and
+// fenced writes.
+func fenceStripe(key string) int {
+	return int(crc32.ChecksumIEEE([]byte(key)) % fenceStripes)
+}
+
+// newFenceEpoch adds one to the fencing epoch, durably, and writes the
+// sentinel row with the new epoch's floor as its counter (or raises an
+// existing sentinel's counter to it), on ex: a lock session, or the
+// Store's pool (the epoch comes back in the OK packet, so the two
+// statements need not share a session).
+func newFenceEpoch(ctx context.Context, ex interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}) error {
+	res, err := ex.ExecContext(ctx, "INSERT INTO "+fenceEpochTable+" (id, epoch) VALUES (1, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE epoch = LAST_INSERT_ID(epoch + 1)")
+	if err != nil {
+		return fmt.Errorf("new fencing epoch: %w", err)
+	}
+	epoch, err := res.LastInsertId()
+	if err == nil && epoch <= 0 {
+		err = fmt.Errorf("epoch %d is not positive", epoch)
+	}
+	if err == nil {
+		_, err = ex.ExecContext(ctx, "INSERT INTO "+holderTable+" (name, conn, token) VALUES ('', 0, ?) ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))", epoch<<sqlstore.FenceEpochShift)
+	}
+	if err != nil {
+		return fmt.Errorf("new fencing epoch: %w", err)
+	}
+	return nil
+}
+
+// FenceCheck implements sqlstore.FenceChecker. COUNT(*) makes a missing
+// stripe row (an operator's DELETE) a refusal rather than an unordered
+// check.
+func (b *lockBackend) FenceCheck(name string) sqlstore.FenceCheck {
+	key := serverLockName(b.database, name)
+	return sqlstore.FenceCheck{
+		Lock:     "SELECT COUNT(*) FROM " + fenceStripeTable + " WHERE id = ? LOCK IN SHARE MODE INTO @gomogile_stripe",
+		LockArgs: []any{fenceStripe(key)},
+		Read:     "SELECT token FROM " + holderTable + " WHERE name = ? AND @gomogile_stripe = 1",
+		ReadArgs: []any{key},
+	}
+}
+
+var _ sqlstore.FenceChecker = (*lockBackend)(nil)
+
+// errNoStripe: the grant found its fenceStripeTable row missing.
+var errNoStripe = errors.New("fencing stripe row missing")
+
+// errNoSentinel: the grant found holderTable's sentinel gone, between its
+// look and its claim (a restart, or an operator).
+var errNoSentinel = errors.New("lock holder table's sentinel row gone")
+
+// claimQuery writes a grant's row with its fencing token: the stripe row
+// locked for update, the counter moved, the row written, in one
+// transaction that changes no InnoDB row. It reports whether the stripe
+// row and the sentinel were there, and the token.
+const claimQuery = "START TRANSACTION; " +
+	"SELECT COUNT(*) FROM " + fenceStripeTable + " WHERE id = ? FOR UPDATE INTO @gomogile_stripe; " +
+	"UPDATE " + holderTable + " SET token = LAST_INSERT_ID(token + 1) WHERE name = '' AND @gomogile_stripe = 1; " +
+	"SET @gomogile_rows = ROW_COUNT(); " +
+	"REPLACE INTO " + holderTable + " (name, conn, seen_free, token) SELECT ?, ?, NULL, LAST_INSERT_ID() FROM DUAL WHERE @gomogile_rows = 1; " +
+	"COMMIT; " +
+	"SELECT @gomogile_stripe, @gomogile_rows, LAST_INSERT_ID()"
 
 // lockPrefix starts every server lock name, so gomogile's locks are
 // recognisable in performance_schema.metadata_locks and the process list.
@@ -353,10 +449,10 @@ type holderLook struct {
 // clean release (its row is still there) or the server started less than
 // handoffGrace ago (its rows are gone). It gives up with errGraceTimeout
 // at the caller's deadline, having waited until then, so a lock call never
-// fails before its timeout. look is what getLock read after the grant. In
-// the query that writes the row it also bumps name's fencing token (the
-// Dialect's Fencing.Bump, a durable commit of its own, autocommit) and
-// returns the new token.
+// fails before its timeout. look is what getLock read after the grant.
+// Where the sentinel is missing it writes it, with a new fencing epoch,
+// handoffGrace or more after the server's start. The row goes in with the
+// grant's fencing token (claimQuery), which claim returns.
 func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, deadline time.Time, look holderLook) (int64, error) {
 	conn, seenFree, now := look.conn, look.seenFree, look.now
 	var wait time.Duration
@@ -365,11 +461,7 @@ func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, d
 		// Released cleanly, or never held.
 	case !conn.Valid:
 		// The server restarted: any holding may have ended with it.
-		if wait = time.Until(s.boot.Add(handoffGrace)); wait <= 0 {
-			if _, err := s.conn.ExecContext(ctx, "INSERT IGNORE INTO "+holderTable+" (name, conn) VALUES ('', 0)"); err != nil {
-				return 0, err
-			}
-		}
+		wait = time.Until(s.boot.Add(handoffGrace))
 	case uint64(conn.Int64) == s.id:
 		// This very session's own earlier holding: nothing to wait for.
 	case seenFree.Valid:
@@ -379,6 +471,9 @@ func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, d
 			return 0, err
 		}
 		wait = handoffGrace
+	}
+	if !look.complete {
+		wait = max(wait, time.Until(s.boot.Add(handoffGrace)))
 	}
 	if wait > 0 {
 		left := time.Until(deadline)
@@ -393,20 +488,58 @@ func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, d
 			return 0, errGraceTimeout
 		}
 	}
-	sent := time.Now()
-	f := Dialect{}.Fencing()
-	res, err := s.conn.ExecContext(ctx, "REPLACE INTO "+holderTable+" (name, conn, seen_free) VALUES (?, ?, NULL); "+f.Bump, key, s.id, []byte(name))
-	if err != nil {
-		return 0, err
+	if !look.complete {
+		if err := newFenceEpoch(ctx, s.conn); err != nil {
+			return 0, err
+		}
 	}
-	s.lastOK = sent
-	// The bump's LAST_INSERT_ID(expr), in its OK packet, the last of the
-	// query's.
-	token, err := res.LastInsertId()
-	if err == nil && token <= 0 {
-		err = fmt.Errorf("fencing token %d for %q is not positive", token, name)
+	for attempt := 0; ; attempt++ {
+		sent := time.Now()
+		var stripe, rows, token int64
+		if err := s.conn.QueryRowContext(ctx, claimQuery, fenceStripe(key), key, s.id).Scan(&stripe, &rows, &token); err != nil {
+			return 0, err
+		}
+		s.lastOK = sent
+		switch {
+		case stripe != 1 && attempt == 0:
+			// Emptied by an operator (or a test harness): put the rows
+			// back and try again.
+			if err := fillStripes(ctx, s.conn); err != nil {
+				return 0, err
+			}
+			continue
+		case stripe != 1:
+			return 0, errNoStripe
+		case rows != 1:
+			return 0, errNoSentinel
+		case token <= 0:
+			return 0, fmt.Errorf("fencing token %d for %q is not positive", token, name)
+		}
+		if token&(1<<sqlstore.FenceEpochShift-1) >= 1<<(sqlstore.FenceEpochShift-1) {
+			// Half the epoch's range used: the next grants start from a
+			// new one. Best effort: failing, the next grant tries again.
+			_ = newFenceEpoch(ctx, s.conn)
+		}
+		return token, nil
 	}
-	return token, err
+}
+
+// fillStripes writes fenceStripeTable's rows that are missing.
+func fillStripes(ctx context.Context, ex interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}) error {
+	var q strings.Builder
+	q.WriteString("INSERT IGNORE INTO " + fenceStripeTable + " (id) VALUES ")
+	for i := range fenceStripes {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		fmt.Fprintf(&q, "(%d)", i)
+	}
+	if _, err := ex.ExecContext(ctx, q.String()); err != nil {
+		return fmt.Errorf("fill %s: %w", fenceStripeTable, err)
+	}
+	return nil
 }
 
 // releaseUnclaimed gives back a grant claim refused at the caller's
@@ -433,23 +566,58 @@ func (b *lockBackend) releaseUnclaimed(s *session, key string) {
 	}()
 }
 
-// Start creates holderTable, for sqlstore.LockStarter. A table made here
-// and now has lost no rows, so it gets its sentinel at once.
+// Start creates holderTable and the fencing tables, for
+// sqlstore.LockStarter. A holder table made here and now has lost no rows,
+// so it gets its sentinel at once. A holder table an older gomogile made
+// gets its token column, and a sentinel from before epochs a first epoch:
+// its tokens were in gomogile_fence, all far below the first floor.
 func (b *lockBackend) Start(ctx context.Context) error {
-	var n int
-	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", holderTable).Scan(&n); err != nil {
+	for _, ddl := range []string{
+		"CREATE TABLE IF NOT EXISTS " + fenceEpochTable + " (\n\tid INT NOT NULL PRIMARY KEY,\n\tepoch BIGINT NOT NULL\n) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS " + fenceStripeTable + " (\n\tid INT NOT NULL PRIMARY KEY\n) ENGINE=InnoDB",
+	} {
+		if _, err := b.admin.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("mysql: create the fencing tables: %w", err)
+		}
+	}
+	var stripes int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+fenceStripeTable).Scan(&stripes); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if stripes < fenceStripes {
+		if err := fillStripes(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+	}
+	var n, cols int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*), (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'token') FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", holderTable, holderTable).Scan(&n, &cols); err != nil {
 		return fmt.Errorf("mysql: look for %s: %w", holderTable, err)
 	}
-	if n > 0 {
-		return b.sweepHolders(ctx)
+	if n == 0 {
+		if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
+			return fmt.Errorf("mysql: create %s: %w", holderTable, err)
+		}
+		if err := newFenceEpoch(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+		return nil
 	}
-	if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
-		return fmt.Errorf("mysql: create %s: %w", holderTable, err)
+	if cols == 0 {
+		_, err := b.admin.ExecContext(ctx, "ALTER TABLE "+holderTable+" ADD COLUMN token BIGINT NOT NULL DEFAULT 0")
+		if err != nil && mysqlErrno(err) != erDupFieldName {
+			return fmt.Errorf("mysql: add %s.token: %w", holderTable, err)
+		}
 	}
-	if _, err := b.admin.ExecContext(ctx, "INSERT IGNORE INTO "+holderTable+" (name, conn) VALUES ('', 0)"); err != nil {
-		return fmt.Errorf("mysql: create %s: %w", holderTable, err)
+	var old int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+holderTable+" WHERE name = '' AND token < ?", int64(1)<<sqlstore.FenceEpochShift).Scan(&old); err != nil {
+		return fmt.Errorf("mysql: %w", err)
 	}
-	return nil
+	if old > 0 {
+		if err := newFenceEpoch(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+	}
+	return b.sweepHolders(ctx)
 }
 
 var _ sqlstore.LockStarter = (*lockBackend)(nil)

@@ -77,7 +77,7 @@ func (s *Store) batchTry(ctx context.Context, fn func(conn *sql.Conn, begin stri
 	defer func() { release(err) }()
 	begin := "START TRANSACTION; "
 	if len(store.Fences(ctx)) > 0 {
-		if err := s.checkFences(ctx, conn, begin); err != nil {
+		if err := s.checkFences(ctx, conn, begin, true); err != nil {
 			return s.retryable(err), err
 		}
 		begin = ""

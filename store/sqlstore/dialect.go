@@ -253,6 +253,31 @@ type FencedLock interface {
 	FenceToken() int64
 }
 
+// FenceChecker is a LockBackend that keeps its locks' fencing tokens
+// itself, instead of the Dialect's Fencing table: each of its grants is a
+// FencedLock with a token larger than every earlier grant's of the name,
+// across server restarts too, and it says how a fenced write checks one.
+// The shared layer then neither bumps nor reads gomogile_fence for it.
+type FenceChecker interface {
+	LockBackend
+	// FenceCheck is how a fenced write's transaction checks the fence of
+	// name, first thing in the transaction.
+	FenceCheck(name string) FenceCheck
+}
+
+// FenceCheck is a FenceChecker's check of one fence: Lock, a statement
+// with no result set, takes a lock that no later grant of the name can
+// pass until the write's transaction ends (a locking read of a row the
+// grant locks for update); Read, run after it in the same transaction,
+// returns one row with the token of the name's newest grant, NULL, or no
+// row when nothing vouches for one (the write is then refused).
+type FenceCheck struct {
+	Lock     string
+	LockArgs []any
+	Read     string
+	ReadArgs []any
+}
+
 // Config is what a backend hands to New.
 type Config struct {
 	DB      *sql.DB

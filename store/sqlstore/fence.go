@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -111,13 +112,28 @@ func (s *Store) bump(ctx context.Context, query string, byInsertID bool, args ..
 // checkFences refuses the transaction tx when a fence of ctx is stale. It
 // runs first in every write's transaction; reads never call it. begin, if
 // not empty, is sent ahead of the first fence's read in the same query (a
-// Config.Batch connection's START TRANSACTION).
-func (s *Store) checkFences(ctx context.Context, tx querier, begin string) error {
+// Config.Batch connection's START TRANSACTION); multi says tx takes several
+// statements in one query (a Config.Batch connection).
+func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi bool) error {
 	q := "SELECT token FROM gomogile_fence WHERE name = ?" + s.d.Fencing().ShareLock
+	fc, own := s.locks.(FenceChecker)
 	for _, f := range store.Fences(ctx) {
-		var token int64
-		err := s.queryRow(ctx, tx, begin+q, []byte(f.Name)).Scan(&token)
+		var token sql.NullInt64
+		var err error
+		if own {
+			c := fc.FenceCheck(f.Name)
+			if multi {
+				err = s.queryRow(ctx, tx, begin+c.Lock+"; "+c.Read, append(slices.Clone(c.LockArgs), c.ReadArgs...)...).Scan(&token)
+			} else if _, err = s.exec(ctx, tx, begin+c.Lock, c.LockArgs...); err == nil {
+				err = s.queryRow(ctx, tx, c.Read, c.ReadArgs...).Scan(&token)
+			}
+		} else {
+			err = s.queryRow(ctx, tx, begin+q, []byte(f.Name)).Scan(&token)
+		}
 		begin = ""
+		if err == nil && !token.Valid {
+			err = sql.ErrNoRows
+		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			// A token exists only once its row did: the row went (the
@@ -125,9 +141,9 @@ func (s *Store) checkFences(ctx context.Context, tx querier, begin string) error
 			return fmt.Errorf("%w: lock %q has no token row (fence %d)", store.ErrFenced, f.Name, f.Token)
 		case err != nil:
 			return err
-		case token != f.Token:
+		case token.Int64 != f.Token:
 			return fmt.Errorf("%w: lock %q is at grant %d, the write's fence is grant %d",
-				store.ErrFenced, f.Name, token, f.Token)
+				store.ErrFenced, f.Name, token.Int64, f.Token)
 		}
 	}
 	return nil

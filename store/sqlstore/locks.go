@@ -65,9 +65,15 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	if fl, ok := l.(FencedLock); ok {
 		token = fl.FenceToken()
 	}
-	if token > 0 {
+	_, own := s.locks.(FenceChecker)
+	switch {
+	case own && token <= 0:
+		err = fmt.Errorf("backend granted %q without a fencing token", name)
+	case own:
+		// The backend keeps its tokens, and their epochs.
+	case token > 0:
 		s.renewFenceEpoch(ctx, token)
-	} else {
+	default:
 		token, err = s.bumpFence(ctx, name)
 	}
 	if err != nil {

@@ -506,7 +506,7 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 	if err != nil {
 		return s.retryable(err), err
 	}
-	if err := s.checkFences(ctx, tx, ""); err != nil {
+	if err := s.checkFences(ctx, tx, "", false); err != nil {
 		rollback(ctx, tx)
 		return s.retryable(err), txDone(ctx, err)
 	}
