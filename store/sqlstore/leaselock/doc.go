@@ -33,7 +33,9 @@
 //     still believes held.
 //   - Wake-ups: a waiter retries as soon as its own Store releases the
 //     name, and with a [Notifier] as soon as a release anywhere is heard,
-//     instead of at its next poll (5ms doubling to 100ms).
+//     instead of at its next poll (5ms doubling to 100ms; with no wake-ups
+//     from other Stores, 1ms doubling to 4ms for the first 200ms of the
+//     wait, then on to 100ms).
 //
 // # Using it from a backend
 //

@@ -19,6 +19,17 @@ const (
 	minBackoff = 5 * time.Millisecond
 	maxBackoff = 100 * time.Millisecond
 
+	// A waiter that no release elsewhere can wake (no Notifier, or
+	// lock_notify=false behind a transaction pooler) learns of one only by
+	// polling. Locks are mostly held briefly, so for the first pollShortFor
+	// of its wait it polls from pollMin doubling to pollShortMax, which
+	// bounds a handoff after a short holding by a few milliseconds; after
+	// that it backs off to maxBackoff as a listening waiter's fallback
+	// does.
+	pollMin      = time.Millisecond
+	pollShortMax = 4 * time.Millisecond
+	pollShortFor = 200 * time.Millisecond
+
 	// closeTimeout bounds the release of a Store's locks in Close, which has
 	// no context; a release that cannot finish is left to the reaper.
 	closeTimeout = 5 * time.Second
@@ -497,7 +508,8 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 		defer b.removeWaiter(name, wake)
 	}
 	key := []byte(name)
-	backoff := minBackoff
+	start := time.Now()
+	backoff := b.nextBackoff(0, 0)
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -534,7 +546,7 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
 		}
 		wait := min(backoff, deadline.Sub(now))
-		backoff = min(backoff*2, maxBackoff)
+		backoff = b.nextBackoff(backoff, now.Sub(start))
 		if timer == nil {
 			timer = time.NewTimer(wait)
 		} else {
@@ -547,11 +559,24 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 			return nil, store.ErrClosed
 		case <-wake:
 			b.notifyWakeups.Add(1)
-			backoff = minBackoff
+			backoff = b.nextBackoff(0, 0)
 		case <-ready:
 		case <-timer.C:
 		}
 		timer.Stop()
+	}
+}
+
+// nextBackoff is a waiter's poll interval after prev (0: its first),
+// waited elapsed so far.
+func (b *Locks) nextBackoff(prev, elapsed time.Duration) time.Duration {
+	switch {
+	case b.listening():
+		return max(min(prev*2, maxBackoff), minBackoff)
+	case elapsed < pollShortFor:
+		return max(min(prev*2, pollShortMax), pollMin)
+	default:
+		return max(min(prev*2, maxBackoff), pollMin)
 	}
 }
 
