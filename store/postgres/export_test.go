@@ -86,3 +86,6 @@ const (
 	OwnerTable = ownerTable
 	EpochTable = epochTable
 )
+
+// NotifyChannel is the channel releases NOTIFY on.
+const NotifyChannel = notifyChannel

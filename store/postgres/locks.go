@@ -85,12 +85,24 @@ func (d *lockDB) Acquire(ctx context.Context, name []byte, owner, token int64, l
 }
 
 func (d *lockDB) Release(ctx context.Context, name []byte, owner, token int64) (bool, error) {
-	var n int64
-	if err := d.db.QueryRowContext(ctx, releaseSQL, name, owner, token).Scan(&n); err != nil {
+	var n, notified int64
+	if err := d.db.QueryRowContext(ctx, releaseSQL, name, owner, token).Scan(&n, &notified); err != nil {
 		return false, lockErr(ctx, err)
 	}
 	return n == 1, nil
 }
+
+// MarkWaited implements leaselock.WaitMarker.
+func (d *lockDB) MarkWaited(ctx context.Context, name []byte) (bool, error) {
+	res, err := d.db.ExecContext(ctx, markWaitedSQL, name)
+	if err != nil {
+		return false, lockErr(ctx, err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+var _ leaselock.WaitMarker = (*lockDB)(nil)
 
 func (d *lockDB) EvictExpired(ctx context.Context) (int64, error) {
 	var n int64

@@ -21,8 +21,13 @@ var lockTables = []table{
 		"owner_id BIGINT NOT NULL REFERENCES " + ownerTable + " (owner_id) ON DELETE CASCADE",
 		"token BIGINT NOT NULL", // one per Acquire: tells our row from a retry's
 		"acquired_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()",
+		// Another Store waits for this holding and listens for its end
+		// (markWaitedSQL): only then does the release NOTIFY.
+		"waited BOOLEAN NOT NULL DEFAULT false",
 	}, indexes: []string{
 		"CREATE INDEX IF NOT EXISTS " + lockTable + "_owner_id ON " + lockTable + " (owner_id)",
+		// The table of an older gomogile.
+		"ALTER TABLE " + lockTable + " ADD COLUMN IF NOT EXISTS waited BOOLEAN NOT NULL DEFAULT false",
 	}},
 }
 
@@ -107,11 +112,22 @@ WHERE owner_id = $1`
 )
 SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM freed) n`
 
-	// $1 name, $2 owner_id, $3 token.
+	// $1 name, $2 owner_id, $3 token. It notifies the name only if a
+	// waiter of another Store marked the holding (markWaitedSQL): a NOTIFY
+	// costs the releasing transaction's commit a write to the notification
+	// queue and wakes every listening session of the cluster, for nothing
+	// when nobody waits.
 	releaseSQL = `WITH d AS (
-	DELETE FROM ` + lockTable + ` WHERE name = $1 AND owner_id = $2 AND token = $3 RETURNING name
+	DELETE FROM ` + lockTable + ` WHERE name = $1 AND owner_id = $2 AND token = $3 RETURNING name, waited
 )
-SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM d) n`
+SELECT (SELECT count(*) FROM d),
+	(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode(name, 'hex')) FROM d WHERE waited) n)`
+
+	// $1 name. A waiter that listens marks the holding it waits for before
+	// it waits, so that its release notifies; no row means the name came
+	// free meanwhile. The UPDATE and the release's DELETE take the row in
+	// turn, so a release either came before (no row) or sees the mark.
+	markWaitedSQL = `UPDATE ` + lockTable + ` SET waited = true WHERE name = $1`
 )
 
 var (

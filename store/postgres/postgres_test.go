@@ -739,3 +739,60 @@ func TestOpen_OlderSchemaRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLocks_ReleaseNotifiesOnlyWhenWaitedFor: a NOTIFY wakes every
+// listening session of the cluster, so a release sends one only when a
+// waiter of another Store marked the holding; with such a waiter it does.
+func TestLocks_ReleaseNotifiesOnlyWhenWaitedFor(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	listen, err := adminConn(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Close(context.Background())
+	if _, err := listen.Exec(t.Context(), "LISTEN "+postgres.NotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+	// heard returns the names notified within d.
+	heard := func(d time.Duration) []string {
+		var names []string
+		for {
+			ctx, cancel := context.WithTimeout(t.Context(), d)
+			n, err := listen.WaitForNotification(ctx)
+			cancel()
+			if err != nil {
+				return names
+			}
+			names = append(names, n.Payload)
+		}
+	}
+	holder, waiter := open(t, dsn), open(t, dsn)
+	name := "notify/only-when-waited"
+	hex := fmt.Sprintf("%x", name)
+	for range 3 {
+		lock(t, holder, name, 0).Release(t.Context())
+	}
+	if got := heard(300 * time.Millisecond); len(got) != 0 {
+		t.Errorf("releases nobody waited for notified %v; want none", got)
+	}
+
+	l := lock(t, holder, name, 0)
+	done := make(chan error, 1)
+	go func() {
+		lw, err := waiter.Lock(t.Context(), name, 10*time.Second)
+		if err == nil {
+			err = lw.Release(context.Background())
+		}
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the waiter marked the holding and waits
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("waiting Lock: %v", err)
+	}
+	if got := heard(300 * time.Millisecond); !slices.Contains(got, hex) {
+		t.Errorf("release of a holding another Store waited for notified %v; want %s", got, hex)
+	}
+}

@@ -101,6 +101,17 @@ type Listener interface {
 	Close()
 }
 
+// WaitMarker is implemented by a DB whose releases notify a name only when
+// a waiter asked for it, so that a release nobody waits for costs no
+// notification. A listening waiter of another Store calls MarkWaited before
+// it waits for a holding it has not marked yet; a release after the mark
+// must notify. found is false when no holding of name was there to mark
+// (it was released meanwhile: the waiter tries again at once). A DB
+// without it must notify every release.
+type WaitMarker interface {
+	MarkWaited(ctx context.Context, name []byte) (found bool, err error)
+}
+
 // SessionKiller is implemented by a DB that can end, at the database and
 // from a session of its own, the sessions it opened that are still open
 // (the renewer's and the listener's), as a crash or an operator would. It

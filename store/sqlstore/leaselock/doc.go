@@ -45,7 +45,8 @@
 //  2. Implement [DB]: the statements on the Store's pool and the renewer's
 //     dedicated [Session]. Each statement must use the database's clock for
 //     expiries, and each one that frees locks should notify the freed names
-//     if the backend has a [Notifier]. Map errors onto store's sentinels:
+//     if the backend has a [Notifier] (a release only those a waiter marked,
+//     if it is a [WaitMarker]). Map errors onto store's sentinels:
 //     store.ErrUnavailable wrapping a lost connection (the machinery
 //     retries an acquire or release whose outcome is unknown, recognising
 //     its own row by the token), store.ErrDuplicate for a unique violation,

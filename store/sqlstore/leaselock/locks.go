@@ -508,6 +508,7 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 		defer b.removeWaiter(name, wake)
 	}
 	key := []byte(name)
+	var marked int64 // the holding this wait marked (WaitMarker)
 	start := time.Now()
 	backoff := b.nextBackoff(0, 0)
 	var timer *time.Timer
@@ -522,7 +523,8 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 			return nil, err
 		}
 		if inc != nil {
-			l, res, err := b.try(ctx, key, name, inc)
+			var holder int64
+			l, res, err := b.try(ctx, key, name, inc, &holder)
 			if err != nil {
 				return nil, err
 			}
@@ -535,6 +537,18 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 				}
 			case tryOwnerGone:
 				b.poke()
+			case tryTaken:
+				if wm, ok := b.db.(WaitMarker); ok && b.listening() && (holder == 0 || holder != marked) {
+					// Ask this holding's release to notify; if it went
+					// meanwhile, try again at once.
+					found, err := wm.MarkWaited(ctx, key)
+					if err == nil && !found {
+						continue
+					}
+					if err == nil {
+						marked = holder
+					}
+				}
 			}
 		}
 		now := time.Now()
@@ -582,7 +596,10 @@ func (b *Locks) nextBackoff(prev, elapsed time.Duration) time.Duration {
 
 // try makes one attempt for name under inc. It waits no longer than inc's
 // deadline: a grant after it could not be handed out anyway.
-func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnation) (*lock, tryResult, error) {
+//
+// When the name is taken, holder is set to the holding's token (which
+// tells one holding from the next), if the attempt saw it.
+func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnation, holder *int64) (*lock, tryResult, error) {
 	b.mu.Lock()
 	deadline := inc.deadline
 	b.mu.Unlock()
@@ -619,6 +636,9 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 		case a.HolderDead:
 			return nil, tryHolderDead, nil
 		default:
+			if a.HolderToken != nil {
+				*holder = *a.HolderToken
+			}
 			return nil, tryTaken, nil
 		}
 		l := &lock{b: b, name: name, inc: inc, token: token, fence: fence, lost: make(chan struct{})}
