@@ -515,9 +515,7 @@ func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, d
 		case token <= 0:
 			return 0, fmt.Errorf("fencing token %d for %q is not positive", token, name)
 		}
-		if token&(1<<sqlstore.FenceEpochShift-1) >= 1<<(sqlstore.FenceEpochShift-1) {
-			// Half the epoch's range used: the next grants start from a
-			// new one. Best effort: failing, the next grant tries again.
+		if sqlstore.FenceEpochHalfUsed(token) {
 			_ = newFenceEpoch(ctx, s.conn)
 		}
 		return token, nil

@@ -13,10 +13,13 @@ import (
 // Fencing tokens, implemented once for every SQL backend.
 //
 // Each grant of a lock bumps the name's row of gomogile_fence in one
-// autocommit statement, after the backend granted it, and the new value is
-// the grant's token (Fencing: durable rows, or volatile ones in epochs). A write made under store.WithFence reads each fence's
-// row first in its own transaction with a locking read, and refuses with
-// store.ErrFenced unless the row still holds the fence's token. The share
+// autocommit statement, after the backend granted it (or in the statement
+// that granted it: FencedLock), and the new value is the grant's token;
+// the rows are durable, or volatile in epochs (Fencing.NewEpoch). A write
+// made under store.WithFence reads each fence's row first in its own
+// transaction with a locking read, and refuses with store.ErrFenced unless
+// the row still holds the fence's token. A lock backend that keeps its
+// tokens itself (FenceChecker) supplies that locking read and the token's. The share
 // lock held until COMMIT orders the write against a later grant: that
 // grant's bump waits for the write to commit, and its Lock call does not
 // return before the bump, so the next holder's writes all come after.
@@ -56,19 +59,18 @@ func (s *Store) bumpFence(ctx context.Context, name string) (int64, error) {
 	return token, err
 }
 
-// epochMask is a token's place within its epoch; epochRenew the place from
-// which bumpFence starts the next epoch.
-const (
-	epochMask  = 1<<FenceEpochShift - 1
-	epochRenew = 1 << (FenceEpochShift - 1)
-)
+// FenceEpochHalfUsed reports whether token lies in the upper half of its
+// epoch's range (FenceEpochShift): whoever handed it out then starts a new
+// epoch, so that the next tokens start from a fresh one. The token itself
+// is still above every earlier one, and a failure to start the epoch
+// leaves the next grant to try again, half a range from running out.
+func FenceEpochHalfUsed(token int64) bool {
+	return token&(1<<FenceEpochShift-1) >= 1<<(FenceEpochShift-1)
+}
 
-// renewFenceEpoch starts a new epoch once token, which is still above
-// every earlier token, lies in the upper half of its epoch's range, so the
-// next bumps start from a fresh one. A failure to start it leaves the next
-// bump to try again, half a range from running out.
+// renewFenceEpoch starts a new epoch once token is FenceEpochHalfUsed.
 func (s *Store) renewFenceEpoch(ctx context.Context, token int64) {
-	if s.d.Fencing().NewEpoch != "" && token&epochMask >= epochRenew {
+	if s.d.Fencing().NewEpoch != "" && FenceEpochHalfUsed(token) {
 		_ = s.newFenceEpoch(ctx)
 	}
 }

@@ -193,8 +193,8 @@ func BenchmarkLeaseManyDue(b *testing.B) {
 // connection that takes several statements per query (Config.Batch).
 func TestStore_RoundTrips(t *testing.T) {
 	want := map[string]map[string]int64{
-		"postgres": {"CreateTempFile": 1, "Lease": 1, "CommitFile": 6, "AddFileOn": 6, "AddFileOnFenced": 7, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
-		"mysql":    {"CreateTempFile": 1, "Lease": 2, "CommitFile": 2, "AddFileOn": 2, "AddFileOnFenced": 3, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6},
+		"postgres": {"CreateTempFile": 1, "Lease": 1, "CommitFile": 6, "AddFileOn": 6, "AddFileOnFenced": 7, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6, "LockRelease": 2},
+		"mysql":    {"CreateTempFile": 1, "Lease": 2, "CommitFile": 2, "AddFileOn": 2, "AddFileOnFenced": 3, "Enqueue": 3, "Reschedule": 4, "DeleteFile": 6, "LockRelease": 3},
 	}
 	for backend, want := range want {
 		t.Run(backend, func(t *testing.T) {
@@ -250,6 +250,15 @@ func TestStore_RoundTrips(t *testing.T) {
 					t.Fatal(err)
 				}
 				count("DeleteFile", func() error { return s.DeleteFile(ctx, fid) })
+				// A free lock, its grant with its fencing token and its
+				// release (no waiter: no notification).
+				count("LockRelease", func() error {
+					l, err := s.Lock(ctx, "rt:free", 0)
+					if err != nil {
+						return err
+					}
+					return l.Release(ctx)
+				})
 			}
 			for op, w := range want {
 				if got[op] > w {
