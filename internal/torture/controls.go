@@ -30,7 +30,7 @@ type Control struct {
 func Controls() []Control {
 	return []Control{
 		{Name: "no-exclusion", Invariant: "locks: no two holders at once"},
-		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, Duration: 15 * time.Second},
+		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, Duration: 30 * time.Second},
 		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultSessions}, Duration: 12 * time.Second},
 		{Name: "double-lease", Invariant: "queue: no row leased twice at once"},
 		{Name: "reused-fid", Invariant: "files: fids unique and increasing"},

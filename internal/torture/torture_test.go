@@ -105,8 +105,12 @@ func TestNegativeControls(t *testing.T) {
 				}
 				// A control shows when its fault meets the load at the
 				// right moment; on a loaded machine a short run may miss.
-				// It must show in one of three runs, each on a database of
-				// its own.
+				// It must show in one of five runs, each on a database of
+				// its own. (PostgreSQL's late-lost needs a session kill to
+				// land while another tracker waits for the holder's lock:
+				// about half of its 15 s runs showed it here, so a run is
+				// now 30 s, and three misses in a row, one CI run in ten,
+				// were no longer rare enough.)
 				var rep torture.Report
 				for attempt := 1; ; attempt++ {
 					ctx, cancel := context.WithTimeout(context.Background(), d+60*time.Second)
@@ -127,7 +131,7 @@ func TestNegativeControls(t *testing.T) {
 					if ch, ok := rep.Check(c.Invariant); ok && !ch.OK {
 						break
 					}
-					if attempt == 3 {
+					if attempt == 5 {
 						t.Fatalf("negative control %s did not trip %q in %d runs; the last:\n%s", c.Name, c.Invariant, attempt, rep.String())
 					}
 					t.Logf("run %d: %s did not show: %s", attempt, c.Name, rep.Summary())

@@ -542,7 +542,7 @@ func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration)
 					// Ask this holding's release to notify; if it went
 					// meanwhile, try again at once.
 					found, err := wm.MarkWaited(ctx, key)
-					if err == nil && !found {
+					if err == nil && !found && time.Now().Before(deadline) {
 						continue
 					}
 					if err == nil {
