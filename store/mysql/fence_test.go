@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -38,19 +39,8 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	// The check a fenced write makes first in its transaction (the lock
 	// backend's locking read, then the token), left open as a write paused
 	// after it would be.
-	c, err := mysql.FenceCheck(a, "fence-order")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := h.admin.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	tx, c := openFencedWrite(t, h, a, "fence-order")
 	var tok int64
-	if _, err := tx.ExecContext(ctx, c.Lock, c.LockArgs...); err != nil {
-		t.Fatal(err)
-	}
 	if err := tx.QueryRowContext(ctx, c.Read, c.ReadArgs...).Scan(&tok); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +74,55 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the next grant did not return after the write committed")
 	}
+}
+
+// A try that GET_LOCK refuses takes no stripe row: the grant's claim goes
+// in the same query as GET_LOCK, and were its locking read not skipped on
+// a refusal, a try on a name whose holder has a fenced write open would
+// wait for that write (innodb_lock_wait_timeout, 50 s by default) instead
+// of being refused at once.
+func TestFence_RefusedTryTakesNoStripe(t *testing.T) {
+	ctx := t.Context()
+	h := newHarness(t)
+	if err := h.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := h.open(t)
+	b := h.open(t)
+	l, err := a.Lock(ctx, "fence-try", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	openFencedWrite(t, h, a, "fence-try")
+	// Generous, and only there so a regression fails instead of hanging.
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for range 3 {
+		if _, err := b.Lock(tctx, "fence-try", 0); !errors.Is(err, store.ErrLockTimeout) {
+			t.Fatalf("a try on a held name = %v; want ErrLockTimeout", err)
+		}
+	}
+}
+
+// openFencedWrite opens, on h's own pool, a transaction that has made the
+// locking read a fenced write under name's lock makes first, and leaves it
+// open (rolled back at the test's end).
+func openFencedWrite(t *testing.T, h *harness, s store.Store, name string) (*sql.Tx, sqlstore.FenceCheck) {
+	t.Helper()
+	c, err := mysql.FenceCheck(s, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := h.admin.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if _, err := tx.ExecContext(t.Context(), c.Lock, c.LockArgs...); err != nil {
+		t.Fatal(err)
+	}
+	return tx, c
 }
 
 func mustDialect(t *testing.T, s store.Store) sqlstore.Dialect {

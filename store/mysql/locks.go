@@ -169,17 +169,25 @@ var errNoStripe = errors.New("fencing stripe row missing")
 // look and its claim (a restart, or an operator).
 var errNoSentinel = errors.New("lock holder table's sentinel row gone")
 
-// claimQuery writes a grant's row with its fencing token: the stripe row
-// locked for update, the counter moved, the row written, in one
-// transaction that changes no InnoDB row. It reports whether the stripe
-// row and the sentinel were there, and the token.
-const claimQuery = "START TRANSACTION; " +
-	"SELECT COUNT(*) FROM " + fenceStripeTable + " WHERE id = ? FOR UPDATE INTO @gomogile_stripe; " +
-	"UPDATE " + holderTable + " SET token = LAST_INSERT_ID(token + 1) WHERE name = '' AND @gomogile_stripe = 1; " +
-	"SET @gomogile_rows = ROW_COUNT(); " +
-	"REPLACE INTO " + holderTable + " (name, conn, seen_free, token) SELECT ?, ?, NULL, LAST_INSERT_ID() FROM DUAL WHERE @gomogile_rows = 1; " +
-	"COMMIT; " +
-	"SELECT @gomogile_stripe, @gomogile_rows, LAST_INSERT_ID()"
+// claimStatements are a grant's claim of its row with its fencing token:
+// the stripe row locked for update (where cond, a condition on session
+// variables, holds), the counter moved, the row written, in one
+// transaction that changes no InnoDB row; then the SELECT of the query's
+// answer, whose columns the caller adds. Arguments: the stripe, the name,
+// the session id.
+func claimStatements(cond string) string {
+	return "START TRANSACTION; " +
+		"SELECT COUNT(*) FROM " + fenceStripeTable + " WHERE id = ?" + cond + " FOR UPDATE INTO @gomogile_stripe; " +
+		"UPDATE " + holderTable + " SET token = LAST_INSERT_ID(token + 1) WHERE name = '' AND @gomogile_stripe = 1; " +
+		"SET @gomogile_rows = ROW_COUNT(); " +
+		"REPLACE INTO " + holderTable + " (name, conn, seen_free, token) SELECT ?, ?, NULL, LAST_INSERT_ID() FROM DUAL WHERE @gomogile_rows = 1; " +
+		"COMMIT; " +
+		"SELECT "
+}
+
+// claimQuery is claim's: it reports whether the stripe row and the
+// sentinel were there, and the token.
+var claimQuery = claimStatements("") + "@gomogile_stripe, @gomogile_rows, LAST_INSERT_ID()"
 
 // lockPrefix starts every server lock name, so gomogile's locks are
 // recognisable in performance_schema.metadata_locks and the process list.
@@ -328,9 +336,12 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 	if err != nil {
 		return nil, b.acquireErr(ctx, err)
 	}
-	for {
+	for first := true; ; first = false {
 		secs := int64(max(time.Until(deadline), 0) / time.Second)
-		got, look, err := s.getLock(ctx, key, secs)
+		// The claim goes with GET_LOCK unless this is one of the short
+		// polls after a refusal, which mostly find the lock still taken
+		// and would take the stripe row for nothing.
+		got, look, fence, err := s.getLock(ctx, key, secs, first || secs > 0)
 		if mysqlErrno(err) == erUserLockDeadlock {
 			// Cannot happen while a waiting session holds nothing; should a
 			// server report it anyway, it is a refusal to wait, not an
@@ -339,8 +350,10 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		}
 		if err != nil && reused && ctx.Err() == nil && sessionGone(err) {
 			// An idle session the server closed (wait_timeout, restart)
-			// holds nothing: try once more on a fresh one.
+			// holds nothing: try once more on a fresh one. Should it have
+			// died after its claim's row went in, the row is nobody's.
 			b.discard(s, "")
+			b.forgetHolderLater(key, s.id)
 			if s, err = b.newSession(ctx); err != nil {
 				return nil, b.acquireErr(ctx, err)
 			}
@@ -355,7 +368,13 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 			return nil, b.acquireErr(ctx, err)
 		}
 		if got {
-			fence, err := b.claim(ctx, s, name, key, deadline, look)
+			if fence > 0 {
+				if sqlstore.FenceEpochHalfUsed(fence) {
+					_ = newFenceEpoch(ctx, s.conn)
+				}
+			} else {
+				fence, err = b.claim(ctx, s, name, key, deadline, look)
+			}
 			switch {
 			case errors.Is(err, errGraceTimeout):
 				b.releaseUnclaimed(s, key)
@@ -641,23 +660,57 @@ func (b *lockBackend) sweepHolders(ctx context.Context) error {
 // server ran out of memory.
 var errLockNull = errors.New("GET_LOCK returned NULL (session killed?)")
 
-// getLock runs one GET_LOCK and, in the same query after it, reads what
-// claim needs of holderTable: after the grant, so that no holding whose row
-// was written before it goes unseen.
-func (s *session) getLock(ctx context.Context, key string, secs int64) (bool, holderLook, error) {
-	var got sql.NullInt64
-	var look holderLook
-	err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?) INTO @gomogile_got; "+
-		"SELECT @gomogile_got, h.conn, h.seen_free, UNIX_TIMESTAMP(NOW(6)), EXISTS (SELECT 1 FROM "+holderTable+" WHERE name = '') "+
-		"FROM (SELECT 1) AS one LEFT JOIN "+holderTable+" AS h ON h.name = ?", key, secs, key).
-		Scan(&got, &look.conn, &look.seenFree, &look.now, &look.complete)
+// holderLookFrom reads what claim needs of holderTable (a holderLook):
+// the row of the name (the argument), if any, the server's clock, and
+// whether the sentinel is there.
+const holderLookFrom = "h.conn, h.seen_free, UNIX_TIMESTAMP(NOW(6)), EXISTS (SELECT 1 FROM " + holderTable + " WHERE name = '') " +
+	"FROM (SELECT 1) AS one LEFT JOIN " + holderTable + " AS h ON h.name = ?"
+
+// getLockQuery runs one GET_LOCK and, in the same query after it, the
+// holder look: after the grant, so that no holding whose row was written
+// before it goes unseen.
+const getLockQuery = "SELECT GET_LOCK(?, ?) INTO @gomogile_got; SELECT @gomogile_got, " + holderLookFrom
+
+// getLockClaimQuery is getLockQuery and, where the look finds the name
+// released cleanly (or never held) and the sentinel there, claim's
+// statements, all in one round trip: the usual grant, which claim would
+// make at once without waiting for anything. The look goes into session
+// variables before the claim writes its row, so the answer is what
+// getLockQuery's would have been, followed by claimQuery's. Where the
+// look is anything else, or GET_LOCK did not grant, the stripe's condition
+// is false before any row is read (MySQL and MariaDB fold a session
+// variable's comparison to a constant: "Impossible WHERE"), so a refused
+// try takes no row lock and waits for no fenced write; the writes are then
+// no-ops, and the caller carries on as after getLockQuery.
+var getLockClaimQuery = "SELECT GET_LOCK(?, ?) INTO @gomogile_got; " +
+	"SELECT " + holderLookFrom + " INTO @gomogile_conn, @gomogile_seen, @gomogile_now, @gomogile_complete; " +
+	claimStatements(" AND @gomogile_got = 1 AND @gomogile_conn IS NULL AND @gomogile_complete = 1") +
+	"@gomogile_got, @gomogile_conn, @gomogile_seen, @gomogile_now, @gomogile_complete, @gomogile_stripe, @gomogile_rows, LAST_INSERT_ID()"
+
+// getLock runs getLockQuery, or with withClaim getLockClaimQuery; fence is
+// the grant's fencing token where the latter made the claim, else 0.
+func (s *session) getLock(ctx context.Context, key string, secs int64, withClaim bool) (got bool, look holderLook, fence int64, err error) {
+	var g sql.NullInt64
+	if withClaim {
+		var stripe, rows, token sql.NullInt64
+		sent := time.Now()
+		err = s.conn.QueryRowContext(ctx, getLockClaimQuery, key, secs, key, fenceStripe(key), key, s.id).
+			Scan(&g, &look.conn, &look.seenFree, &look.now, &look.complete, &stripe, &rows, &token)
+		if err == nil && g.Valid && g.Int64 == 1 && stripe.Int64 == 1 && rows.Int64 == 1 && token.Int64 > 0 {
+			s.lastOK = sent
+			fence = token.Int64
+		}
+	} else {
+		err = s.conn.QueryRowContext(ctx, getLockQuery, key, secs, key).
+			Scan(&g, &look.conn, &look.seenFree, &look.now, &look.complete)
+	}
 	switch {
 	case err != nil:
-		return false, look, err
-	case !got.Valid:
-		return false, look, errLockNull
+		return false, look, 0, err
+	case !g.Valid:
+		return false, look, 0, errLockNull
 	}
-	return got.Int64 == 1, look, nil
+	return g.Int64 == 1, look, fence, nil
 }
 
 // session returns a free session or opens one; reused tells which.
