@@ -18,20 +18,8 @@ import (
 // land.
 func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	ctx := t.Context()
-	h := newHarness(t)
-	if err := h.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a, err := store.Open(ctx, h.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := store.Open(ctx, h.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	h := emptyHarness(t)
+	a, b := h.open(t), h.open(t)
 	l, err := a.Lock(ctx, "fence-order", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +71,8 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 // of being refused at once.
 func TestFence_RefusedTryTakesNoStripe(t *testing.T) {
 	ctx := t.Context()
-	h := newHarness(t)
-	if err := h.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a := h.open(t)
-	b := h.open(t)
+	h := emptyHarness(t)
+	a, b := h.open(t), h.open(t)
 	l, err := a.Lock(ctx, "fence-try", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +87,16 @@ func TestFence_RefusedTryTakesNoStripe(t *testing.T) {
 			t.Fatalf("a try on a held name = %v; want ErrLockTimeout", err)
 		}
 	}
+}
+
+// emptyHarness is newHarness with every row of its database deleted.
+func emptyHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t)
+	if err := h.Reset(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // openFencedWrite opens, on h's own pool, a transaction that has made the
@@ -156,11 +150,7 @@ func TestFence_TokensFromBeforeEpochs(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	s, err = store.Open(ctx, h.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = h.open(t)
 	l, err := s.Lock(ctx, "old", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -181,15 +171,8 @@ func TestFence_TokensFromBeforeEpochs(t *testing.T) {
 // next grants start from a new epoch, so the range never runs out.
 func TestFence_NewEpochAtHalfRange(t *testing.T) {
 	ctx := t.Context()
-	h := newHarness(t)
-	if err := h.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.Open(ctx, h.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	h := emptyHarness(t)
+	s := h.open(t)
 	l, err := s.Lock(ctx, "half", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -369,9 +369,7 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 		}
 		if got {
 			if fence > 0 {
-				if sqlstore.FenceEpochHalfUsed(fence) {
-					_ = newFenceEpoch(ctx, s.conn)
-				}
+				s.renewEpochFrom(ctx, fence)
 			} else {
 				fence, err = b.claim(ctx, s, name, key, deadline, look)
 			}
@@ -534,10 +532,17 @@ func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, d
 		case token <= 0:
 			return 0, fmt.Errorf("fencing token %d for %q is not positive", token, name)
 		}
-		if sqlstore.FenceEpochHalfUsed(token) {
-			_ = newFenceEpoch(ctx, s.conn)
-		}
+		s.renewEpochFrom(ctx, token)
 		return token, nil
+	}
+}
+
+// renewEpochFrom starts a new fencing epoch once a grant's token is in
+// the upper half of its epoch's range, so the range never runs out. A
+// failure leaves it to the next grant.
+func (s *session) renewEpochFrom(ctx context.Context, token int64) {
+	if sqlstore.FenceEpochHalfUsed(token) {
+		_ = newFenceEpoch(ctx, s.conn)
 	}
 }
 

@@ -19,10 +19,10 @@ import (
 // made under store.WithFence reads each fence's row first in its own
 // transaction with a locking read, and refuses with store.ErrFenced unless
 // the row still holds the fence's token. A lock backend that keeps its
-// tokens itself (FenceChecker) supplies that locking read and the token's. The share
-// lock held until COMMIT orders the write against a later grant: that
-// grant's bump waits for the write to commit, and its Lock call does not
-// return before the bump, so the next holder's writes all come after.
+// tokens itself (FenceChecker) supplies that locking read and the token's.
+// The share lock held until COMMIT orders the write against a later grant:
+// that grant's bump waits for the write to commit, and its Lock call does
+// not return before the bump, so the next holder's writes all come after.
 
 // bumpFence gives name its next token, on the pool. Names go to the
 // database as bytes (a lock name may hold a NUL, which PostgreSQL text
