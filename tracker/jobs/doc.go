@@ -44,7 +44,8 @@
 //     algorithm, else fsck_checksum's) are digested by the storage node on
 //     its management port ("SHA-1 <uri> fsck"), or over HTTP when that
 //     fails, as HTTPFile::digest does; replication digests the bytes it
-//     moves with the file's known algorithm, else the class's.
+//     moves with the file's known algorithm, else the class's (see Copies
+//     and checksums for what either trusts).
 //   - reaper: turns expired tempfiles into deletions and forgets the copies
 //     on dead devices after queueing their fids for replication.
 //   - monitor: reads /dev<N>/usage, records usage, test-writes devices, and
@@ -55,6 +56,36 @@
 //     Content-MD5; get_devices reports both (Utilization, RejectBadMD5).
 //   - job_master (unless NoJobMaster): injects fsck batches while fsck_host
 //     names this tracker and rebalance batches while rebal_host does.
+//
+// # Copies and checksums
+//
+// A MogileFS installation exists to keep files, so no single read decides
+// what a file's bytes are, and no copy counts before its device proved it
+// holds them:
+//
+//   - A checksum is recorded only from the client (create_close's
+//     checksum argument, which create_close checks against the stored
+//     bytes when the class keeps that algorithm or checksumverify is set),
+//     or from independent agreement: replication records the class's digest of the bytes it
+//     copied only when a second read of the source agrees (the node's
+//     management port digests its own disk, else a second GET), and fsck
+//     only when two copies agree or the only copy is digested twice alike.
+//   - Replication digests every copy (with the file's recorded algorithm,
+//     else the class's, else MD5 for the copy alone), and records the copy
+//     (file_on) only after the destination answered HEAD with the file's
+//     length and a digest of what it stored equal to what was sent; a
+//     recorded checksum must match the bytes read from the source. A copy
+//     refused after its PUT is deleted from the destination. A source whose
+//     reads disagree gets one more try, then counts as failed for the
+//     round, so one bad read costs a copy, never the file.
+//   - fsck forgets a copy for a wrong checksum only when a second digest
+//     of it disagrees with the recorded checksum too and another copy
+//     matches it, so the last copy that matches the upload is never
+//     replaced; copies that disagree with no checksum recorded to decide
+//     are all kept and reported (BSUM, or MSUM under fsck_checksum). A copy
+//     is judged missing or short only when HEAD says so twice. With no good
+//     copy anywhere, only copies on dead or deleted devices are forgotten;
+//     the rest stay, with GONE logged, for an operator to look at.
 //
 // # Rebalance
 //
@@ -79,10 +110,17 @@
 //
 // # Differences from the original
 //
-//   - Copies are also checked by length (HEAD after PUT). An MD5 copy is
-//     re-read on the destination unless Content-MD5 was sent to a node
-//     known to check it; the original skipped the re-read for any MD5 copy
-//     to such a node, also when it had sent no Content-MD5.
+//   - Every copy is checked on its destination by length (HEAD after PUT)
+//     and by a digest of what was stored, whatever the class; the original
+//     checked the length only, re-read an MD5 copy only, and skipped even
+//     that for a node that checks Content-MD5. With no checksum recorded,
+//     the source is read twice and the reads must agree; the original
+//     recorded the digest of one read as the file's checksum, and its fsck
+//     then replaced good copies with that read's bytes (see Copies and
+//     checksums).
+//   - fsck asks twice before it judges a copy missing, short or corrupt,
+//     and with no good copy anywhere keeps the copies of live devices; the
+//     original forgot every copy it could not read well once.
 //   - The monitor probes a device's Content-MD5 checking once, and again
 //     after the device was unreachable, rather than at every test write; an
 //     unanswered probe decides nothing. A device's utilisation is forgotten

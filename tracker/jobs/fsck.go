@@ -260,6 +260,12 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 	if alg == store.HashNone {
 		alg = o.checksum
 	}
+	var cur *store.Checksum
+	if c, err := m.st.Checksum(ctx, fid); err == nil {
+		cur = &c
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return false, fmt.Errorf("jobs: checksum of fid %d: %w", fid, err)
+	}
 	var good, bad []int
 	checked := map[int]bool{}
 	sums := map[string][]int{}
@@ -283,10 +289,8 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 				m.logUnreachable(d)
 				return fmt.Errorf("%w: dev%d unreachable", errStalled, id)
 			}
-			url := d.FidURL(fid, true)
-			size, err := m.nodes.Size(ctx, url)
-			missing := errors.Is(err, cluster.ErrMissing)
-			if err != nil && !missing {
+			size, missing, err := m.lookAtCopy(ctx, d, fid, s.f.Length)
+			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -311,6 +315,11 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 							return ctx.Err()
 						}
 						return fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
+					}
+					if desperate && cur != nil && cur.HashType == alg && !bytes.Equal(sum, cur.Sum) {
+						// Bytes of the right length that are not the
+						// file's: no copy of it.
+						continue
 					}
 					k := string(sum)
 					if _, ok := sums[k]; !ok {
@@ -356,7 +365,18 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 			return false, err
 		}
 		if len(good) == 0 {
-			if err := m.forgetDevs(ctx, fid, bad); err != nil {
+			// No good copy anywhere: forget only the copies on devices
+			// that are gone (dead or deleted). A copy that answered
+			// wrongly twice may still be the last of the file's bytes
+			// (a device that comes back, a node that lied): it stays
+			// for an operator, and GONE says so.
+			var gone []int
+			for _, id := range bad {
+				if d := s.w.devs[id]; d == nil || d.Dead() {
+					gone = append(gone, id)
+				}
+			}
+			if err := m.forgetDevs(ctx, fid, gone); err != nil {
 				return false, err
 			}
 			if _, err := m.st.SyncDevCount(ctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -375,7 +395,7 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 		return false, err
 	}
 	if alg != store.HashNone {
-		if err := m.fixChecksums(ctx, s, o, alg, sums, sumOrder); err != nil {
+		if err := m.fixChecksums(ctx, s, o, alg, cur, sums, sumOrder); err != nil {
 			return false, err
 		}
 	}
@@ -407,17 +427,15 @@ func (m *Manager) forgetDevs(ctx context.Context, fid int64, devids []int) error
 }
 
 // fixChecksums is Fsck.pm's fix_checksums: one checksum on every copy is
-// compared with (or, for a hashed class, stored as) the known one; copies
-// that disagree with a known good checksum are forgotten, so replication
-// rebuilds them.
-func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, alg store.HashType, sums map[string][]int, order []string) error {
+// compared with (or, for a hashed class, stored as) the known one, cur;
+// copies that disagree with a known good checksum are forgotten, so
+// replication rebuilds them. No single read decides: a copy is forgotten
+// only when a second digest of it disagrees with cur too, and never unless
+// another copy matches cur; a checksum is recorded only when two reads
+// agree (two copies, or one copy digested twice); copies that disagree
+// with nothing recorded to decide between them are all kept.
+func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, alg store.HashType, cur *store.Checksum, sums map[string][]int, order []string) error {
 	fid := s.f.Fid
-	var cur *store.Checksum
-	if c, err := m.st.Checksum(ctx, fid); err == nil {
-		cur = &c
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("jobs: checksum of fid %d: %w", fid, err)
-	}
 	switch {
 	case len(sums) == 1:
 		disk := []byte(order[0])
@@ -436,6 +454,16 @@ func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, alg
 			if err := m.fsckLog(ctx, fid, evNoChecksum, 0); err != nil {
 				return err
 			}
+			if devs := sums[order[0]]; len(devs) == 1 {
+				ok, err := m.digestAgain(ctx, s, devs[0], alg, disk)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					m.log.Warn("two reads of the only copy disagree; no checksum recorded", "job", JobFsck, "fid", fid, "dev", devs[0])
+					return nil
+				}
+			}
 			if err := m.st.SetChecksum(ctx, store.Checksum{Fid: fid, HashType: s.cls.HashType, Sum: disk}); err != nil {
 				return fmt.Errorf("jobs: store checksum of fid %d: %w", fid, err)
 			}
@@ -447,8 +475,17 @@ func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, alg
 		if good := sums[string(cur.Sum)]; len(good) > 0 {
 			var badDevs []int
 			for _, k := range order {
-				if k != string(cur.Sum) {
-					badDevs = append(badDevs, sums[k]...)
+				if k == string(cur.Sum) {
+					continue
+				}
+				for _, id := range sums[k] {
+					ok, err := m.digestAgain(ctx, s, id, alg, cur.Sum)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						badDevs = append(badDevs, id)
+					}
 				}
 			}
 			return m.forgetDevs(ctx, fid, badDevs)
@@ -466,6 +503,41 @@ func (m *Manager) fixChecksums(ctx context.Context, s *fidState, o fsckOpts, alg
 			return nil
 		}
 		return m.fsckLog(ctx, fid, evBadChecksum, 0)
+	}
+}
+
+// digestAgain digests devid's copy of the fid once more and reports
+// whether it gives want. A copy that cannot be read now stalls the check
+// (errStalled, the fid comes back later): nothing is decided on a failed
+// read.
+func (m *Manager) digestAgain(ctx context.Context, s *fidState, devid int, alg store.HashType, want []byte) (bool, error) {
+	d := s.w.devs[devid]
+	if d == nil {
+		return false, nil
+	}
+	sum, err := m.digest(ctx, d, s.f.Fid, s.f.Length, alg, true, "fsck")
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, fmt.Errorf("%w: dev%d: %w", errStalled, devid, err)
+	}
+	return bytes.Equal(sum, want), nil
+}
+
+// lookAtCopy is a copy's length by HEAD, asked a second time before the
+// copy is judged missing or short: one answer does not decide. err is
+// for a node that could not be asked.
+func (m *Manager) lookAtCopy(ctx context.Context, d *device, fid, length int64) (size int64, missing bool, err error) {
+	for try := 0; ; try++ {
+		size, err = m.nodes.Size(ctx, d.FidURL(fid, true))
+		missing = errors.Is(err, cluster.ErrMissing)
+		if err != nil && !missing {
+			return 0, false, err
+		}
+		if (!missing && size == length) || try == 1 {
+			return size, missing, nil
+		}
 	}
 }
 

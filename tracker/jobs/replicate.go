@@ -177,6 +177,7 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 
 	destFailed := map[int]bool{}
 	srcFailed := map[int]bool{}
+	srcRetried := map[int]bool{}
 	gotRequest := false
 	var lastCopyErr error
 	var rr replRequest
@@ -238,6 +239,13 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 			m.log.Warn("copy failed", "job", JobReplicate, "fid", fid, "from", sdev, "to", ddev.ID, "err", err)
 			var ce *copyError
 			if errors.As(err, &ce) && ce.src {
+				// One read the second contradicted may be the
+				// network's or the node's passing fault: the source
+				// gets one more try before it counts as failed.
+				if ce.disagree && !srcRetried[sdev] {
+					srcRetried[sdev] = true
+					continue
+				}
 				srcFailed[sdev] = true
 			} else {
 				destFailed[ddev.ID] = true
