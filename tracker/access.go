@@ -8,14 +8,50 @@ import (
 	"github.com/gomogile/gomogile/internal/netlist"
 )
 
-// Access control for the "!" admin commands. The original answered them
-// from anyone who could reach the tracker; "!shutdown" stops it, "!want"
-// and "!to" steer its workers and "!recent" shows other clients' requests.
-// admin_networks lists the networks allowed to use them; empty (the
-// default) keeps the original's behaviour, so existing single-host setups
-// and tools keep working.
+// Access control. The original answered every command from anyone who
+// could reach the tracker. Two keys narrow that, each empty (the default)
+// meaning everyone, so existing setups and tools keep working:
+//
+//   - admin_networks: the commands that change the cluster's shape or its
+//     files' placement (category admin in commandTable), and the "!"
+//     commands ("!shutdown" stops the tracker, "!want" and "!to" steer
+//     its workers, "!recent" shows other clients' requests).
+//   - client_networks: what an application needs (category client).
+//
+// An address in admin_networks may use everything. With admin_networks
+// empty, the admin commands follow client_networks: a peer shut out of
+// the client commands is never left the admin ones.
 
-// parseNetworks reads an admin_networks value (see netlist.Parse).
+// category says who may send a query command. Every command of
+// commandTable has one (TestCommandTable_EveryCommandHasACategory).
+type category uint8
+
+const (
+	// uncategorised is a command added without a category: only
+	// admin_networks may use it, so a forgotten category fails closed.
+	uncategorised category = iota
+	// clientCmd: an application's file commands, and commands that only
+	// read (the namespace, settings, fsck and rebalance progress) or do
+	// nothing (noop, test).
+	clientCmd
+	// adminCmd: changes the namespace, devices, server settings or the
+	// fsck and rebalance jobs, or makes the tracker work for everyone
+	// (clear_cache, do_monitor_round) or hold a query slot (sleep).
+	adminCmd
+)
+
+func (c category) String() string {
+	switch c {
+	case clientCmd:
+		return "client"
+	case adminCmd:
+		return "admin"
+	}
+	return "uncategorised"
+}
+
+// parseNetworks reads an admin_networks or client_networks value (see
+// netlist.Parse).
 func parseNetworks(v string) ([]netip.Prefix, error) { return netlist.Parse(v) }
 
 // remoteAddr is the peer's address, IPv4-mapped IPv6 unmapped; ok is false
@@ -38,18 +74,58 @@ func allowed(nets []netip.Prefix, addr netip.Addr, ok bool) bool {
 	return netlist.Allows(nets, addr)
 }
 
-// adminRefused answers a "!" command from outside admin_networks, or
-// returns "" when the peer may use it. The refusal keeps the admin reply's
+// deniedBy returns "" when a peer at addr may send commands of cat, else
+// the configuration keys that shut it out, for the refusal's text.
+func (t *Tracker) deniedBy(cat category, addr netip.Addr, ok bool) string {
+	admins, clients := t.cfg.AdminNetworks, t.cfg.ClientNetworks
+	if len(admins) > 0 && allowed(admins, addr, ok) {
+		return ""
+	}
+	switch {
+	case cat == clientCmd && allowed(clients, addr, ok):
+		return ""
+	case cat == adminCmd && len(admins) == 0 && allowed(clients, addr, ok):
+		return ""
+	case cat == clientCmd && len(admins) > 0:
+		return "client_networks, admin_networks"
+	case len(admins) == 0 && len(clients) > 0:
+		return "client_networks"
+	}
+	return "admin_networks"
+}
+
+// adminRefused answers a "!" command from a peer that may not send admin
+// commands, or returns "" when it may. The refusal keeps the admin reply's
 // shape (lines, then "."), so the original tools print it and stop.
 func (t *Tracker) adminRefused(c *conn, req Request) string {
 	addr, ok := remoteAddr(c.nc)
-	if allowed(t.cfg.AdminNetworks, addr, ok) {
+	keys := t.deniedBy(adminCmd, addr, ok)
+	if keys == "" {
 		return ""
 	}
 	t.log.Warn("admin command refused", "cmd", "!"+req.Cmd, "remote", c.nc.RemoteAddr().String())
-	return fmt.Sprintf("ERROR: access denied: !%s is not allowed from %s (admin_networks)\r\n.\r\n", req.Cmd, addr)
+	return fmt.Sprintf("ERROR: access denied: !%s is not allowed from %s (%s)\r\n.\r\n", req.Cmd, addr, keys)
 }
 
-// ParseNetworks parses an admin_networks value (comma-separated addresses
-// or address/bits) as Config.AdminNetworks holds it.
+// queryRefused answers a query command of category cat from a peer that
+// may not send it ("ERR access_denied", callid echoed as on every ERR
+// line), or returns "" when it may. A refusal is counted as an error in
+// gomogile_requests_total.
+func (t *Tracker) queryRefused(c *conn, cmd string, cat category, callid *string) string {
+	addr, ok := remoteAddr(c.nc)
+	keys := t.deniedBy(cat, addr, ok)
+	if keys == "" {
+		return ""
+	}
+	t.log.Warn("command refused", "cmd", cmd, "category", cat.String(), "remote", c.nc.RemoteAddr().String(), "networks", keys)
+	t.observeRequest(cmd, 0, errAccessDenied)
+	return errLine("access_denied", fmt.Sprintf("%s: %s commands are not allowed from %s (%s)", cmd, cat, addr, keys), callid)
+}
+
+// errAccessDenied is what a refused query command counts as.
+var errAccessDenied = perr("access_denied")
+
+// ParseNetworks parses an admin_networks or client_networks value
+// (comma-separated addresses or address/bits) as Config.AdminNetworks and
+// Config.ClientNetworks hold it.
 func ParseNetworks(v string) ([]netip.Prefix, error) { return parseNetworks(v) }

@@ -97,10 +97,18 @@ type Config struct {
 
 	// Protections against hostile clients (see the README's "Security").
 
-	// AdminNetworks are the networks allowed to use the "!" admin commands
-	// (admin_networks: comma-separated addresses or address/bits; empty =
-	// everyone, as in the original).
+	// AdminNetworks are the networks allowed to use the commands that
+	// change the cluster's shape or its files' placement and the "!" admin
+	// commands, and every other command (admin_networks: comma-separated
+	// addresses or address/bits; empty = everyone, as in the original, or
+	// ClientNetworks when that is set). The package doc lists each
+	// command's category.
 	AdminNetworks []netip.Prefix
+	// ClientNetworks are the networks allowed to use an application's
+	// commands (create_open, get_paths, delete, …) and the read-only ones
+	// (client_networks, same form; empty = everyone). AdminNetworks may use
+	// them too.
+	ClientNetworks []netip.Prefix
 	// LineTimeout bounds how long a request line may take to arrive once
 	// its first byte has (line_timeout, seconds; 0 = no bound).
 	LineTimeout time.Duration
@@ -428,6 +436,14 @@ func onlyEmpty(why string) keySetter {
 	}
 }
 
+func networksKey(f func(*Config) *[]netip.Prefix) keySetter {
+	return func(c *Config, v string) error {
+		nets, err := parseNetworks(v)
+		*f(c) = nets
+		return err
+	}
+}
+
 func stringKey(f func(*Config) *string) keySetter {
 	return func(c *Config, v string) error { *f(c) = v; return nil }
 }
@@ -497,11 +513,8 @@ var configKeys = map[string]keySetter{
 	"sleep_max":           secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
 
 	// Protections against hostile clients.
-	"admin_networks": func(c *Config, v string) error {
-		nets, err := parseNetworks(v)
-		c.AdminNetworks = nets
-		return err
-	},
+	"admin_networks":   networksKey(func(c *Config) *[]netip.Prefix { return &c.AdminNetworks }),
+	"client_networks":  networksKey(func(c *Config) *[]netip.Prefix { return &c.ClientNetworks }),
 	"line_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.LineTimeout }),
 	"max_conns_per_ip": intKey(func(c *Config) *int { return &c.MaxConnsPerIP }),
 	"log_level":        oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),

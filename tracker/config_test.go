@@ -3,9 +3,11 @@ package tracker_test
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +185,36 @@ func TestConfig_StoreDSNDefaults(t *testing.T) {
 	wd, _ := os.Getwd()
 	if got := tracker.DefaultDSNIn(filepath.Join(blocker, "sub")); got != "sqlite://"+filepath.Join(wd, "mogilefs.db") {
 		t.Errorf("fallback DSN %q", got)
+	}
+}
+
+// admin_networks and client_networks are read alike: file, environment,
+// flag, each winning over the one before.
+func TestConfig_NetworkKeys(t *testing.T) {
+	for _, key := range []string{"admin_networks", "client_networks"} {
+		get := func(c tracker.Config) []netip.Prefix {
+			if key == "admin_networks" {
+				return c.AdminNetworks
+			}
+			return c.ClientNetworks
+		}
+		want := []netip.Prefix{netip.MustParsePrefix("10.0.2.0/24"), netip.MustParsePrefix("::1/128")}
+		c, err := tracker.ParseConfig(strings.NewReader(key + " = 10.0.2.0/24, ::1\n"))
+		if err != nil || !slices.Equal(get(c), want) {
+			t.Errorf("file %s: %v, %v; want %v", key, get(c), err, want)
+		}
+		if _, err := tracker.ParseConfig(strings.NewReader(key + " = 10.0.0.0/33\n")); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("file %s = 10.0.0.0/33: %v; want an error naming the key", key, err)
+		}
+		env := "MOGILEFSD_" + strings.ToUpper(key) + "=10.0.2.0/24,::1"
+		m := &tracker.Main{Environ: []string{env}, Stderr: &strings.Builder{}}
+		c, err = m.LoadConfig([]string{"-s", "--dsn", "sqlite:///x.db"})
+		if err != nil || !slices.Equal(get(c), want) {
+			t.Errorf("%s: %v, %v; want %v", env, get(c), err, want)
+		}
+		c, err = m.LoadConfig([]string{"-s", "--dsn", "sqlite:///x.db", "--" + key, "127.0.0.1"})
+		if err != nil || !slices.Equal(get(c), []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}) {
+			t.Errorf("--%s 127.0.0.1 over %s: %v, %v; want the flag's", key, env, get(c), err)
+		}
 	}
 }

@@ -17,18 +17,47 @@
 //
 // # Commands
 //
-// create_open, create_close, get_paths, delete, rename, updateclass,
-// file_info, file_debug, list_keys, list_fids, get_domains, create_domain,
-// delete_domain, create_class, update_class, delete_class, create_host,
-// update_host, delete_host, get_hosts, create_device, get_devices,
-// set_state, set_weight, replicate_now, set_server_setting,
-// server_setting, server_settings, fsck_start, fsck_stop, fsck_reset,
-// fsck_status, fsck_getlog, fsck_clearlog, rebalance_status,
-// rebalance_start, rebalance_stop, rebalance_test, rebalance_reset,
-// rebalance_set_policy, clear_cache, do_monitor_round, noop, test, sleep.
-// Argument names, reply keys and error codes are Query.pm's. Not
-// implemented (unknown_command): the experimental edit_file, the
+// Argument names, reply keys and error codes are Query.pm's. Each command
+// has a category, decided in one table (commandTable in requests.go), that
+// says who may send it (see Access):
+//
+// Client commands: create_open, create_close, get_paths, delete, rename,
+// updateclass, file_info, file_debug, list_keys, list_fids (an
+// application's files), get_domains, get_hosts, get_devices,
+// server_setting, server_settings, fsck_status, fsck_getlog,
+// rebalance_status, rebalance_test (read-only views, as mogadm lists and
+// checks the cluster), noop, test (liveness).
+//
+// Admin commands: create_domain, delete_domain, create_class,
+// update_class, delete_class, create_host, update_host, delete_host,
+// create_device, set_state, set_weight, set_server_setting, replicate_now,
+// fsck_start, fsck_stop, fsck_reset, fsck_clearlog, rebalance_start,
+// rebalance_stop, rebalance_reset, rebalance_set_policy (what mogadm sends
+// to change the cluster's shape or where its files go), clear_cache,
+// do_monitor_round (no client library sends them; they drop every cache
+// and wait for a whole monitor round), sleep (it holds a query slot as
+// long as asked and serves no application).
+//
+// Not implemented (unknown_command): the experimental edit_file, the
 // half-finished httpcopy and Perl plugin commands.
+//
+// # Access
+//
+// admin_networks and client_networks (comma-separated addresses or
+// address/bits; empty = everyone, as in the original, the default) say who
+// may send which command. An address in admin_networks may send
+// everything, and when admin_networks is set the admin commands and the
+// "!" commands are for it alone. client_networks bounds the client
+// commands: when it is set, a peer in neither list gets none. With
+// admin_networks empty, the admin and "!" commands follow client_networks,
+// so that setting client_networks alone never leaves them open to the
+// peers it shuts out. A refused command is answered "ERR access_denied
+// <text>" (the callid echoed, as on every ERR line) without waiting for a
+// query slot, logged as a warning with the command and the peer's
+// address, and counted as an error in gomogile_requests_total; a refused
+// "!" command is answered "ERROR: access denied: ..." and ".", as before.
+// The status listener (status_listen) answers inside admin_networks only,
+// when it is set, whatever client_networks says.
 //
 // # Caching
 //
@@ -133,17 +162,17 @@
 //
 // gomogile's own keys: idle_timeout, write_timeout, shutdown_timeout,
 // max_conns, sleep_max, request_timeout, namespace_cache_ttl, and
-// log_level, log_format and log_file (see [Config] and [NewLogger]), and
-// admin_networks, line_timeout and max_conns_per_ip (see Hostile clients
-// below). cache_ttl is refused with a pointer to namespace_cache_ttl:
+// log_level, log_format and log_file (see [Config] and [NewLogger]),
+// admin_networks and client_networks (see Access), and line_timeout and
+// max_conns_per_ip (see Hostile clients below). cache_ttl is refused with a pointer to namespace_cache_ttl:
 // the original has no such key, and its memcache_ttl (a server setting,
 // often an hour) must not become an hour-long namespace cache.
 //
 // # Hostile clients
 //
 // Nothing a client sends may stop, exhaust or corrupt the tracker.
-// admin_networks limits the "!" commands (empty = everyone, as the
-// original); line_timeout bounds a partial request line while idle
+// admin_networks and client_networks limit who may send what (see
+// Access); line_timeout bounds a partial request line while idle
 // connections stay open (idle_timeout 0, as the original); max_conns_per_ip
 // and max_conns bound connections. A client may name a fid up to
 // store.MaxNamedFid; numeric arguments that overflow are refused; the

@@ -16,3 +16,13 @@ func SetDefaultDSNFunc(f func() string) (restore func()) {
 // Logger is the tracker's own logger (the one "!watch" streams), so tests
 // can log at a rate no request could.
 func Logger(t *Tracker) *slog.Logger { return t.log }
+
+// CommandCategories maps every query command to its category's name
+// ("client", "admin", or "uncategorised" for one added without).
+func CommandCategories() map[string]string {
+	out := map[string]string{}
+	for name, c := range (&Tracker{}).commandTable() {
+		out[name] = c.cat.String()
+	}
+	return out
+}

@@ -46,6 +46,7 @@ type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (Jobs, error
 //	    --node_timeout, --conn_timeout, --conn_pool_size, --max_handles,
 //	    --no_schema_check (refused), --repl_use_get_port, --local_network,
 //	    --mogstored_stream_port
+//	    --status_listen, --admin_networks, --client_networks   gomogile's keys
 //	    --no_http, --workerport N   accepted and ignored, as the original did
 //
 // Precedence: flags, then MOGILEFSD_<KEY> environment variables, then the
@@ -75,6 +76,7 @@ var flagKeys = map[string]string{
 	"max_handles": "max_handles", "pidfile": "pidfile", "repl_use_get_port": "repl_use_get_port",
 	"local_network": "local_network", "mogstored_stream_port": "mogstored_stream_port",
 	"plugins": "plugins", "status_listen": "status_listen",
+	"admin_networks": "admin_networks", "client_networks": "client_networks",
 }
 
 type listFlag []string
@@ -284,6 +286,9 @@ Options:
       --no-job_master   feed no fsck/rebalance/drain work from this tracker
       --status_listen ADDR  HTTP status listener: /metrics, /healthz, /readyz,
                         /debug/pprof/ and the status page (e.g. 127.0.0.1:7080)
+      --admin_networks NETS   who may change the cluster and use the "!"
+                        commands (addresses or address/bits, comma-separated)
+      --client_networks NETS  who may use an application's commands
       --version         print the version and exit
   -h, --help            print this help and exit
   Also --max_disk_age, --min_free_space, --default_mindevcount,

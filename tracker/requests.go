@@ -42,55 +42,83 @@ func perr(code string, text ...string) error {
 	return e
 }
 
-// commandTable maps command names to t's handlers (Worker::Query's cmd_*
-// subs), built once by New from method values.
-func (t *Tracker) commandTable() map[string]handler {
-	return map[string]handler{
-		"noop":                 t.cmdNoop,
-		"test":                 t.cmdTest,
-		"sleep":                t.cmdSleep,
-		"clear_cache":          t.cmdClearCache,
-		"do_monitor_round":     t.cmdDoMonitorRound,
-		"create_open":          t.cmdCreateOpen,
-		"create_close":         t.cmdCreateClose,
-		"get_paths":            t.cmdGetPaths,
-		"delete":               t.cmdDelete,
-		"rename":               t.cmdRename,
-		"updateclass":          t.cmdUpdateClassOfKey,
-		"file_info":            t.cmdFileInfo,
-		"file_debug":           t.cmdFileDebug,
-		"list_keys":            t.cmdListKeys,
-		"list_fids":            t.cmdListFids,
-		"get_domains":          t.cmdGetDomains,
-		"create_domain":        t.cmdCreateDomain,
-		"delete_domain":        t.cmdDeleteDomain,
-		"create_class":         t.cmdCreateClass,
-		"update_class":         t.cmdUpdateClass,
-		"delete_class":         t.cmdDeleteClass,
-		"create_host":          t.cmdCreateHost,
-		"update_host":          t.cmdUpdateHost,
-		"delete_host":          t.cmdDeleteHost,
-		"get_hosts":            t.cmdGetHosts,
-		"create_device":        t.cmdCreateDevice,
-		"get_devices":          t.cmdGetDevices,
-		"set_state":            t.cmdSetState,
-		"set_weight":           t.cmdSetWeight,
-		"replicate_now":        t.cmdReplicateNow,
-		"set_server_setting":   t.cmdSetServerSetting,
-		"server_setting":       t.cmdServerSetting,
-		"server_settings":      t.cmdServerSettings,
-		"fsck_start":           t.cmdFsckStart,
-		"fsck_stop":            t.cmdFsckStop,
-		"fsck_reset":           t.cmdFsckReset,
-		"fsck_status":          t.cmdFsckStatus,
-		"fsck_getlog":          t.cmdFsckGetLog,
-		"fsck_clearlog":        t.cmdFsckClearLog,
-		"rebalance_status":     t.cmdRebalanceStatus,
-		"rebalance_start":      t.cmdRebalanceStart,
-		"rebalance_stop":       t.cmdRebalanceStop,
-		"rebalance_test":       t.cmdRebalanceTest,
-		"rebalance_reset":      t.cmdRebalanceReset,
-		"rebalance_set_policy": t.cmdRebalanceSetPolicy,
+// command is one query command: its handler (Worker::Query's cmd_* sub)
+// and who may send it (see access.go).
+type command struct {
+	run handler
+	cat category
+}
+
+// commandTable maps command names to t's handlers and their categories,
+// built once by New from method values. It is the one place a command's
+// category is decided; the package doc and the README's Security table
+// name them (TestCommandTable_Documented).
+func (t *Tracker) commandTable() map[string]command {
+	return map[string]command{
+		// What MogileFS::Client sends for an application: files.
+		"create_open":  {t.cmdCreateOpen, clientCmd},
+		"create_close": {t.cmdCreateClose, clientCmd},
+		"get_paths":    {t.cmdGetPaths, clientCmd},
+		"delete":       {t.cmdDelete, clientCmd},
+		"rename":       {t.cmdRename, clientCmd},
+		"updateclass":  {t.cmdUpdateClassOfKey, clientCmd},
+		"file_info":    {t.cmdFileInfo, clientCmd},
+		"file_debug":   {t.cmdFileDebug, clientCmd},
+		"list_keys":    {t.cmdListKeys, clientCmd},
+		// Reads file rows by fid range, as list_keys does by key.
+		"list_fids": {t.cmdListFids, clientCmd},
+
+		// Read-only views: mogadm's listings and checks, which operators
+		// and monitoring also run from hosts outside admin_networks. They
+		// change nothing (fsck_status folds the fsck log into its
+		// summary counters, as the original's does; rebalance_test reloads
+		// the namespace, as any request naming an unknown domain does) but
+		// show hosts' addresses, so client_networks still bounds them.
+		"get_domains":      {t.cmdGetDomains, clientCmd},
+		"get_hosts":        {t.cmdGetHosts, clientCmd},
+		"get_devices":      {t.cmdGetDevices, clientCmd},
+		"server_setting":   {t.cmdServerSetting, clientCmd},
+		"server_settings":  {t.cmdServerSettings, clientCmd},
+		"fsck_status":      {t.cmdFsckStatus, clientCmd},
+		"fsck_getlog":      {t.cmdFsckGetLog, clientCmd},
+		"rebalance_status": {t.cmdRebalanceStatus, clientCmd},
+		"rebalance_test":   {t.cmdRebalanceTest, clientCmd},
+		// Liveness probes: they do nothing (test crash=1 fails on purpose).
+		"noop": {t.cmdNoop, clientCmd},
+		"test": {t.cmdTest, clientCmd},
+
+		// What mogadm sends to change the cluster's shape or where its
+		// files go: admin_networks only, when it is set.
+		"create_domain":        {t.cmdCreateDomain, adminCmd},
+		"delete_domain":        {t.cmdDeleteDomain, adminCmd},
+		"create_class":         {t.cmdCreateClass, adminCmd},
+		"update_class":         {t.cmdUpdateClass, adminCmd},
+		"delete_class":         {t.cmdDeleteClass, adminCmd},
+		"create_host":          {t.cmdCreateHost, adminCmd},
+		"update_host":          {t.cmdUpdateHost, adminCmd},
+		"delete_host":          {t.cmdDeleteHost, adminCmd},
+		"create_device":        {t.cmdCreateDevice, adminCmd},
+		"set_state":            {t.cmdSetState, adminCmd},
+		"set_weight":           {t.cmdSetWeight, adminCmd},
+		"set_server_setting":   {t.cmdSetServerSetting, adminCmd},
+		"replicate_now":        {t.cmdReplicateNow, adminCmd},
+		"fsck_start":           {t.cmdFsckStart, adminCmd},
+		"fsck_stop":            {t.cmdFsckStop, adminCmd},
+		"fsck_reset":           {t.cmdFsckReset, adminCmd},
+		"fsck_clearlog":        {t.cmdFsckClearLog, adminCmd}, // the log is fsck's evidence
+		"rebalance_start":      {t.cmdRebalanceStart, adminCmd},
+		"rebalance_stop":       {t.cmdRebalanceStop, adminCmd},
+		"rebalance_reset":      {t.cmdRebalanceReset, adminCmd},
+		"rebalance_set_policy": {t.cmdRebalanceSetPolicy, adminCmd},
+		// No client library sends these; operators and the original's test
+		// rig do after changing the namespace. They drop every cache and
+		// wait for a whole monitor round (every storage node asked), which
+		// a peer could otherwise make the tracker do in a loop.
+		"clear_cache":      {t.cmdClearCache, adminCmd},
+		"do_monitor_round": {t.cmdDoMonitorRound, adminCmd},
+		// The original's test rig's: it holds a query slot for as long as
+		// asked and serves no application.
+		"sleep": {t.cmdSleep, adminCmd},
 	}
 }
 

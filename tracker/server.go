@@ -97,7 +97,7 @@ type Tracker struct {
 
 	ns       *cluster.Cache
 	cached   settingCache // settingCachedBool
-	commands map[string]handler
+	commands map[string]command
 	limiter  *limiter
 	watch    *watchers
 	perAddr  perAddr
@@ -504,9 +504,13 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	case err != nil:
 		return errLine("bad_params", err.Error(), callid), false
 	}
-	h, ok := t.commands[req.Cmd]
+	cmd, ok := t.commands[req.Cmd]
 	if !ok {
 		return errLine("unknown_command", "", callid), false
+	}
+	// Refused before it waits for a query slot: a peer shut out holds none.
+	if refused := t.queryRefused(c, req.Cmd, cmd.cat, callid); refused != "" {
+		return refused, false
 	}
 	clientIP := ""
 	if ta, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -549,7 +553,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	t.stats.queries.Add(1)
 	start := time.Now()
 	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt", bulk: bulk}
-	res, herr := t.run(ctx, h, r)
+	res, herr := t.run(ctx, cmd.run, r)
 	t.observeRequest(req.Cmd, time.Since(start), herr)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
