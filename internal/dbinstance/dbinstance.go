@@ -1,8 +1,10 @@
 // Package dbinstance starts private database servers — PostgreSQL (with
 // streaming standbys), MariaDB and PgBouncer — from the binaries installed
 // on the machine, each in its own temporary directory on its own free
-// loopback port, so tests and the torture program can crash, restart,
-// fail over and pool them without touching a shared server.
+// loopback port (below 32768, the start of Linux's ephemeral range, so no
+// outgoing connection takes it between a Kill and the next Start), so
+// tests and the torture program can crash, restart, fail over and pool
+// them without touching a shared server.
 //
 // A server is a child process in its own process group: Kill sends
 // SIGKILL to the whole group (a real crash; the next Start runs crash
@@ -26,6 +28,7 @@ package dbinstance
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -158,14 +161,31 @@ func (a *account) chownAll(dir string) error {
 	})
 }
 
-// freePort returns a loopback TCP port nothing listens on now.
+// Servers get ports in [portMin, portMax): below the kernel's ephemeral
+// range (32768 and up on Linux), from which the local end of every
+// outgoing connection is taken, so that no connection takes a server's
+// port between the check here and the server's bind, or between a Kill
+// and the Start that binds the port again; and above the ports of the
+// servers tests share (3306, 5432) and of gomogile's own daemons.
+const (
+	portMin = 20000
+	portMax = 32768
+)
+
+// freePort returns a loopback TCP port in [portMin, portMax) nothing
+// listens on now, chosen at random so that processes starting servers at
+// the same time rarely pick the same one.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("dbinstance: free port: %w", err)
+	var err error
+	for range 200 {
+		p := portMin + rand.IntN(portMax-portMin)
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			ln.Close()
+			return p, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("dbinstance: no free port in [%d, %d): %w", portMin, portMax, err)
 }
 
 // tempDir makes a new directory for one server under os.TempDir (or
