@@ -1,10 +1,10 @@
 // Package dbinstance starts private database servers — PostgreSQL (with
-// streaming standbys), MariaDB and PgBouncer — from the binaries installed
-// on the machine, each in its own temporary directory on its own free
-// loopback port (below 32768, the start of Linux's ephemeral range, so no
-// outgoing connection takes it between a Kill and the next Start), so
-// tests and the torture program can crash, restart, fail over and pool
-// them without touching a shared server.
+// streaming standbys), MariaDB, MariaDB Galera clusters and PgBouncer —
+// from the binaries installed on the machine, each in its own temporary
+// directory on its own free loopback port (below 32768, the start of
+// Linux's ephemeral range, so no outgoing connection takes it between a
+// Kill and the next Start), so tests and the torture program can crash,
+// restart, fail over and pool them without touching a shared server.
 //
 // A server is a child process in its own process group: Kill sends
 // SIGKILL to the whole group (a real crash; the next Start runs crash
@@ -12,7 +12,11 @@
 // directory. Pass Cleanup to t.Cleanup; nothing is left running.
 //
 // When the process runs as root, PostgreSQL and PgBouncer (which refuse
-// root) run as the "postgres" OS user and MariaDB with --user=root.
+// root) run as the "postgres" OS user, MariaDB with --user=root, and
+// Galera nodes (whose rsync state transfer refuses root) as the "mysql"
+// OS user. A Galera node is a MariaDB instance with a replication port,
+// an IST and an SST port of its own; StartGalera bootstraps the first
+// node and joins the others one at a time.
 // Available says whether a kind can be started here; its error says what
 // to install (scripts/test-servers.sh does it). PostgreSQL is the newest
 // /usr/lib/postgresql/<version>/bin, or $GOMOGILE_PG_BINDIR.
@@ -45,9 +49,9 @@ var ErrUnavailable = errors.New("dbinstance: server unavailable")
 
 const installHint = "run scripts/test-servers.sh"
 
-// Available reports whether servers of kind ("postgres", "mariadb" or
-// "pgbouncer") can be started on this machine: nil, or an error wrapping
-// ErrUnavailable that says what is missing.
+// Available reports whether servers of kind ("postgres", "mariadb",
+// "galera" or "pgbouncer") can be started on this machine: nil, or an
+// error wrapping ErrUnavailable that says what is missing.
 func Available(kind string) error {
 	if errPlatform != nil {
 		return errPlatform
@@ -65,6 +69,20 @@ func Available(kind string) error {
 		}
 		_, err := lookBin("mariadb-install-db", "/usr/bin", "/usr/sbin")
 		return err
+	case "galera":
+		if err := Available("mariadb"); err != nil {
+			return err
+		}
+		if _, err := galeraProvider(); err != nil {
+			return err
+		}
+		for _, b := range []string{"wsrep_sst_rsync", "rsync"} {
+			if _, err := lookBin(b, "/usr/bin"); err != nil {
+				return err
+			}
+		}
+		_, err := serviceAccount("mysql")
+		return err
 	case "pgbouncer":
 		if _, err := lookBin("pgbouncer", "/usr/sbin", "/usr/bin"); err != nil {
 			return err
@@ -72,7 +90,7 @@ func Available(kind string) error {
 		_, err := serviceAccount("postgres")
 		return err
 	}
-	return fmt.Errorf("dbinstance: unknown kind %q (want postgres, mariadb or pgbouncer)", kind)
+	return fmt.Errorf("dbinstance: unknown kind %q (want postgres, mariadb, galera or pgbouncer)", kind)
 }
 
 // lookBin finds an executable on $PATH or in one of dirs.
