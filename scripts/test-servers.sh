@@ -5,7 +5,8 @@
 # installs one that is missing (Debian packages), so a fresh machine works.
 # It is idempotent and quick when everything already runs.
 # It also installs the binaries internal/dbinstance starts private servers
-# from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer);
+# from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer,
+# the Galera library and rsync);
 # those are only installed, never started here; Chromium, for the
 # status page's headless-browser test; and perl, LWP and IO::WrapTie from
 # Debian for the tests that drive the original Perl client. Debian does
@@ -98,6 +99,20 @@ ensure_pgbouncer() {
 	fi
 }
 
+# internal/dbinstance starts private MariaDB Galera clusters (store/mysql's
+# Galera tests) from the installed mariadbd, the Galera library and the
+# rsync state transfer; like the other private servers, never started here.
+ensure_galera() {
+	local lib
+	for lib in /usr/lib/galera/libgalera_smm.so /usr/lib/libgalera_smm.so /usr/lib64/galera-4/libgalera_smm.so; do
+		[ -f "$lib" ] && break
+	done
+	if ! [ -f "$lib" ] || ! command -v rsync >/dev/null; then
+		log "installing Galera and rsync"
+		apt_install galera-4 rsync
+	fi
+}
+
 # The status page's test (tracker/status_browser_test.go) drives Debian's
 # Chromium headless through chromedp; only the binary is needed.
 ensure_chromium() {
@@ -121,6 +136,7 @@ ensure_perl_client() {
 ensure_postgres
 ensure_mariadb
 ensure_pgbouncer
+ensure_galera
 ensure_chromium
 ensure_perl_client
-log "PostgreSQL, MariaDB, PgBouncer, Chromium and the Perl client's dependencies ready"
+log "PostgreSQL, MariaDB, PgBouncer, Galera, Chromium and the Perl client's dependencies ready"

@@ -1,8 +1,10 @@
 // Package dbinstance starts private database servers — PostgreSQL (with
-// streaming standbys), MariaDB and PgBouncer — from the binaries installed
-// on the machine, each in its own temporary directory on its own free
-// loopback port, so tests and the torture program can crash, restart,
-// fail over and pool them without touching a shared server.
+// streaming standbys), MariaDB, MariaDB Galera clusters and PgBouncer —
+// from the binaries installed on the machine, each in its own temporary
+// directory on its own free loopback port (below 32768, the start of
+// Linux's ephemeral range, so no outgoing connection takes it between a
+// Kill and the next Start), so tests and the torture program can crash,
+// restart, fail over and pool them without touching a shared server.
 //
 // A server is a child process in its own process group: Kill sends
 // SIGKILL to the whole group (a real crash; the next Start runs crash
@@ -10,7 +12,11 @@
 // directory. Pass Cleanup to t.Cleanup; nothing is left running.
 //
 // When the process runs as root, PostgreSQL and PgBouncer (which refuse
-// root) run as the "postgres" OS user and MariaDB with --user=root.
+// root) run as the "postgres" OS user, MariaDB with --user=root, and
+// Galera nodes (whose rsync state transfer refuses root) as the "mysql"
+// OS user. A Galera node is a MariaDB instance with a replication port,
+// an IST and an SST port of its own; StartGalera bootstraps the first
+// node and joins the others one at a time.
 // Available says whether a kind can be started here; its error says what
 // to install (scripts/test-servers.sh does it). PostgreSQL is the newest
 // /usr/lib/postgresql/<version>/bin, or $GOMOGILE_PG_BINDIR.
@@ -26,6 +32,7 @@ package dbinstance
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -42,9 +49,9 @@ var ErrUnavailable = errors.New("dbinstance: server unavailable")
 
 const installHint = "run scripts/test-servers.sh"
 
-// Available reports whether servers of kind ("postgres", "mariadb" or
-// "pgbouncer") can be started on this machine: nil, or an error wrapping
-// ErrUnavailable that says what is missing.
+// Available reports whether servers of kind ("postgres", "mariadb",
+// "galera" or "pgbouncer") can be started on this machine: nil, or an
+// error wrapping ErrUnavailable that says what is missing.
 func Available(kind string) error {
 	if errPlatform != nil {
 		return errPlatform
@@ -62,6 +69,20 @@ func Available(kind string) error {
 		}
 		_, err := lookBin("mariadb-install-db", "/usr/bin", "/usr/sbin")
 		return err
+	case "galera":
+		if err := Available("mariadb"); err != nil {
+			return err
+		}
+		if _, err := galeraProvider(); err != nil {
+			return err
+		}
+		for _, b := range []string{"wsrep_sst_rsync", "rsync"} {
+			if _, err := lookBin(b, "/usr/bin"); err != nil {
+				return err
+			}
+		}
+		_, err := serviceAccount("mysql")
+		return err
 	case "pgbouncer":
 		if _, err := lookBin("pgbouncer", "/usr/sbin", "/usr/bin"); err != nil {
 			return err
@@ -69,7 +90,7 @@ func Available(kind string) error {
 		_, err := serviceAccount("postgres")
 		return err
 	}
-	return fmt.Errorf("dbinstance: unknown kind %q (want postgres, mariadb or pgbouncer)", kind)
+	return fmt.Errorf("dbinstance: unknown kind %q (want postgres, mariadb, galera or pgbouncer)", kind)
 }
 
 // lookBin finds an executable on $PATH or in one of dirs.
@@ -158,14 +179,31 @@ func (a *account) chownAll(dir string) error {
 	})
 }
 
-// freePort returns a loopback TCP port nothing listens on now.
+// Servers get ports in [portMin, portMax): below the kernel's ephemeral
+// range (32768 and up on Linux), from which the local end of every
+// outgoing connection is taken, so that no connection takes a server's
+// port between the check here and the server's bind, or between a Kill
+// and the Start that binds the port again; and above the ports of the
+// servers tests share (3306, 5432) and of gomogile's own daemons.
+const (
+	portMin = 20000
+	portMax = 32768
+)
+
+// freePort returns a loopback TCP port in [portMin, portMax) nothing
+// listens on now, chosen at random so that processes starting servers at
+// the same time rarely pick the same one.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("dbinstance: free port: %w", err)
+	var err error
+	for range 200 {
+		p := portMin + rand.IntN(portMax-portMin)
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			ln.Close()
+			return p, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("dbinstance: no free port in [%d, %d): %w", portMin, portMax, err)
 }
 
 // tempDir makes a new directory for one server under os.TempDir (or

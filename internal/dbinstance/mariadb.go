@@ -40,13 +40,17 @@ var myDefaults = map[string]string{
 
 // MariaDB is a private MariaDB server.
 type MariaDB struct {
-	o     MyOptions
-	bin   string
-	dir   string
-	data  string
-	sock  string
-	port  int
-	asUsr string // --user for mariadbd, "" when not root
+	o    MyOptions
+	bin  string
+	dir  string
+	data string
+	sock string
+	port int
+	// acct is the OS user mariadbd runs as from the start (a Galera node:
+	// its state transfer refuses root), nil for this process's user, in
+	// which case asUsr is its --user when that is root.
+	acct  *account
+	asUsr string
 
 	mu   sync.Mutex
 	proc *proc
@@ -57,43 +61,9 @@ type MariaDB struct {
 // own socket, lets root in over TCP with an empty password and creates
 // database "test". Call Cleanup when done.
 func StartMariaDB(ctx context.Context, o MyOptions) (*MariaDB, error) {
-	if err := Available("mariadb"); err != nil {
-		return nil, err
-	}
-	bin, _ := lookBin("mariadbd", "/usr/sbin", "/usr/libexec")
-	install, _ := lookBin("mariadb-install-db", "/usr/bin", "/usr/sbin")
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := tempDir(o.Dir, "gomogile-my-*", nil)
-	if err != nil {
-		return nil, err
-	}
-	m := &MariaDB{o: o, bin: bin, dir: dir, data: filepath.Join(dir, "data"), sock: filepath.Join(dir, "mysqld.sock"), port: port}
-	if os.Geteuid() == 0 {
-		m.asUsr = "root"
-	}
 	t0 := time.Now()
-	tmpl, err := templateData("mariadb "+install+" "+o.Dir, o.Dir, nil, func(_ context.Context, dir string) (string, error) {
-		data := filepath.Join(dir, "data")
-		args := []string{"--no-defaults", "--datadir=" + data, "--auth-root-authentication-method=normal",
-			"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=" + myDefaults["innodb-log-file-size"],
-			// Temporary tables in a directory of the instance's own, not the
-			// shared /tmp, where another server's or a cleanup's files meet
-			// them (seen: "Could not remove temporary table '/tmp/#sql-…'"
-			// aborting a bootstrap while other servers ran).
-			"--tmpdir=" + dir}
-		if m.asUsr != "" {
-			args = append(args, "--user="+m.asUsr)
-		}
-		return data, run(nil, filepath.Join(dir, "install.log"), install, args...)
-	})
-	if err == nil {
-		err = copyTree(tmpl, m.data, nil)
-	}
+	m, err := newMariaDB(o, nil)
 	if err != nil {
-		m.Cleanup()
 		return nil, err
 	}
 	if err := m.Start(ctx); err != nil {
@@ -105,6 +75,51 @@ func StartMariaDB(ctx context.Context, o MyOptions) (*MariaDB, error) {
 		return nil, err
 	}
 	m.logf("mariadb on %s (%s) ready in %v", m.Addr(), m.dir, time.Since(t0).Round(time.Millisecond))
+	return m, nil
+}
+
+// newMariaDB makes an instance, not yet started: a free port, and a
+// temporary directory holding a copy of the template data directory, both
+// owned by acct (nil: this process's user).
+func newMariaDB(o MyOptions, acct *account) (*MariaDB, error) {
+	if err := Available("mariadb"); err != nil {
+		return nil, err
+	}
+	bin, _ := lookBin("mariadbd", "/usr/sbin", "/usr/libexec")
+	install, _ := lookBin("mariadb-install-db", "/usr/bin", "/usr/sbin")
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := tempDir(o.Dir, "gomogile-my-*", acct)
+	if err != nil {
+		return nil, err
+	}
+	m := &MariaDB{o: o, bin: bin, dir: dir, data: filepath.Join(dir, "data"), sock: filepath.Join(dir, "mysqld.sock"), port: port, acct: acct}
+	if acct == nil && os.Geteuid() == 0 {
+		m.asUsr = "root"
+	}
+	tmpl, err := templateData("mariadb "+install+" "+o.Dir, o.Dir, nil, func(_ context.Context, dir string) (string, error) {
+		data := filepath.Join(dir, "data")
+		args := []string{"--no-defaults", "--datadir=" + data, "--auth-root-authentication-method=normal",
+			"--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=" + myDefaults["innodb-log-file-size"],
+			// Temporary tables in a directory of the instance's own, not the
+			// shared /tmp, where another server's or a cleanup's files meet
+			// them (seen: "Could not remove temporary table '/tmp/#sql-…'"
+			// aborting a bootstrap while other servers ran).
+			"--tmpdir=" + dir}
+		if os.Geteuid() == 0 {
+			args = append(args, "--user=root")
+		}
+		return data, run(nil, filepath.Join(dir, "install.log"), install, args...)
+	})
+	if err == nil {
+		err = copyTree(tmpl, m.data, acct)
+	}
+	if err != nil {
+		m.Cleanup()
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -164,7 +179,11 @@ func (m *MariaDB) DriverDSN(db string) string {
 // Start starts mariadbd (again) on its port and data directory and
 // returns once it accepts connections. After Kill this runs InnoDB crash
 // recovery.
-func (m *MariaDB) Start(ctx context.Context) error {
+func (m *MariaDB) Start(ctx context.Context) error { return m.start(ctx) }
+
+// start is Start with extra mariadbd arguments for this start only (a
+// Galera node's --wsrep-new-cluster).
+func (m *MariaDB) start(ctx context.Context, extra ...string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.proc != nil && m.proc.running() {
@@ -195,7 +214,8 @@ func (m *MariaDB) Start(ctx context.Context) error {
 			args = append(args, "--"+k+"="+set[k])
 		}
 	}
-	pr, err := startProc(nil, m.logPath(), m.bin, args...)
+	args = append(args, extra...)
+	pr, err := startProc(m.acct, m.logPath(), m.bin, args...)
 	if err != nil {
 		return err
 	}

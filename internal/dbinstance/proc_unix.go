@@ -42,6 +42,12 @@ func startProc(a *account, logPath, name string, args ...string) (*proc, error) 
 		return nil, fmt.Errorf("dbinstance: %w", err)
 	}
 	defer f.Close()
+	if a != nil {
+		// The server may open its log by name too (mariadbd's --log-error).
+		if err := f.Chown(a.uid, a.gid); err != nil {
+			return nil, fmt.Errorf("dbinstance: %w", err)
+		}
+	}
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	setAccount(cmd, a, true)

@@ -214,6 +214,33 @@
 // freed it (the handoff wait above), since the server cannot tell a dead
 // holder from a cut-off one (TestLock_SilentHolderFreed).
 //
+// # Galera clusters
+//
+// GET_LOCK is a node's own on a MariaDB Galera cluster (and Percona XtraDB
+// Cluster): a lock taken through one node does not exclude a session on
+// another, and gomogile_lock_holder, a MEMORY table, is not replicated, so
+// fencing is node-local too. Two trackers on two nodes would both be
+// granted "mgfs:fid:1", and the earlier holder's fenced writes would still
+// be accepted after the later grant (TestGalera/DoubleGrantWithoutTheCheck,
+// on a private three-node cluster). So Open asks the server (wsrep_on,
+// wsrep_provider, the wsrep_cluster_size status) and, on a node of a
+// cluster of more than one node, fails with ErrNodeLocalLocks, whose text
+// names the fix: a lock service outside the database, set with lock_dsn
+// (which a following release adds; until then, run the metadata database
+// on a single server). The check is the lock backend's, made when it
+// starts, so a backend that builds on NewConfig and replaces cfg.Locks
+// with an outside service is not refused.
+//
+// A Galera cluster of one node is a single server as far as locks go: Open
+// accepts it and logs a warning. Such a Store then asks every second
+// whether another node joined, and so does each new lock session it opens
+// (which also catches a server restarted into a cluster). Once it sees
+// more than one node, its locks fail safe for good: each held lock's
+// watcher fires Lost and ends its session, Release reports
+// store.ErrLockLost, and every Lock fails with ErrNodeLocalLocks
+// (TestGalera/NodeJoiningLaterFailsLocksSafe). A tracker started on the
+// new node is refused by Open.
+//
 // # Capabilities
 //
 //	LockMechanism  "session": the server frees locks when the session ends.

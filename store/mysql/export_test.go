@@ -189,3 +189,31 @@ func FenceCheck(s store.Store, name string) (sqlstore.FenceCheck, error) {
 	}
 	return b.FenceCheck(name), nil
 }
+
+// OpenIgnoringCluster opens a Store as Driver.Open does, with every Galera
+// check of its lock backend off, to show what the checks prevent.
+func OpenIgnoringCluster(ctx context.Context, dsn string) (store.Store, error) {
+	return openEdited(ctx, dsn, func(b *lockBackend) { b.ignoreCluster = true })
+}
+
+// OpenWithoutClusterWatch opens a Store whose lock backend never starts
+// its periodic Galera check, so that only its new sessions see the
+// cluster grow.
+func OpenWithoutClusterWatch(ctx context.Context, dsn string) (store.Store, error) {
+	return openEdited(ctx, dsn, func(b *lockBackend) { b.clusterWatch.Do(func() {}) })
+}
+
+// openEdited is Driver.Open with edit applied to the lock backend before
+// the Store starts.
+func openEdited(ctx context.Context, dsn string, edit func(*lockBackend)) (store.Store, error) {
+	d, err := store.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := NewConfig(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	edit(cfg.Locks.(*lockBackend))
+	return newStore(ctx, cfg)
+}

@@ -267,6 +267,11 @@ type lockBackend struct {
 	// pingTimeout is the watchers' (the constant, but for tests that must
 	// not wait 1s for a stalled ping).
 	pingTimeout time.Duration
+	// ignoreCluster skips every Galera check (galera.go), for the test
+	// that shows what the checks prevent.
+	ignoreCluster bool
+	clusterWatch  sync.Once     // starts watchCluster
+	refusedCh     chan struct{} // closed when refused is set
 
 	closing context.Context // done once Close starts: ends waiting Acquires
 	stop    context.CancelFunc
@@ -277,6 +282,9 @@ type lockBackend struct {
 	closed bool
 	held   map[*lock]struct{}
 	free   []*session
+	// refused is set (refuseLocks) once the server is seen in a Galera
+	// cluster of more than one node: every Lock fails with it.
+	refused error
 }
 
 var _ sqlstore.LockBackend = (*lockBackend)(nil)
@@ -301,6 +309,7 @@ func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *
 		closing:     ctx,
 		stop:        cancel,
 		held:        make(map[*lock]struct{}),
+		refusedCh:   make(chan struct{}),
 	}
 }
 
@@ -323,6 +332,10 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 	if b.closed {
 		b.mu.Unlock()
 		return nil, store.ErrClosed
+	}
+	if b.refused != nil {
+		b.mu.Unlock()
+		return nil, b.refused
 	}
 	b.calls.Add(1)
 	b.mu.Unlock()
@@ -441,6 +454,9 @@ func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Dur
 func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	if b.closing.Err() != nil {
 		return store.ErrClosed
+	}
+	if errors.Is(err, ErrNodeLocalLocks) {
+		return err
 	}
 	if cerr := context.Cause(ctx); cerr != nil {
 		return cerr
@@ -594,6 +610,9 @@ func (b *lockBackend) releaseUnclaimed(s *session, key string) {
 // gets its token column, and a sentinel from before epochs a first epoch:
 // its tokens were in gomogile_fence, all far below the first floor.
 func (b *lockBackend) Start(ctx context.Context) error {
+	if err := b.checkCluster(ctx); err != nil {
+		return err
+	}
 	for _, ddl := range []string{
 		"CREATE TABLE IF NOT EXISTS " + fenceEpochTable + " (\n\tid INT NOT NULL PRIMARY KEY,\n\tepoch BIGINT NOT NULL\n) ENGINE=InnoDB",
 		"CREATE TABLE IF NOT EXISTS " + fenceStripeTable + " (\n\tid INT NOT NULL PRIMARY KEY\n) ENGINE=InnoDB",
@@ -747,11 +766,26 @@ func (b *lockBackend) newSession(ctx context.Context) (*session, error) {
 		s.close(true)
 		return nil, err
 	}
-	var name string
+	// The Galera cluster's size comes along at no cost: a server that
+	// restarted into a cluster since Start is caught here.
 	var up int64
-	if err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&name, &up); err != nil {
+	size := 0
+	err = showGlobal(ctx, conn, "STATUS", []string{"Uptime", "wsrep_cluster_size"}, func(name, v string) {
+		if name == "uptime" {
+			up, _ = strconv.ParseInt(v, 10, 64)
+		} else {
+			size, _ = strconv.Atoi(v)
+		}
+	})
+	if err == nil && !b.ignoreCluster && size > 1 {
+		err = b.refuseLocks(size)
+	}
+	if err != nil {
 		s.close(true)
 		return nil, err
+	}
+	if size == 1 && !b.ignoreCluster {
+		b.startClusterWatch()
 	}
 	s.boot = time.Now().Add(-time.Duration(up) * time.Second)
 	if b.dialer != nil {
@@ -845,10 +879,16 @@ func (b *lockBackend) hold(name, key string, s *session, fence int64) (*lock, er
 		done:  make(chan struct{}),
 	}
 	b.mu.Lock()
-	if b.closed {
+	if b.closed || b.refused != nil {
+		err := store.ErrClosed
+		if !b.closed {
+			// The cluster grew while this grant was made: a lock granted
+			// on one node may be held on another too.
+			err = b.refused
+		}
 		b.mu.Unlock()
 		b.discard(s, key)
-		return nil, store.ErrClosed
+		return nil, err
 	}
 	b.held[l] = struct{}{}
 	b.wg.Add(1)
@@ -1033,6 +1073,11 @@ func (l *lock) watch() {
 		}
 		select {
 		case <-l.stop:
+			return
+		case <-l.b.refusedCh:
+			// The server's cluster grew: whatever the session still
+			// holds, another node's session may hold too.
+			l.lose()
 			return
 		default:
 		}

@@ -34,6 +34,11 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newStore(ctx, cfg)
+}
+
+// newStore is sqlstore.New, closing what cfg holds when it fails.
+func newStore(ctx context.Context, cfg sqlstore.Config) (store.Store, error) {
 	s, err := sqlstore.New(ctx, cfg)
 	if err != nil {
 		cfg.Locks.Close()
