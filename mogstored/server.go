@@ -127,6 +127,7 @@ func (s *Server) Open(ctx context.Context) (err error) {
 		// Perlbal's persist_client_idle_timeout; frees MaxConns slots held
 		// by idle keep-alive clients.
 		IdleTimeout: 30 * time.Second,
+		ConnState:   s.armBodyRead,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext: func(net.Listener) context.Context { return s.ctx },
 	}
