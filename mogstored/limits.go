@@ -71,7 +71,9 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 // the whole body, and every read of a body ends within BodyTimeout: of the
 // request's arrival, or of put's last read. net/http still reads what the
 // client sends meanwhile, so a client still sending sees the answer rather
-// than a reset, but no longer.
+// than a reset, but no longer. (A body declared larger than 256 KiB it
+// does not read at all: it sends the answer and a FIN and closes soon
+// after.)
 
 // guardBody arms that for the request ServeHTTP is about to handle.
 func (s *Server) guardBody(w http.ResponseWriter, r *http.Request) {

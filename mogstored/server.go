@@ -310,6 +310,17 @@ func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
+// CloseWrite lets net/http send its answer and a FIN, and wait a little,
+// before it closes a connection whose request body it gave up reading, so
+// the client reads the answer before a reset; it looks for the method on
+// the connection, which wrapping would otherwise hide.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
