@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -130,7 +131,10 @@ func (p *perAddr) acquire(c net.Conn) (netip.Addr, bool) {
 		p.mu.Unlock()
 		p.log.Warn("http connection refused: maxconnsperip reached", "remote", c.RemoteAddr().String(), "maxconnsperip", p.max)
 		c.SetWriteDeadline(time.Now().Add(time.Second))
-		io.WriteString(c, "HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\ntoo many connections from your address\n")
+		// Content-Length, so that a client sees the whole answer even when
+		// closing with its request unread resets the connection.
+		const msg = "too many connections from your address\n"
+		io.WriteString(c, "HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(msg))+"\r\n\r\n"+msg)
 		c.Close()
 		return netip.Addr{}, false
 	}

@@ -195,6 +195,39 @@ func TestRefusal_TrickledBodyClosed(t *testing.T) {
 	}
 }
 
+// Beyond maxconnsperip the node answers 503 before reading anything and
+// closes at once, whatever the client sent and still sends. Closing with
+// the request unread resets the connection, so the answer carries its
+// length: the client knows it has all of it before the reset.
+func TestRefusal_PerAddressLimitClosed(t *testing.T) {
+	s := startRefusalServer(t, func(c *Config) {
+		c.MaxConns = 2
+		c.MaxConnsPerIP = 1
+	})
+	// Two kept connections take both slots, so the refused one waits for
+	// Accept with its request already sent.
+	held := make([]net.Conn, 2)
+	for i, local := range []string{outsider, insider} {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		c, err := d.Dial("tcp", s.HTTPAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET /dev1/usage HTTP/1.1\r\nHost: x\r\n\r\n")
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("kept connection %d: %v %v", i, res, err)
+		}
+		io.Copy(io.Discard, res.Body)
+		held[i] = c
+	}
+	tr := startTrickle(t, s.HTTPAddr(), outsider, "PUT /dev1/a.fid HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"+firstBytes)
+	held[1].Close() // frees a slot: the PUT is accepted and refused
+	tr.check(t, http.StatusServiceUnavailable, false)
+}
+
 // As many trickling refused requests as maxconns allows do not keep a
 // normal GET out: their connections end within bodytimeout and free the
 // slots.
