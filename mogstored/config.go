@@ -54,8 +54,10 @@ type Config struct {
 	// MgmtNetworks may use the management port's "shutdown" (mgmtnetworks;
 	// empty = everyone, as the original).
 	MgmtNetworks []netip.Prefix
-	// BodyTimeout is the longest wait for the next byte of a PUT body
-	// (bodytimeout, seconds; default DefaultBodyTimeout).
+	// BodyTimeout is the longest wait for the next byte of a PUT body,
+	// and the longest a request's connection stays open after its arrival
+	// while a body the node will not read keeps coming (bodytimeout,
+	// seconds; default DefaultBodyTimeout).
 	BodyTimeout time.Duration
 	// MinBodyRate is the average rate, in bytes per second, a PUT body must
 	// keep once BodyTimeout has passed since it started (minbodyrate;

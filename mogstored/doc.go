@@ -64,6 +64,15 @@
 //     than MinBodyRate after it, is cut with 408; MaxConnsPerIP bounds one
 //     address's HTTP connections (503 beyond), MgmtMaxConns and
 //     MgmtIdleTimeout the management port. See the README's "Security".
+//   - A request with a body that is answered without reading it (every
+//     refusal: 403, 404, 400, 405, 409, 415, net/http's 417; and a GET,
+//     DELETE or MKCOL sent with a body) gets the answer at once, with
+//     "Connection: close". What the client still sends is read and dropped
+//     (at most 256 KiB, net/http's bound) until BodyTimeout after the
+//     request arrived, or after the last byte an upload that failed midway
+//     read, and then the connection is closed: a client trickling a refused
+//     body holds it no longer than BodyTimeout. Only a body read to its end
+//     keeps the connection for another request.
 //   - Close stops accepting, lets uploads in flight finish for up to
 //     ShutdownTimeout, then cuts them (their temporary files are removed) and
 //     returns. Temporaries orphaned by a crash or kill -9 are swept by a

@@ -27,6 +27,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer measured()
 
 	w.Header().Set("Server", "gomogile-mogstored")
+	s.guardBody(w, r)
 	p, err := parseReqPath(r.URL.EscapedPath())
 	if errors.Is(err, errDocRoot) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Perlbal (dirindexing = 0) answers any directory with 200 and this
@@ -257,7 +258,8 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		sum = md5.New()
 		dst = io.MultiWriter(dst, sum)
 	}
-	var body io.Reader = s.pacedBody(w, r)
+	paced := s.pacedBody(w, r)
+	var body io.Reader = paced
 	if ranged {
 		// A chunked ranged body must not grow past its range.
 		body = io.LimitReader(body, rng.size()+1)
@@ -272,7 +274,6 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		if errors.Is(err, errSlowBody) {
 			s.log.Warn("upload cut: body stopped or too slow", "uri", truncate(r.RequestURI), "remote", r.RemoteAddr, "received", n,
 				"bodytimeout", s.cfg.BodyTimeout, "minbodyrate", s.cfg.MinBodyRate)
-			w.Header().Set("Connection", "close")
 			httpError(w, http.StatusRequestTimeout, "upload body stopped or too slow")
 			return
 		}
@@ -280,6 +281,10 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, root *os.Root, p re
 		s.log.Info("upload aborted", "uri", r.RequestURI, "received", n, "content_length", r.ContentLength, "err", err)
 		httpError(w, http.StatusBadRequest, "incomplete upload")
 		return
+	}
+	if paced.eof {
+		// Nothing of this request is left on the connection (guardBody).
+		w.Header().Del("Connection")
 	}
 	if r.ContentLength >= 0 && n != r.ContentLength {
 		httpError(w, http.StatusBadRequest, "body length does not match Content-Length")

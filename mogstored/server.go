@@ -127,6 +127,7 @@ func (s *Server) Open(ctx context.Context) (err error) {
 		// Perlbal's persist_client_idle_timeout; frees MaxConns slots held
 		// by idle keep-alive clients.
 		IdleTimeout: 30 * time.Second,
+		ConnState:   s.armBodyRead,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext: func(net.Listener) context.Context { return s.ctx },
 	}
@@ -307,6 +308,17 @@ func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
 		return rf.ReadFrom(r)
 	}
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite lets net/http send its answer and a FIN, and wait a little,
+// before it closes a connection whose request body it gave up reading, so
+// the client reads the answer before a reset; it looks for the method on
+// the connection, which wrapping would otherwise hide.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 func (c *limitConn) Close() error {

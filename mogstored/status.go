@@ -89,6 +89,11 @@ func (c usageCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *nodeMetrics) measure(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request, func()) {
 	mw := &meteredWriter{ResponseWriter: w}
 	if r.Body != nil && r.Body != http.NoBody {
+		// On a copy of the request: net/http decides how to end a body
+		// the handler left unread (give up at once on a large one and
+		// half-close, or not reuse after a 100-continue never sent) by
+		// the type of the Body in the Request it passed us.
+		r = r.WithContext(r.Context())
 		r.Body = &meteredBody{ReadCloser: r.Body, n: &mw.in}
 	}
 	return mw, r, func() {
