@@ -20,7 +20,7 @@ import (
 
 // refusalBodyTimeout is the tests' bodytimeout: short so that a refused
 // connection closes soon, long beside the time a local answer takes.
-const refusalBodyTimeout = 2 * time.Second
+const refusalBodyTimeout = 4 * time.Second
 
 // slack is the generous margin the tests allow beyond refusalBodyTimeout
 // for the close to be seen on a loaded machine.
