@@ -78,6 +78,12 @@ var (
 	// unreachable, or dropped the session) before a write's COMMIT: the call
 	// did not apply and may be retried.
 	ErrUnavailable = errors.New("store: database unavailable") // connection-level failure; the call did not apply
+	// ErrNoSpace reports a write the database refused for lack of space: a
+	// full disk, a full table or tablespace, or a configured size cap
+	// (SQLite's SQLITE_FULL, MySQL's 1114 and 1021, PostgreSQL's 53100).
+	// The write did not apply; the same write may succeed once space is
+	// freed, with no reconnect or restart.
+	ErrNoSpace = errors.New("store: database out of space")
 )
 
 // SchemaVersion is the MogileFS schema version this contract implements.

@@ -115,6 +115,18 @@ type Config struct {
 	// MaxConnsPerIP bounds open client connections from one remote address
 	// (max_conns_per_ip; 0 = no bound).
 	MaxConnsPerIP int
+	// MaxOpenUploadsPerIP bounds the uploads one remote address may have
+	// open on this tracker, create_open without its create_close
+	// (max_open_uploads_per_ip; 0 = no bound). See uploads.go.
+	MaxOpenUploadsPerIP int
+	// MaxOpenUploads bounds the open uploads of all this tracker's
+	// clients together (max_open_uploads; 0 = no bound).
+	MaxOpenUploads int
+	// TempFileTTL is how long an upload may stay open before the reaper
+	// removes its tempfile and queues its blobs for deletion (tempfile_ttl,
+	// seconds; 3600, the original's). An abandoned upload's slot comes back
+	// then.
+	TempFileTTL time.Duration
 	// LogLevel is debug, info, warn or error (log_level); "" = info, or
 	// debug with -d.
 	LogLevel string
@@ -128,6 +140,16 @@ type Config struct {
 	// 127.0.0.1:7080). "" = none, the default.
 	StatusListen string
 }
+
+// The default upload limits are far above what ordinary clients hold open:
+// a MogileFS::Client process has one open upload per file it is writing,
+// so even a host (or a NAT gateway) running hundreds of parallel uploads,
+// each as long as its file takes, stays under 1,000; 10,000 open uploads
+// are about 2 MB of tempfile rows per tracker.
+const (
+	DefaultMaxOpenUploadsPerIP = 1000
+	DefaultMaxOpenUploads      = 10000
+)
 
 // DefaultConfig returns the defaults of MogileFS::Config::load_config (and
 // ours for gomogile's own keys).
@@ -153,6 +175,9 @@ func DefaultConfig() Config {
 		NamespaceCacheTTL:   3 * time.Second,
 		SleepMax:            0,
 		RequestTimeout:      30 * time.Second,
+		MaxOpenUploadsPerIP: DefaultMaxOpenUploadsPerIP,
+		MaxOpenUploads:      DefaultMaxOpenUploads,
+		TempFileTTL:         time.Hour,
 	}
 }
 
@@ -220,7 +245,8 @@ func (c Config) Validate() error {
 		key string
 		v   int
 	}{{"delete_jobs", c.DeleteJobs}, {"replicate_jobs", c.ReplicateJobs}, {"fsck_jobs", c.FsckJobs},
-		{"reaper_jobs", c.ReaperJobs}, {"max_conns", c.MaxConns}} {
+		{"reaper_jobs", c.ReaperJobs}, {"max_conns", c.MaxConns},
+		{"max_open_uploads_per_ip", c.MaxOpenUploadsPerIP}, {"max_open_uploads", c.MaxOpenUploads}} {
 		if n.v < 0 {
 			bad(n.key, "must not be negative, have %d", n.v)
 		}
@@ -245,7 +271,7 @@ func (c Config) Validate() error {
 		v   time.Duration
 	}{{"node_timeout", c.NodeTimeout}, {"conn_timeout", c.ConnTimeout}, {"write_timeout", c.WriteTimeout},
 		{"shutdown_timeout", c.ShutdownTimeout}, {"namespace_cache_ttl", c.NamespaceCacheTTL},
-		{"request_timeout", c.RequestTimeout}} {
+		{"request_timeout", c.RequestTimeout}, {"tempfile_ttl", c.TempFileTTL}} {
 		if d.v <= 0 {
 			bad(d.key, "must be positive")
 		}
@@ -513,14 +539,17 @@ var configKeys = map[string]keySetter{
 	"sleep_max":           secondsKey(func(c *Config) *time.Duration { return &c.SleepMax }),
 
 	// Protections against hostile clients.
-	"admin_networks":   networksKey(func(c *Config) *[]netip.Prefix { return &c.AdminNetworks }),
-	"client_networks":  networksKey(func(c *Config) *[]netip.Prefix { return &c.ClientNetworks }),
-	"line_timeout":     secondsKey(func(c *Config) *time.Duration { return &c.LineTimeout }),
-	"max_conns_per_ip": intKey(func(c *Config) *int { return &c.MaxConnsPerIP }),
-	"log_level":        oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),
-	"log_format":       oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json"),
-	"log_file":         stringKey(func(c *Config) *string { return &c.LogFile }),
-	"status_listen":    stringKey(func(c *Config) *string { return &c.StatusListen }),
+	"admin_networks":          networksKey(func(c *Config) *[]netip.Prefix { return &c.AdminNetworks }),
+	"client_networks":         networksKey(func(c *Config) *[]netip.Prefix { return &c.ClientNetworks }),
+	"line_timeout":            secondsKey(func(c *Config) *time.Duration { return &c.LineTimeout }),
+	"max_conns_per_ip":        intKey(func(c *Config) *int { return &c.MaxConnsPerIP }),
+	"max_open_uploads_per_ip": intKey(func(c *Config) *int { return &c.MaxOpenUploadsPerIP }),
+	"max_open_uploads":        intKey(func(c *Config) *int { return &c.MaxOpenUploads }),
+	"tempfile_ttl":            secondsKey(func(c *Config) *time.Duration { return &c.TempFileTTL }),
+	"log_level":               oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),
+	"log_format":              oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json"),
+	"log_file":                stringKey(func(c *Config) *string { return &c.LogFile }),
+	"status_listen":           stringKey(func(c *Config) *string { return &c.StatusListen }),
 }
 
 // ConfigKeys lists the accepted keys, sorted.

@@ -163,8 +163,10 @@
 // gomogile's own keys: idle_timeout, write_timeout, shutdown_timeout,
 // max_conns, sleep_max, request_timeout, namespace_cache_ttl, and
 // log_level, log_format and log_file (see [Config] and [NewLogger]),
-// admin_networks and client_networks (see Access), and line_timeout and
-// max_conns_per_ip (see Hostile clients below). cache_ttl is refused with a pointer to namespace_cache_ttl:
+// admin_networks and client_networks (see Access), and line_timeout,
+// max_conns_per_ip, max_open_uploads_per_ip, max_open_uploads and
+// tempfile_ttl (see Hostile clients below). cache_ttl is refused with a
+// pointer to namespace_cache_ttl:
 // the original has no such key, and its memcache_ttl (a server setting,
 // often an hour) must not become an hour-long namespace cache.
 //
@@ -174,7 +176,36 @@
 // admin_networks and client_networks limit who may send what (see
 // Access); line_timeout bounds a partial request line while idle
 // connections stay open (idle_timeout 0, as the original); max_conns_per_ip
-// and max_conns bound connections. A client may name a fid up to
+// and max_conns bound connections.
+//
+// Open uploads (create_open whose create_close has not come) are bounded
+// per client address, max_open_uploads_per_ip (1,000), and for all
+// clients together, max_open_uploads (10,000); 0 is no bound. Past either,
+// create_open gets "ERR too_many_uploads <text naming the key>" and writes
+// nothing. MogileFS::Client's new_file then returns undef with that errcode,
+// as for any ERR, and does not retry by itself. The limits are per tracker,
+// in memory: the tempfile table records no client address, and counting its
+// rows on every create_open would cost each upload a query on a table every
+// tracker writes; N trackers on one database hold at most N ×
+// max_open_uploads open uploads' rows. A slot comes back when its upload
+// ends: a create_close on this tracker that commits or discards it, a
+// failed create_open, or, for an abandoned upload, once tempfile_ttl (3,600
+// s, the original's) has passed and the reaper has removed its tempfile; a
+// create_close that decides nothing frees no slot, so no client frees
+// another's. A tracker restarted forgets its slots (its previous run's
+// abandoned uploads go with the reaper). gomogile_uploads_open and
+// gomogile_uploads_refused_total{reason} count them (status_listen).
+//
+// A metadata database out of space (disk, table or tablespace full:
+// store.ErrNoSpace) refuses create_open and create_close with "ERR db_full
+// Metadata database out of space: uploads are refused until space is
+// freed" and an error in the log (at most once a second); nothing is
+// written, and once space is freed the next upload succeeds, with no
+// restart. The original answered such a create_open "ERR db Database
+// error"; clients treat both codes alike. A create_close refused so keeps
+// its tempfile, and the client may send it again.
+//
+// A client may name a fid up to
 // store.MaxNamedFid; numeric arguments that overflow are refused; the
 // "!watch" stream is a shared ring that a slow watcher skips through (it is
 // told how many lines it lost); log values are cut to 256 bytes; store

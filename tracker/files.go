@@ -38,6 +38,23 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 		classid, ns = c.ID, fresh
 	}
 
+	// The slot first, so that a create_open past a limit costs no write
+	// (uploads.go); one that fails before its tempfile exists gives it back.
+	slot, err := t.uploads.take(ctx, clientAddr(r))
+	if err != nil {
+		if held, ok := t.uploads.limitLog.allow(); ok {
+			t.log.Warn("create_open refused: too many open uploads", "remote", r.clientIP,
+				"open", t.uploads.open(), "err", err, "refused_unlogged", held)
+		}
+		return nil, err
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			t.uploads.cancel(slot)
+		}
+	}()
+
 	// As the original's wait_for_monitor: right after start the monitor
 	// may not have looked at any device yet; wait for it briefly rather
 	// than answer no_devices.
@@ -95,19 +112,25 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 	for i, d := range dests {
 		devids[i] = d.ID
 	}
-	fid, err := t.st.CreateTempFile(ctx, store.TempFile{Fid: expFid, DomainID: dom.ID, Key: key, ClassID: classid, DevIDs: devids})
-	if err != nil {
-		if errors.Is(err, store.ErrDuplicate) {
-			return nil, perr("fid_in_use")
-		}
-		t.log.Error("register tempfile", "err", err)
-		return nil, perr("db")
-	}
-
+	// Read before the tempfile exists, so that nothing fails after it.
 	skip, err := t.settingCachedBool(ctx, "skip_mkcol")
 	if err != nil {
 		return nil, err
 	}
+	fid, err := t.st.CreateTempFile(ctx, store.TempFile{Fid: expFid, DomainID: dom.ID, Key: key, ClassID: classid, DevIDs: devids})
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrDuplicate):
+			return nil, perr("fid_in_use")
+		case errors.Is(err, store.ErrNoSpace):
+			return nil, t.noSpace("create_open", err)
+		}
+		t.log.Error("register tempfile", "err", err)
+		return nil, perr("db")
+	}
+	t.uploads.opened(slot, fid)
+	opened = true
+
 	if !skip {
 		done := make(chan struct{}, len(dests))
 		for _, d := range dests {
@@ -159,6 +182,14 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	}
 	fid := perlNum(r.Args.Get("fid"))
 	devid := int(perlNum(r.Args.Get("devid")))
+	// ended: the tempfile row is known gone, so the upload's slot, if this
+	// tracker holds it, comes back (uploads.go). Nothing else frees it.
+	ended := false
+	defer func() {
+		if ended {
+			t.uploads.ended(fid)
+		}
+	}()
 	var (
 		sumType store.HashType
 		sum     []byte
@@ -174,6 +205,7 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	}
 	tf, err := t.st.TempFile(ctx, fid)
 	if errors.Is(err, store.ErrNotFound) {
+		ended = true
 		return t.noTempFile(ctx, r, fid, dom.ID, key) // commit_retry.go
 	}
 	if err != nil {
@@ -188,6 +220,8 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 		}
 		if err := t.st.DeleteTempFile(bctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
 			t.log.Error("back out upload: drop tempfile", "fid", fid, "err", err)
+		} else {
+			ended = true
 		}
 		if err := t.st.Enqueue(bctx, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
 			t.log.Error("back out upload: queue delete", "fid", fid, "err", err)
@@ -261,12 +295,31 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 		c.Checksum = &store.Checksum{Fid: fid, HashType: sumType, Sum: sum}
 	}
 	if _, err := t.commitFile(ctx, c); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			ended = true
 			return t.noTempFile(ctx, r, fid, dom.ID, key)
+		case errors.Is(err, store.ErrNoSpace):
+			// The tempfile stays: a create_close retried once there is
+			// space commits it.
+			return nil, t.noSpace("create_close", err)
 		}
 		return nil, err
 	}
+	ended = true
 	return nil, nil
+}
+
+// noSpace answers a write the metadata database refused for lack of space
+// with ERR db_full, and logs it (at most once a second: a flood of uploads
+// must not fill the log as well). Nothing was written; once space is
+// freed, the same request succeeds, with no restart.
+func (t *Tracker) noSpace(cmd string, err error) error {
+	t.uploads.refusedNoSpace.Add(1)
+	if held, ok := t.uploads.fullLog.allow(); ok {
+		t.log.Error("metadata database out of space: uploads refused until space is freed", "cmd", cmd, "err", err, "refused_unlogged", held)
+	}
+	return perr("db_full", "Metadata database out of space: uploads are refused until space is freed")
 }
 
 func joinInts(a []int) string {

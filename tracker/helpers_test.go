@@ -256,7 +256,12 @@ func fixKeyCount(s string, n int) string {
 // one storage node on 127.0.0.2 with device 1, domain d and class c
 // (mindevcount 1).
 func oneNodeCluster(t *testing.T, st store.Store) (*testTracker, *lineConn, *node) {
-	tt := startTracker(t, testConfig(), st, nil)
+	return oneNodeClusterCfg(t, testConfig(), st, nil)
+}
+
+// oneNodeClusterCfg is oneNodeCluster with the tracker's cfg and opts.
+func oneNodeClusterCfg(t *testing.T, cfg tracker.Config, st store.Store, opts *tracker.Options) (*testTracker, *lineConn, *node) {
+	tt := startTracker(t, cfg, st, opts)
 	c := tt.dial()
 	n := startNode(t, "127.0.0.2", 1)
 	c.want("create_domain domain=d", "OK domain=d")

@@ -40,6 +40,7 @@ func JobsOptions(cfg Config) jobs.Options {
 	o.ReplUseGetPort = cfg.ReplUseGetPort
 	o.RebalanceIgnoreMissing = cfg.RebalanceIgnoreMissing
 	o.NamespaceTTL = cfg.NamespaceCacheTTL
+	o.TempFileTTL = cfg.TempFileTTL
 	o.StreamPort = cfg.MogstoredStreamPort
 	o.Testing, o.FakeIOUtil = testingEnv(os.Environ())
 	return o

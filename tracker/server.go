@@ -101,6 +101,7 @@ type Tracker struct {
 	limiter  *limiter
 	watch    *watchers
 	perAddr  perAddr
+	uploads  *uploadSlots // create_open without create_close (uploads.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -162,6 +163,7 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		t.ns = jm.Namespace()
 	}
 	t.commands = t.commandTable()
+	t.uploads = newUploadSlots(cfg, t.tempfileGone)
 	watched := slog.New(newLogHandler(parent.Handler(), w))
 	t.log = watched.With("component", "tracker")
 	if ls, ok := opts.Jobs.(loggerSetter); ok {

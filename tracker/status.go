@@ -77,6 +77,7 @@ func (t *Tracker) initStatus(reg *prometheus.Registry) error {
 		}, func() float64 { return 1 }),
 		stateCollector{t},
 	}
+	cs = append(cs, t.uploads.collectors()...)
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, r := range cs[:i] {

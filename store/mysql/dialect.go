@@ -32,6 +32,8 @@ const (
 	crServerLost       = 2013
 	erNoSuchTable      = 1146
 	erDupFieldName     = 1060 // ALTER TABLE ADD COLUMN of a column already there
+	erRecordFileFull   = 1114 // "The table is full": InnoDB's tablespace cannot grow (disk full, a size cap)
+	erDiskFull         = 1021 // "Disk full; waiting for someone to free some space"
 )
 
 // Dialect is MySQL's and MariaDB's SQL for the shared layer, exported so
@@ -218,6 +220,8 @@ func (Dialect) Classify(err error) sqlstore.ErrorKind {
 			return sqlstore.ErrKindRetry
 		case erServerShutdown, erConnectionKilled, erClientInactivity, crServerGone, crServerLost:
 			return sqlstore.ErrKindConnLost
+		case erRecordFileFull, erDiskFull:
+			return sqlstore.ErrKindNoSpace
 		}
 		return sqlstore.ErrOther
 	}

@@ -98,11 +98,27 @@ func TestDialect_Classify(t *testing.T) {
 	var one int
 	lost := c3.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 
+	// A full table (1114), as InnoDB reports a tablespace that cannot
+	// grow: here a MEMORY table at its session's max_heap_table_size.
+	c4 := conn(t, db)
+	for _, q := range []string{"SET SESSION max_heap_table_size = 16384",
+		"CREATE TEMPORARY TABLE full_table (x CHAR(200)) ENGINE=MEMORY",
+		"INSERT INTO full_table VALUES (REPEAT('x', 200))"} {
+		if _, err := c4.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var full error
+	for i := 0; i < 20 && full == nil; i++ {
+		_, full = c4.ExecContext(ctx, "INSERT INTO full_table SELECT x FROM full_table")
+	}
+
 	for _, tt := range []struct {
 		what string
 		err  error
 		want sqlstore.ErrorKind
 	}{
+		{"table full", full, sqlstore.ErrKindNoSpace},
 		{"duplicate key", dup, sqlstore.ErrKindDuplicate},
 		{"lock wait timeout", wait, sqlstore.ErrKindRetry},
 		{"deadlock", deadlock, sqlstore.ErrKindRetry},

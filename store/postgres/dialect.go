@@ -251,6 +251,8 @@ func (Dialect) Classify(err error) sqlstore.ErrorKind {
 			"57P02", // crash_shutdown
 			"57P03": // cannot_connect_now: starting up or shutting down
 			return sqlstore.ErrKindConnLost
+		case "53100": // disk_full: a table or the WAL cannot grow
+			return sqlstore.ErrKindNoSpace
 		}
 		if strings.HasPrefix(pgErr.Code, "08") { // connection_exception class
 			return sqlstore.ErrKindConnLost

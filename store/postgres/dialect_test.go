@@ -219,6 +219,9 @@ func TestDialect_Classify(t *testing.T) {
 		{"LockNotAvailable", &pgconn.PgError{Code: "55P03"}, sqlstore.ErrKindRetry},
 		{"AdminShutdown", &pgconn.PgError{Code: "57P01", Severity: "FATAL"}, sqlstore.ErrKindConnLost},
 		{"ConnectionFailure", &pgconn.PgError{Code: "08006"}, sqlstore.ErrKindConnLost},
+		// No server disk can be filled here without root; the code is
+		// what a table or the WAL that cannot grow reports.
+		{"DiskFull", &pgconn.PgError{Code: "53100", Message: `could not extend file "base/16384/16385": No space left on device`}, sqlstore.ErrKindNoSpace},
 		// PgBouncer wraps every server login failure in 08P01.
 		{"PoolerLoginFailing", &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server login has been failing, try again later (server_login_retry)"}, sqlstore.ErrKindConnLost},
 		{"PoolerCannotConnect", &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "pgbouncer cannot connect to server"}, sqlstore.ErrKindConnLost},

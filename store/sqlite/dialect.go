@@ -54,6 +54,8 @@ func (dialect) Classify(err error) sqlstore.ErrorKind {
 	switch e.Code() & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return sqlstore.ErrKindRetry
+	case sqlite3.SQLITE_FULL: // disk full (ENOSPC, a short write) or max_page_count reached
+		return sqlstore.ErrKindNoSpace
 	}
 	return sqlstore.ErrOther
 }

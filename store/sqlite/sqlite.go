@@ -26,6 +26,15 @@
 //     commits per second). extra also syncs the directory; off never syncs
 //     and can corrupt the database on power failure (tests only).
 //
+//   - max_page_count (default none): a cap on the database's size in
+//     pages (4096 bytes each unless the database was made with another
+//     page_size), SQLite's PRAGMA max_page_count on every connection. A write that would grow the database past it fails with
+//     store.ErrNoSpace, as on a full disk, and changes nothing; writes
+//     succeed again once deletions have freed pages (the file does not
+//     shrink: SQLite reuses its free pages). It bounds the metadata on a
+//     disk shared with other data, and it is how the tests make the
+//     database full for real.
+//
 //   - op_timeout, every backend's default deadline of a Store call (default
 //     store.DefaultOpTimeout, 10s; 0 = none).
 //
@@ -127,6 +136,7 @@ func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Store, error) {
 func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	busy := defaultBusyTimeout
 	sync := "NORMAL"
+	maxPages := 0
 	for k, v := range dsn.Params {
 		switch k {
 		case "synchronous":
@@ -141,8 +151,14 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 				return nil, fmt.Errorf("%w: busy_timeout %q is not a number of milliseconds", store.ErrBadDSN, v[len(v)-1])
 			}
 			busy = n
+		case "max_page_count":
+			n, err := strconv.Atoi(v[len(v)-1])
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("%w: max_page_count %q is not a positive number of pages", store.ErrBadDSN, v[len(v)-1])
+			}
+			maxPages = n
 		default:
-			return nil, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, synchronous)", store.ErrBadDSN, k)
+			return nil, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, max_page_count, synchronous)", store.ErrBadDSN, k)
 		}
 	}
 	path, err := canonicalPath(dsn.Database)
@@ -161,6 +177,9 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	q.Add("_pragma", "busy_timeout("+strconv.Itoa(busy)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")
+	if maxPages > 0 {
+		q.Add("_pragma", "max_page_count("+strconv.Itoa(maxPages)+")")
+	}
 	q.Set("_txlock", "immediate")
 	// Through sqlaccess, so that the load generator can count statements.
 	db, err := sqlaccess.OpenDB("sqlite", path+"?"+q.Encode())

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlite"
+	"github.com/gomogile/gomogile/store/storemetrics"
 )
 
 const childEnv = "GOMOGILE_SQLITE_TEST_CHILD_DB"
@@ -95,6 +98,7 @@ func TestOpen_BadDSN(t *testing.T) {
 		"sqlite::memory:",
 		"sqlite://" + filepath.Join(dir, "a.db") + "?cache=shared",
 		"sqlite://" + filepath.Join(dir, "a.db") + "?busy_timeout=soon",
+		"sqlite://" + filepath.Join(dir, "a.db") + "?max_page_count=0",
 		"DBI:SQLite:dbname=" + filepath.Join(dir, "a.db") + ";foo=bar",
 		"sqlite:",
 	} {
@@ -764,4 +768,93 @@ func TestStore_CloseEndsLockWait(t *testing.T) {
 	if _, err := a.Lock(ctx, "busy", 0); !errors.Is(err, store.ErrLockTimeout) {
 		t.Errorf("holder lost its lock when a waiter's Store closed: Lock = %v; want ErrLockTimeout", err)
 	}
+}
+
+// A database at its size cap (max_page_count: SQLite's own SQLITE_FULL,
+// the code a full disk gives) refuses writes with store.ErrNoSpace and
+// changes nothing; once deletions free pages, the same Store writes again.
+func TestStore_NoSpace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := store.Open(t.Context(), "sqlite://"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dmid := mkDomain(t, s)
+	s.Close()
+	// Closing the last connection checkpoints the log into the file, so
+	// its size is the database's.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := fi.Size() / 4096
+	raw, err := store.Open(t.Context(), fmt.Sprintf("sqlite://%s?max_page_count=%d", path, pages+4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	if s, err = storemetrics.Wrap(raw, reg); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	var fids []int64
+	var full error
+	for i := range 100000 {
+		fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: fmt.Sprintf("key-%06d", i), DevIDs: []int{1, 2, 3}})
+		if err != nil {
+			full = err
+			break
+		}
+		fids = append(fids, fid)
+	}
+	if !errors.Is(full, store.ErrNoSpace) {
+		t.Fatalf("after %d tempfiles: %v; want ErrNoSpace", len(fids), full)
+	}
+	if len(fids) == 0 {
+		t.Fatal("no tempfile fitted under the cap")
+	}
+	if !strings.Contains(full.Error(), "full") {
+		t.Errorf("error %q does not say the database is full", full)
+	}
+	if n := noSpaceErrors(t, reg); n != 1 {
+		t.Errorf("gomogile_store_errors_total{op=CreateTempFile,error=no_space} = %v; want 1", n)
+	}
+	// The refused write left nothing behind (ExpiredTempFiles with age 0
+	// lists the rows of earlier seconds of the database clock).
+	time.Sleep(1100 * time.Millisecond)
+	if rows, err := s.ExpiredTempFiles(ctx, 0, len(fids)+10); err != nil || len(rows) != len(fids) {
+		t.Errorf("tempfiles after the refusal: %d, %v; want the %d accepted", len(rows), err, len(fids))
+	}
+	for _, fid := range fids[:len(fids)/2] {
+		if err := s.DeleteTempFile(ctx, fid); err != nil {
+			t.Fatalf("DeleteTempFile(%d) on a full database: %v", fid, err)
+		}
+	}
+	if _, err := s.CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: "after", DevIDs: []int{1}}); err != nil {
+		t.Errorf("CreateTempFile after freeing space: %v; want it to succeed", err)
+	}
+}
+
+func noSpaceErrors(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "gomogile_store_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["op"] == "CreateTempFile" && labels["error"] == "no_space" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

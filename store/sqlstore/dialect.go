@@ -218,6 +218,10 @@ const (
 	// ErrKindConnLost: the connection broke. During COMMIT this makes the
 	// outcome unknown (store.ErrUnknownOutcome).
 	ErrKindConnLost
+	// ErrKindNoSpace: the database has no room for the write (disk, table
+	// or tablespace full, or a size cap): store.ErrNoSpace, not retried,
+	// since only freeing space helps.
+	ErrKindNoSpace
 )
 
 // LockBackend is what a backend supplies for named locks. The shared layer

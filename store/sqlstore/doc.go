@@ -37,8 +37,10 @@
 //     the transaction is never run again; before COMMIT the transaction is
 //     retried like ErrKindRetry, and when the retries run out (or outside a
 //     transaction) the caller gets store.ErrUnavailable wrapping the cause.
-//     A failure because Close ran meanwhile is store.ErrClosed. No error is
-//     classified by its text.
+//     A failure because Close ran meanwhile is store.ErrClosed.
+//     ErrKindNoSpace is never retried (only freeing space helps) and is
+//     store.ErrNoSpace, at COMMIT too: the database refused the write. No
+//     error is classified by its text.
 //   - Every exported method bounds its context with Config.OpTimeout, and
 //     every write checks the fences of its context (store.WithFence) first
 //     in its transaction; see fence.go for the token table.

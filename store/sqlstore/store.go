@@ -387,7 +387,7 @@ var sentinels = []error{
 	store.ErrNotFound, store.ErrDuplicate, store.ErrHasFiles, store.ErrHasClasses,
 	store.ErrHasDevices, store.ErrInvalid, store.ErrLockTimeout, store.ErrLockNotHeld,
 	store.ErrLockLost, store.ErrClosed, store.ErrSchemaMismatch, store.ErrUnknownOutcome,
-	store.ErrFenced, store.ErrUnavailable,
+	store.ErrFenced, store.ErrUnavailable, store.ErrNoSpace,
 }
 
 func isSentinel(err error) bool {
@@ -401,7 +401,7 @@ func isSentinel(err error) bool {
 
 // wrap prefixes err once with the operation and attaches the sentinel a
 // driver error means: store.ErrNotFound, store.ErrDuplicate,
-// store.ErrUnavailable for a lost connection (at COMMIT, try has already
+// store.ErrNoSpace for a full database, store.ErrUnavailable for a lost connection (at COMMIT, try has already
 // made it store.ErrUnknownOutcome), store.ErrClosed for anything failing
 // because Close ran meanwhile.
 func (s *Store) wrap(op string, err error) error {
@@ -426,6 +426,8 @@ func (s *Store) wrap(op string, err error) error {
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
 	case ErrKindConnLost:
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
+	case ErrKindNoSpace:
+		return fmt.Errorf("store: %s: %w: %w", op, store.ErrNoSpace, err)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }

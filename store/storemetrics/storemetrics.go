@@ -144,6 +144,7 @@ var sentinels = []struct {
 	{store.ErrLockLost, "lock_lost"}, {store.ErrClosed, "closed"},
 	{store.ErrSchemaMismatch, "schema_mismatch"}, {store.ErrUnknownOutcome, "unknown_outcome"},
 	{store.ErrFenced, "fenced"}, {store.ErrUnavailable, "unavailable"},
+	{store.ErrNoSpace, "no_space"},
 	{context.DeadlineExceeded, "deadline"}, {context.Canceled, "canceled"},
 }
 

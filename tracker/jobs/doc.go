@@ -46,8 +46,10 @@
 //     fails, as HTTPFile::digest does; replication digests the bytes it
 //     moves with the file's known algorithm, else the class's (see Copies
 //     and checksums for what either trusts).
-//   - reaper: turns expired tempfiles into deletions and forgets the copies
-//     on dead devices after queueing their fids for replication.
+//   - reaper: turns expired tempfiles into deletions, every expired one in
+//     a pass however many (see reaper.go for its capacity against the
+//     tracker's upload limits), and forgets the copies on dead devices
+//     after queueing their fids for replication.
 //   - monitor: reads /dev<N>/usage, records usage, test-writes devices, and
 //     keeps the observed states the others place files by. It also keeps a
 //     "watch" connection to each host's management port
@@ -127,6 +129,10 @@
 //     when the watch connection that reported it drops (the original keeps
 //     showing the last figure), a connection silent for 15 s is redone, and
 //     connections to hosts that no longer have readable devices are closed.
+//   - A reaper pass reaps every expired tempfile (for up to half of
+//     PassTimeout, then the next pass follows at once); the original reaped
+//     50 a pass, at most 10 a second, which a flood of abandoned uploads
+//     outgrows (TestReaper_OnePassReapsTheBacklog).
 //   - The reaper queues up to queue_rate_for_reaper (1000) fids of a dead
 //     device per pass, fewer when queue_size_for_reaper bounds the
 //     replicate queue, as the original.

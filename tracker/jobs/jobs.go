@@ -153,6 +153,9 @@ type Manager struct {
 	classes   map[string]*jobClass
 	// sent counts the rows leased from each queue (work_sent_to_<job>).
 	sent map[store.Queue]*atomic.Int64
+	// tempfileBudget is how long one reaper pass reads expired tempfiles
+	// before it yields to the dead devices and starts over (reaper.go).
+	tempfileBudget time.Duration
 }
 
 // jobClass counts one job class and tracks its running workers, as the
@@ -229,6 +232,8 @@ func New(st store.Store, opts Options) *Manager {
 		obs:     newObservations(),
 		host:    host,
 		sent:    map[store.Queue]*atomic.Int64{},
+
+		tempfileBudget: opts.PassTimeout / 2,
 	}
 	for _, q := range []store.Queue{store.QueueReplicate, store.QueueDelete, store.QueueFsck, store.QueueRebalance} {
 		m.sent[q] = new(atomic.Int64)

@@ -14,12 +14,37 @@ const (
 	tempfilesLock    = "mgfs:tempfiles"
 	reaperLock       = "mgfs:reaper"
 	reaperLockWait   = 10 * time.Second
-	tempfileBatch    = 50   // old_tempfiles' LIMIT
+	tempfileBatch    = 50   // rows per read of expired tempfiles (old_tempfiles' LIMIT)
 	reaperInjectRate = 1000 // queue_rate_for_reaper's default
 )
 
+// How fast the reaper must reap abandoned uploads.
+//
+// A tracker lets at most max_open_uploads (10,000 by default) uploads be
+// open at once, and an abandoned upload's slot comes back only once its
+// tempfile row is gone, which the reaper does no sooner than TempFileTTL
+// (tempfile_ttl, 3,600 s) after create_open. So one tracker leaves at most
+// 10,000 / 3,600 s = 2.8 abandoned tempfiles a second, N trackers 2.8·N.
+//
+// The original reaped one read of 50 rows per pass, every 5 s: at most
+// 10 a second, fewer than 4 trackers at these limits leave, so a steady
+// flood would have outgrown it. A pass now reads batch after batch of
+// tempfileBatch until no expired row is left or it has used half of
+// PassTimeout (30 s), and a pass cut short by that budget is followed by
+// the next at once, not after ReaperInterval. The reaper's capacity is
+// then the database's speed for one row: File, DeleteTempFile, the devcount
+// lock with AddFileOn per offered device (1 to 3), and Enqueue, under ten
+// statements, a few milliseconds, so hundreds of rows a second: the limits
+// of a hundred trackers at the defaults, or one tracker's with tempfile_ttl
+// down to tens of seconds (10,000 / 30 s = 333/s).
+//
+// Should the database be slower than what the limits allow, rows still do
+// not pile up: slots come back only once rows are gone, so create_open is
+// refused meanwhile. The limits bound the rows; the reaper's speed decides
+// how soon an abandoned upload's slot returns.
+
 // reaperLoop cleans up abandoned uploads and the file_on rows of dead
-// devices every ReaperInterval.
+// devices every ReaperInterval, at once again while expired uploads remain.
 func (m *Manager) reaperLoop(ctx context.Context) {
 	jc := m.classes[JobReaper]
 	log := m.log.With("job", JobReaper)
@@ -27,7 +52,7 @@ func (m *Manager) reaperLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, m.opts.PassTimeout)
-		err := m.reapTempFiles(pctx)
+		more, err := m.reapTempFiles(pctx, m.tempfileBudget)
 		if err == nil {
 			err = m.reapDeadDevices(pctx, log)
 		}
@@ -40,6 +65,12 @@ func (m *Manager) reaperLoop(ctx context.Context) {
 			log.Error("pass", "err", err)
 		}
 		jc.processed.Add(1)
+		if more && err == nil {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -54,45 +85,62 @@ func (m *Manager) reaperLoop(ctx context.Context) {
 // blobs may exist on the offered devices, so those devices are recorded in
 // file_on and the fid is queued for deletion; the delete worker then
 // removes whatever was uploaded (404 counting as done). One tracker at a
-// time does it (mgfs:tempfiles).
-func (m *Manager) reapTempFiles(ctx context.Context) error {
+// time does it (mgfs:tempfiles). It reads batches until none is left or
+// budget has passed; more reports expired rows left over.
+func (m *Manager) reapTempFiles(ctx context.Context, budget time.Duration) (more bool, err error) {
 	l, err := m.st.Lock(ctx, tempfilesLock, 0)
 	if errors.Is(err, store.ErrLockTimeout) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("jobs: lock %s: %w", tempfilesLock, err)
+		return false, fmt.Errorf("jobs: lock %s: %w", tempfilesLock, err)
 	}
 	defer m.release(l)
 	ctx = store.WithFence(ctx, l)
-	tfs, err := m.st.ExpiredTempFiles(ctx, m.opts.TempFileTTL, tempfileBatch)
-	if err != nil {
-		return fmt.Errorf("jobs: expired tempfiles: %w", err)
-	}
-	for _, tf := range tfs {
-		_, ferr := m.st.File(ctx, tf.Fid)
-		if ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
-			return fmt.Errorf("jobs: read fid %d: %w", tf.Fid, ferr)
+	start := time.Now()
+	for {
+		tfs, err := m.st.ExpiredTempFiles(ctx, m.opts.TempFileTTL, tempfileBatch)
+		if err != nil {
+			return false, fmt.Errorf("jobs: expired tempfiles: %w", err)
 		}
-		// Delete the row first: from then on create_close cannot commit
-		// this fid, so we never queue a live file's blobs for deletion.
-		if err := m.st.DeleteTempFile(ctx, tf.Fid); errors.Is(err, store.ErrNotFound) {
-			continue // committed or reaped meanwhile
-		} else if err != nil {
-			return fmt.Errorf("jobs: delete tempfile %d: %w", tf.Fid, err)
-		}
-		if ferr == nil {
-			// A file row exists (a leftover of a race): keep its blobs.
-			continue
-		}
-		for _, devid := range tf.DevIDs {
-			if err := m.noteOnDevice(ctx, tf.Fid, devid); err != nil {
-				return err
+		for _, tf := range tfs {
+			if err := m.reapTempFile(ctx, tf); err != nil {
+				return false, err
 			}
 		}
-		if err := m.st.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: tf.Fid}); err != nil {
-			return fmt.Errorf("jobs: queue tempfile %d for deletion: %w", tf.Fid, err)
+		if len(tfs) < tempfileBatch {
+			return false, nil
 		}
+		if time.Since(start) >= budget {
+			return true, nil
+		}
+	}
+}
+
+// reapTempFile turns one expired tempfile into a deletion.
+func (m *Manager) reapTempFile(ctx context.Context, tf store.TempFile) error {
+	_, ferr := m.st.File(ctx, tf.Fid)
+	if ferr != nil && !errors.Is(ferr, store.ErrNotFound) {
+		return fmt.Errorf("jobs: read fid %d: %w", tf.Fid, ferr)
+	}
+	// Delete the row first: from then on create_close cannot commit
+	// this fid, so we never queue a live file's blobs for deletion.
+	if err := m.st.DeleteTempFile(ctx, tf.Fid); errors.Is(err, store.ErrNotFound) {
+		return nil // committed or reaped meanwhile
+	} else if err != nil {
+		return fmt.Errorf("jobs: delete tempfile %d: %w", tf.Fid, err)
+	}
+	if ferr == nil {
+		// A file row exists (a leftover of a race): keep its blobs.
+		return nil
+	}
+	for _, devid := range tf.DevIDs {
+		if err := m.noteOnDevice(ctx, tf.Fid, devid); err != nil {
+			return err
+		}
+	}
+	if err := m.st.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: tf.Fid}); err != nil {
+		return fmt.Errorf("jobs: queue tempfile %d for deletion: %w", tf.Fid, err)
 	}
 	return nil
 }

@@ -3,10 +3,12 @@ package jobs_test
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
 func TestReaper_ExpiredTempFiles(t *testing.T) {
@@ -149,6 +151,85 @@ func TestReaper_NoReaper(t *testing.T) {
 	for _, s := range m.Stats() {
 		if s.Name == "reaper" && (s.Wanted != 0 || s.Running != 0) {
 			t.Errorf("reaper stats %+v; want none wanted or running", s)
+		}
+	}
+}
+
+// One pass reaps every expired tempfile, not one read of 50 (the
+// original's old_tempfiles LIMIT, which capped the reaper at 10 rows every
+// 5 s whatever the backlog): a flood's leftovers go in the first pass.
+func TestReaper_OnePassReapsTheBacklog(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	cls := c.class("c", 1, store.HashNone)
+	ctx := t.Context()
+	const n = 700
+	for i := range n {
+		if _, err := c.st.CreateTempFile(ctx, store.TempFile{DomainID: c.dmid, Key: "flood" + strconv.Itoa(i), ClassID: cls, DevIDs: []int{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Age them past the TTL; the database clock counts whole seconds.
+	time.Sleep(2100 * time.Millisecond)
+	o := fastOptions(t)
+	o.TempFileTTL = time.Second
+	o.ReaperInterval = time.Hour // the first pass only
+	o.DeleteWorkers = 0          // keep the queued deletions to count them
+	started := time.Now()
+	m := start(t, c.st, o)
+	waitFor(t, time.Minute, "the reaper's first pass", func() bool {
+		for _, s := range m.Stats() {
+			if s.Name == jobs.JobReaper && s.Processed > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("first pass done %v after start", time.Since(started))
+	left, err := c.st.ExpiredTempFiles(ctx, 0, n+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d of %d expired tempfiles left after the first pass; want 0", len(left), n)
+	}
+	if q := queueLen(t, c.st, store.QueueDelete); q != n {
+		t.Errorf("delete queue = %d; want the %d reaped fids", q, n)
+	}
+}
+
+// A pass that has used its time budget with expired tempfiles left yields
+// (to the dead devices) and the next pass starts at once, not a
+// ReaperInterval later: with a budget of 0, each pass reads one batch,
+// and three batches go within one interval of an hour.
+func TestReaper_BacklogPassesFollowAtOnce(t *testing.T) {
+	c := newCluster(t)
+	c.addNode(1)
+	cls := c.class("c", 1, store.HashNone)
+	ctx := t.Context()
+	const n = 120 // two full batches of 50 and 20
+	for i := range n {
+		if _, err := c.st.CreateTempFile(ctx, store.TempFile{DomainID: c.dmid, Key: "flood" + strconv.Itoa(i), ClassID: cls, DevIDs: []int{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2100 * time.Millisecond)
+	o := fastOptions(t)
+	o.TempFileTTL = time.Second
+	o.ReaperInterval = time.Hour
+	m := jobs.New(c.st, o)
+	jobs.SetTempfileBudget(m, 0)
+	if err := m.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	waitFor(t, time.Minute, "every expired tempfile reaped", func() bool {
+		left, err := c.st.ExpiredTempFiles(ctx, 0, n+1)
+		return err == nil && len(left) == 0
+	})
+	for _, s := range m.Stats() {
+		if s.Name == jobs.JobReaper && s.Processed < 3 {
+			t.Errorf("reaper passes = %d; want at least 3, one per batch", s.Processed)
 		}
 	}
 }
