@@ -34,8 +34,9 @@
 // A write that never reached the server is ErrUnavailable, never
 // ErrUnknownOutcome, whatever it is (a transaction, or one statement that
 // would have committed by itself): the connection could not be made
-// (refused, unreachable, a server starting up), or the driver found its
-// connection dead before writing to it. Backends tell this by the error's type (a failed dial,
+// (refused, unreachable, dropped in the handshake, a server starting up or
+// shutting down), or the driver found its connection dead before writing
+// to it. Backends tell this by the error's type (a failed dial,
 // driver.ErrBadConn, their driver's connect error), never by its text.
 //
 // Every method taking a context may block on the database; the context bounds
