@@ -429,6 +429,12 @@ type Capabilities struct {
 	CrossProcess bool
 	// DeadOwnerBound is the longest a dead holder's lock stays taken.
 	DeadOwnerBound time.Duration
+	// Embedded reports that the database runs inside the Store's process
+	// (SQLite): there is no server whose port could close under a running
+	// Store, and the DSN names no host. A backend with a database server
+	// leaves it false, and the conformance suite then closes that server's
+	// port under an open Store and expects ErrUnavailable from every write.
+	Embedded bool
 }
 
 // Domain is a row of domain.
