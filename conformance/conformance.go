@@ -101,6 +101,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedState", testSharedState},
 		{"Reopen", testReopen},
 		{"SchemaNewerRefused", testSchemaNewerRefused},
+		{"ServerUnreachable", testServerUnreachable},
 
 		// Namespace.
 		{"DomainCreate", testDomainCreate},

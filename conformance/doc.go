@@ -15,8 +15,16 @@
 // during the case outlives its Stores, whatever package started it.
 //
 // No case may be skipped and no core case depends on the backend's
-// Capabilities; the suite only logs them and uses DeadOwnerBound as the
-// deadline of the dead-owner cases. A differential case replays a seeded
+// Capabilities; the suite logs them, uses DeadOwnerBound as the deadline of
+// the dead-owner cases, and reads Embedded in one case, ServerUnreachable:
+// for a backend with a server it puts a loopback TCP relay of its own at
+// the one host:port of the Harness's DSN (through store.ParseDSN and
+// store.OpenDSN), closes the relay's port under an open Store, then drops
+// every connection it accepts, and expects every write of the contract to
+// fail with store.ErrUnavailable, never store.ErrUnknownOutcome, and the
+// Store to work again after, with nothing applied twice. An embedded
+// backend has no port to close; the case checks that its DSN names no
+// server. A differential case replays a seeded
 // random sequence of operations on the backend and on an in-memory model of
 // the contract and compares every result; its seed is logged and can be
 // fixed with the environment variable named by [SeedEnv].
@@ -25,7 +33,7 @@
 // without -v, saying which backend and server version really ran and how
 // many cases passed:
 //
-//	conformance: backend=sqlite server=3.46.0 passed=111 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s} test=TestConformance
+//	conformance: backend=sqlite server=3.46.0 passed=113 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s Embedded:true} test=TestConformance
 //
 // # Using the suite
 //

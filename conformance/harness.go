@@ -20,7 +20,9 @@ type Harness interface {
 	// DSN is opened with store.Open by the suite, once per simulated
 	// tracker: every Open must return an independent Store on the same
 	// database (its own connections and, where the backend has them, its own
-	// lock owner identity).
+	// lock owner identity). Unless the backend is Capabilities.Embedded, it
+	// names one TCP host and its port, at which the suite may put a relay
+	// (ServerUnreachable), and the Store connects there only.
 	DSN() string
 	// Reset empties every table and releases every lock row, keeping the
 	// schema, so each test starts from a fresh database. The suite calls it

@@ -31,6 +31,14 @@
 // again. Each write's doc says whether it is idempotent under retry, that is
 // whether a caller may simply call it again after ErrUnknownOutcome.
 //
+// A write that never reached the server is ErrUnavailable, never
+// ErrUnknownOutcome, whatever it is (a transaction, or one statement that
+// would have committed by itself): the connection could not be made
+// (refused, unreachable, dropped in the handshake, a server starting up or
+// shutting down), or the driver found its connection dead before writing
+// to it. Backends tell this by the error's type (a failed dial,
+// driver.ErrBadConn, their driver's connect error), never by its text.
+//
 // Every method taking a context may block on the database; the context bounds
 // that wait, and so does a default deadline: the DSN parameter op_timeout
 // (default [DefaultOpTimeout], 10s; op_timeout=0 for none) gives every call
@@ -75,8 +83,9 @@ var (
 	// been granted again: the write changed nothing.
 	ErrFenced = errors.New("store: fenced: a newer grant of the lock exists")
 	// ErrUnavailable reports a connection-level failure (the server is down,
-	// unreachable, or dropped the session) before a write's COMMIT: the call
-	// did not apply and may be retried.
+	// unreachable, or dropped the session) before a write's COMMIT, or
+	// before any of it reached the server: the call did not apply and may be
+	// retried.
 	ErrUnavailable = errors.New("store: database unavailable") // connection-level failure; the call did not apply
 	// ErrNoSpace reports a write the database refused for lack of space: a
 	// full disk, a full table or tablespace, or a configured size cap
@@ -426,6 +435,12 @@ type Capabilities struct {
 	CrossProcess bool
 	// DeadOwnerBound is the longest a dead holder's lock stays taken.
 	DeadOwnerBound time.Duration
+	// Embedded reports that the database runs inside the Store's process
+	// (SQLite): there is no server whose port could close under a running
+	// Store, and the DSN names no host. A backend with a database server
+	// leaves it false, and the conformance suite then closes that server's
+	// port under an open Store and expects ErrUnavailable from every write.
+	Embedded bool
 }
 
 // Domain is a row of domain.

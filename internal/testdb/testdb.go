@@ -6,6 +6,7 @@
 package testdb
 
 import (
+	"net"
 	"os"
 	"testing"
 
@@ -34,4 +35,18 @@ func Unavailable(t testing.TB, backend, why string) {
 		t.Fatal(msg + " (CI=true: every backend must run)")
 	}
 	t.Skip(msg)
+}
+
+// ClosedAddr is a loopback host:port on which nothing listens (a port
+// just freed), so that connecting to it is refused, as to a server that is
+// down.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -206,10 +206,16 @@ func (Dialect) Schema() []string { return schema }
 
 func (Dialect) VersionQuery() string { return "SELECT VERSION()" }
 
-// Classify sorts driver errors for the shared layer.
+// Classify sorts driver errors for the shared layer. A connection that
+// was never made, or that go-sql-driver found dead before writing to it
+// (driver.ErrBadConn), carried no statement: ErrKindUnsent; one lost
+// after, ErrKindConnLost.
 func (Dialect) Classify(err error) sqlstore.ErrorKind {
 	if err == nil {
 		return sqlstore.ErrOther
+	}
+	if sqlstore.NotSent(err) {
+		return sqlstore.ErrKindUnsent
 	}
 	var me *gomysql.MySQLError
 	if errors.As(err, &me) {

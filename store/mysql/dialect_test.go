@@ -3,7 +3,9 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/internal/sqlaccess"
+	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -113,6 +116,14 @@ func TestDialect_Classify(t *testing.T) {
 		_, full = c4.ExecContext(ctx, "INSERT INTO full_table SELECT x FROM full_table")
 	}
 
+	// A connection never made: nothing listens on the port.
+	down, err := sql.Open("mysql", "root@tcp("+testdb.ClosedAddr(t)+")/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, refused := down.ExecContext(ctx, "SELECT 1")
+	down.Close()
+
 	for _, tt := range []struct {
 		what string
 		err  error
@@ -123,6 +134,8 @@ func TestDialect_Classify(t *testing.T) {
 		{"lock wait timeout", wait, sqlstore.ErrKindRetry},
 		{"deadlock", deadlock, sqlstore.ErrKindRetry},
 		{"killed session", lost, sqlstore.ErrKindConnLost},
+		{"connection refused", refused, sqlstore.ErrKindUnsent},
+		{"bad connection", fmt.Errorf("exec: %w", driver.ErrBadConn), sqlstore.ErrKindUnsent},
 		{"missing table", syntax, sqlstore.ErrOther},
 		{"no rows", sql.ErrNoRows, sqlstore.ErrOther},
 		{"nil", nil, sqlstore.ErrOther},

@@ -249,4 +249,5 @@
 //	               session's 2s wait_timeout (after a ping at most 200ms
 //	               before the death), the 1.5s handoff wait, and margin
 //	               for a loaded host (see Dead owners above).
+//	Embedded       false: a server, whose port may close under a Store.
 package mysql

@@ -183,7 +183,7 @@ type readCommitted struct{ driver.Connector }
 func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, connectFailed(err)
 	}
 	ex, ok := conn.(driver.ExecerContext)
 	if !ok {
@@ -192,9 +192,26 @@ func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, connectFailed(err)
 	}
 	return conn, nil
+}
+
+// connectFailed marks a connection lost while it was being made (the
+// server closed it in the handshake or the session's setup: shutting down,
+// a load balancer with no server behind it) as driver.ErrBadConn: no
+// caller's statement went on it, so database/sql may try a new connection
+// and the shared layer knows the call applied nothing (sqlstore.NotSent).
+// go-sql-driver reports such a loss as it reports one after a statement
+// (ErrInvalidConn), so only here can the two be told apart. A dial that
+// failed (NotSent already), the caller's context ending, and the server's
+// refusal of the login (a bad password, no such database) stay as they are.
+func connectFailed(err error) error {
+	if sqlstore.NotSent(err) || !sessionGone(err) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: mysql: connect: %w", driver.ErrBadConn, err)
 }
 
 // configs are the driver settings of the Store's pool and of its lock pool.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
@@ -228,7 +227,12 @@ func (Dialect) Schema() []string { return append(slices.Clip(schema), sqlstore.D
 func (Dialect) VersionQuery() string { return "SHOW server_version" }
 
 // Classify maps SQLSTATEs and connection failures onto the shared layer's
-// error kinds.
+// error kinds. A failed connect (pgx's *pgconn.ConnectError: refused,
+// unreachable, a server starting up or shutting down, a pooler that cannot
+// reach its server), a connection pgx found closed before writing to it
+// (driver.ErrBadConn, pgconn.SafeToRetry) carried no statement:
+// ErrKindUnsent. A login the server refuses (bad password, no such
+// database) is ErrOther, not worth retrying.
 func (Dialect) Classify(err error) sqlstore.ErrorKind {
 	if err == nil {
 		return sqlstore.ErrOther
@@ -239,7 +243,18 @@ func (Dialect) Classify(err error) sqlstore.ErrorKind {
 		return sqlstore.ErrOther
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	isPg := errors.As(err, &pgErr)
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		if isPg && !connectionClass(pgErr.Code) {
+			return sqlstore.ErrOther // the server refused the login
+		}
+		return sqlstore.ErrKindUnsent
+	}
+	if sqlstore.NotSent(err) || pgconn.SafeToRetry(err) {
+		return sqlstore.ErrKindUnsent
+	}
+	if isPg {
 		switch pgErr.Code {
 		case "23505": // unique_violation
 			return sqlstore.ErrKindDuplicate
@@ -247,32 +262,36 @@ func (Dialect) Classify(err error) sqlstore.ErrorKind {
 			"40P01", // deadlock_detected
 			"55P03": // lock_not_available
 			return sqlstore.ErrKindRetry
-		case "57P01", // admin_shutdown: pg_terminate_backend or a fast shutdown
-			"57P02", // crash_shutdown
-			"57P03": // cannot_connect_now: starting up or shutting down
-			return sqlstore.ErrKindConnLost
 		case "53100": // disk_full: a table or the WAL cannot grow
 			return sqlstore.ErrKindNoSpace
 		}
-		if strings.HasPrefix(pgErr.Code, "08") { // connection_exception class
+		if connectionClass(pgErr.Code) {
 			return sqlstore.ErrKindConnLost
 		}
 		return sqlstore.ErrOther
 	}
-	var connErr *pgconn.ConnectError
 	var netErr net.Error
 	switch {
-	case errors.Is(err, driver.ErrBadConn),
-		errors.Is(err, io.EOF),
+	case errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, net.ErrClosed),
 		errors.Is(err, pgconn.ErrConnClosed),
-		errors.As(err, &connErr),
-		errors.As(err, &netErr),
-		pgconn.SafeToRetry(err):
+		errors.As(err, &netErr):
 		return sqlstore.ErrKindConnLost
 	}
 	return sqlstore.ErrOther
+}
+
+// connectionClass reports SQLSTATEs that end the session rather than the
+// statement: the server or a pooler closing it.
+func connectionClass(code string) bool {
+	switch code {
+	case "57P01", // admin_shutdown: pg_terminate_backend or a fast shutdown
+		"57P02", // crash_shutdown
+		"57P03": // cannot_connect_now: starting up or shutting down
+		return true
+	}
+	return strings.HasPrefix(code, "08") // connection_exception class
 }
 
 // Fencing: an UNLOGGED table in epochs (sqlstore.Fencing.NewEpoch), so a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -204,6 +205,26 @@ func TestDialect_Classify(t *testing.T) {
 	_, killed := conn.ExecContext(ctx, "SELECT 1")
 	conn.Close()
 
+	// Connections never made: nothing listens on the port; the server
+	// refuses the login (a database that does not exist).
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connectErr := func(u url.URL) error {
+		db, err := sql.Open("pgx", u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		_, err = db.ExecContext(ctx, "SELECT 1")
+		return err
+	}
+	nowhere, noSuchDB := *u, *u
+	nowhere.Host = testdb.ClosedAddr(t)
+	noSuchDB.Path = "/gomogile_no_such_database"
+	refused, loginRefused := connectErr(nowhere), connectErr(noSuchDB)
+
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -226,7 +247,9 @@ func TestDialect_Classify(t *testing.T) {
 		{"PoolerLoginFailing", &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server login has been failing, try again later (server_login_retry)"}, sqlstore.ErrKindConnLost},
 		{"PoolerCannotConnect", &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "pgbouncer cannot connect to server"}, sqlstore.ErrKindConnLost},
 		{"CannotConnectNow", &pgconn.PgError{Severity: "FATAL", Code: "57P03", Message: "the database system is starting up"}, sqlstore.ErrKindConnLost},
-		{"BadConn", fmt.Errorf("x: %w", driver.ErrBadConn), sqlstore.ErrKindConnLost},
+		{"Refused", refused, sqlstore.ErrKindUnsent},
+		{"LoginRefused", loginRefused, sqlstore.ErrOther},
+		{"BadConn", fmt.Errorf("x: %w", driver.ErrBadConn), sqlstore.ErrKindUnsent},
 		{"EOF", fmt.Errorf("read: %w", io.EOF), sqlstore.ErrKindConnLost},
 		// What pgx returns for a statement on a connection it has closed,
 		// e.g. its statement cache cleanup after a killed session (seen by

@@ -209,7 +209,8 @@
 // LockMechanism "lease"; CrossProcess true; DeadOwnerBound = lock_lease +
 // lock_reap (15s by default): a crashed owner's lease ends at most lock_lease
 // after its last renewal, and the next reaper pass of any live Store, at
-// most lock_reap later, frees its locks.
+// most lock_reap later, frees its locks. Embedded false: a server (or a
+// pooler in front of one), whose port may close under a Store.
 //
 // # Poolers
 //

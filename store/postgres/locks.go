@@ -229,7 +229,7 @@ func lockErr(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
 	switch (Dialect{}).Classify(err) {
-	case sqlstore.ErrKindConnLost:
+	case sqlstore.ErrKindConnLost, sqlstore.ErrKindUnsent:
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case sqlstore.ErrKindDuplicate:
 		return fmt.Errorf("%w: %w", store.ErrDuplicate, err)

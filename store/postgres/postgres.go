@@ -53,7 +53,7 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	db := openDB(cfg.conn)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		if (Dialect{}).Classify(err) == sqlstore.ErrKindConnLost {
+		if k := (Dialect{}).Classify(err); k == sqlstore.ErrKindConnLost || k == sqlstore.ErrKindUnsent {
 			// Down, unreachable, starting up, or behind a pooler, which
 			// answers every failed server login with SQLSTATE 08P01
 			// (PgBouncer's "server login has been failing"): worth

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	msqlite "modernc.org/sqlite"
 
+	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -36,6 +38,12 @@ type faults struct {
 	// insertLost: autocommit INSERTs into tempfile that apply and then
 	// fail with errDropped, as when the connection breaks before the reply.
 	insertLost atomic.Int32
+	// refused, while set, makes the database unreachable: a connection of
+	// the pool is found dead before any statement is written to it
+	// (driver.ErrBadConn), and a new one fails with dialErr, a real
+	// refused dial.
+	refused atomic.Bool
+	dialErr error
 	// beforeExec, if set, runs before each statement on its connection,
 	// to play a competing tracker's write at a chosen point.
 	beforeExec func(ctx context.Context, c fullConn, q string, args []sqldriver.NamedValue)
@@ -61,6 +69,9 @@ type faultDriver struct {
 
 func (d faultDriver) Open(string) (sqldriver.Conn, error) { return d.Connect(context.Background()) }
 func (d faultDriver) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	if d.f.refused.Load() {
+		return nil, d.f.dialErr
+	}
 	c, err := (&msqlite.Driver{}).Open(d.dsn)
 	if err != nil {
 		return nil, err
@@ -88,6 +99,9 @@ func (c *faultConn) Begin() (sqldriver.Tx, error) {
 	return c.BeginTx(context.Background(), sqldriver.TxOptions{})
 }
 func (c *faultConn) BeginTx(ctx context.Context, o sqldriver.TxOptions) (sqldriver.Tx, error) {
+	if c.f.refused.Load() {
+		return nil, sqldriver.ErrBadConn
+	}
 	tx, err := c.c.BeginTx(ctx, o)
 	if err != nil {
 		return nil, err
@@ -96,6 +110,9 @@ func (c *faultConn) BeginTx(ctx context.Context, o sqldriver.TxOptions) (sqldriv
 	return &faultTx{tx: tx, c: c}, nil
 }
 func (c *faultConn) ExecContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Result, error) {
+	if c.f.refused.Load() {
+		return nil, sqldriver.ErrBadConn
+	}
 	if c.inTx && take(&c.f.busyExec) {
 		return nil, errBusy
 	}
@@ -112,6 +129,9 @@ func (c *faultConn) ExecContext(ctx context.Context, q string, args []sqldriver.
 	return res, err
 }
 func (c *faultConn) QueryContext(ctx context.Context, q string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	if c.f.refused.Load() {
+		return nil, sqldriver.ErrBadConn
+	}
 	if take(&c.f.dropped) {
 		return nil, errDropped
 	}
@@ -333,6 +353,40 @@ func TestStore_ConnLostIsUnavailable(t *testing.T) {
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With the database unreachable (each pooled connection found dead before
+// a statement was written to it, new ones refused), a write fails with
+// store.ErrUnavailable, never store.ErrUnknownOutcome, an autocommit
+// reservation included, though SQLite's Classify knows nothing of
+// networks: the shared layer reads database/sql's and package net's errors
+// itself. Nothing applied.
+func TestStore_RefusedIsUnavailable(t *testing.T) {
+	s, f := openFaulty(t)
+	ctx := t.Context()
+	d, err := s.CreateDomain(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, f.dialErr = net.Dial("tcp", testdb.ClosedAddr(t)); f.dialErr == nil {
+		t.Fatal("dial of a closed port: no error")
+	}
+	f.refused.Store(true)
+	_, tmpErr := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "k"})
+	_, incrErr := s.IncrServerSetting(ctx, "n", 1)
+	for what, err := range map[string]error{"CreateTempFile": tmpErr, "IncrServerSetting": incrErr} {
+		if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, f.dialErr) {
+			t.Errorf("%s with connections refused = %v; want ErrUnavailable wrapping the dial's error, not ErrUnknownOutcome", what, err)
+		}
+	}
+	f.refused.Store(false)
+	// The first fid of an empty database is 1: the refused call took none.
+	if fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "k"}); err != nil || fid != 1 {
+		t.Errorf("CreateTempFile once the database is back = %d, %v; want 1", fid, err)
+	}
+	if v, err := s.ServerSetting(ctx, "n"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("setting after the refused increment = %q, %v; want %v", v, err, store.ErrNotFound)
 	}
 }
 

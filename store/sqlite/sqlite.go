@@ -83,7 +83,9 @@
 //
 // # Capabilities
 //
-// LockMechanism "in-process", CrossProcess false, DeadOwnerBound 0.
+// LockMechanism "in-process", CrossProcess false, DeadOwnerBound 0,
+// Embedded true: the database is a file this process opens, with no server
+// to become unreachable.
 package sqlite
 
 import (
@@ -116,6 +118,7 @@ var capabilities = store.Capabilities{
 	LockMechanism:  "in-process",
 	CrossProcess:   false,
 	DeadOwnerBound: 0,
+	Embedded:       true,
 }
 
 const defaultBusyTimeout = 10000

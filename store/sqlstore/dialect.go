@@ -3,6 +3,9 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"net"
 	"strings"
 	"time"
 
@@ -50,7 +53,10 @@ type Dialect interface {
 	// VersionQuery is a single-row, single-column query for the server
 	// version string.
 	VersionQuery() string
-	// Classify sorts a driver error into the kinds the shared layer acts on.
+	// Classify sorts a driver error into the kinds the shared layer acts on,
+	// by the error's type or code, never its text. It tells a statement
+	// that never reached the server (ErrKindUnsent) from a connection lost
+	// after it may have (ErrKindConnLost).
 	Classify(err error) ErrorKind
 	// Fencing is the SQL of the fencing-token table, the one piece of the
 	// shared layer's own schema that cannot be written portably.
@@ -215,14 +221,38 @@ const (
 	// ErrKindRetry: deadlock, serialization failure or busy database; the
 	// whole transaction is rolled back and run again.
 	ErrKindRetry
-	// ErrKindConnLost: the connection broke. During COMMIT this makes the
-	// outcome unknown (store.ErrUnknownOutcome).
+	// ErrKindConnLost: the connection broke, perhaps after the statement
+	// reached the server. During COMMIT, or for a statement in autocommit,
+	// this makes the outcome unknown (store.ErrUnknownOutcome).
 	ErrKindConnLost
 	// ErrKindNoSpace: the database has no room for the write (disk, table
 	// or tablespace full, or a size cap): store.ErrNoSpace, not retried,
 	// since only freeing space helps.
 	ErrKindNoSpace
+	// ErrKindUnsent: the statement never reached the server: no connection
+	// could be made (refused, unreachable, a server starting up or shutting
+	// down at login), or the driver found its connection unusable before
+	// writing to it. Nothing applied, a COMMIT included: the shared layer
+	// runs the transaction again, and a call that keeps failing so is
+	// store.ErrUnavailable, never store.ErrUnknownOutcome. A dialect
+	// returns it where NotSent holds and for its driver's own
+	// connect-phase errors; the shared layer applies NotSent itself too.
+	ErrKindUnsent
 )
+
+// NotSent reports whether err shows, by the types database/sql and package
+// net give it for every driver, that no statement reached the server: a
+// connection that could not be made (a *net.OpError whose Op is "dial":
+// refused, unreachable, a name that does not resolve, a dial timeout), or
+// driver.ErrBadConn, which database/sql's contract lets a driver return only
+// when the server cannot have performed the operation. Never by text.
+func NotSent(err error) bool {
+	if errors.Is(err, driver.ErrBadConn) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
 
 // LockBackend is what a backend supplies for named locks. The shared layer
 // validates names and timeouts with store.CheckLock, refuses calls after

@@ -33,14 +33,19 @@
 //     and run again from the start, a few times with a small jittered
 //     backoff; statements are never continued after a failure inside a
 //     transaction (PostgreSQL aborts the transaction on any error).
-//   - ErrKindConnLost at COMMIT is reported as store.ErrUnknownOutcome and
-//     the transaction is never run again; before COMMIT the transaction is
-//     retried like ErrKindRetry, and when the retries run out (or outside a
+//   - ErrKindConnLost at COMMIT, or on the autocommit INSERT of an
+//     allocated tempfile, is reported as store.ErrUnknownOutcome and the
+//     write is never run again; before COMMIT the transaction is retried
+//     like ErrKindRetry, and when the retries run out (or outside a
 //     transaction) the caller gets store.ErrUnavailable wrapping the cause.
-//     A failure because Close ran meanwhile is store.ErrClosed.
-//     ErrKindNoSpace is never retried (only freeing space helps) and is
-//     store.ErrNoSpace, at COMMIT too: the database refused the write. No
-//     error is classified by its text.
+//     ErrKindUnsent, a statement that never reached the server, is never an
+//     unknown outcome, at COMMIT or anywhere: it is retried, then
+//     store.ErrUnavailable. The shared layer itself takes every error
+//     NotSent recognises (a failed dial, driver.ErrBadConn) as
+//     ErrKindUnsent, whatever Classify says. A failure because Close ran
+//     meanwhile is store.ErrClosed. ErrKindNoSpace is never retried (only
+//     freeing space helps) and is store.ErrNoSpace, at COMMIT too: the
+//     database refused the write. No error is classified by its text.
 //   - Every exported method bounds its context with Config.OpTimeout, and
 //     every write checks the fences of its context (store.WithFence) first
 //     in its transaction; see fence.go for the token table.
@@ -65,8 +70,12 @@
 //
 //   - Dialect.Schema: idempotent DDL for every schema 17 table. The tables
 //     this package adds ([OwnSchema]) are created by New in portable SQL.
-//   - Dialect.Classify sorting unique violations, retryable conflicts and
-//     lost connections; anything else is returned to the caller wrapped.
+//   - Dialect.Classify sorting unique violations, retryable conflicts,
+//     connections lost after a statement may have reached the server
+//     (ErrKindConnLost) and connections that never carried it
+//     (ErrKindUnsent: NotSent, and the driver's own connect errors, such as
+//     a handshake the server dropped); anything else is returned to the
+//     caller wrapped.
 //   - A connection in autocommit mode whose transactions see rows committed
 //     by others once a lock on them was granted (READ COMMITTED or a
 //     locking read), and whose UPDATE of a row locks it until COMMIT.

@@ -270,16 +270,19 @@ func (s *Store) insertWithNextFid(ctx context.Context, fi fidInsert, args ...any
 // autocommit says the INSERT ran as a statement of its own, so that when
 // the connection or ctx ended under it, it may have applied: the outcome
 // is unknown, as for a COMMIT (a reservation nobody was told of is left
-// for the reaper, and the caller knows it may exist). A duplicate fid
-// means something put a row above the counter (another program writing
-// tempfile): the counter's invariant is restored and the next try goes
-// at once; a conflict or a connection lost waits a pause first.
+// for the reaper, and the caller knows it may exist). A statement that
+// never reached the server (ErrKindUnsent: the connection was refused, or
+// found dead before it was written) applied nothing and is tried again,
+// like a conflict, after a pause. A duplicate fid means something put a
+// row above the counter (another program writing tempfile): the counter's
+// invariant is restored and the next try goes at once.
 func (s *Store) fidRetry(ctx context.Context, err error, autocommit bool, attempt int) error {
 	if isSentinel(err) {
 		return err
 	}
-	kind := s.d.Classify(err)
-	if autocommit && (kind == ErrKindConnLost || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	kind := s.classify(err)
+	if autocommit && kind != ErrKindUnsent &&
+		(kind == ErrKindConnLost || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
 	if attempt == maxAttempts-1 {
@@ -454,7 +457,7 @@ func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitRes
 				return err
 			})
 		}
-		if err == nil || isSentinel(err) || s.d.Classify(err) != ErrKindDuplicate {
+		if err == nil || isSentinel(err) || s.classify(err) != ErrKindDuplicate {
 			break
 		}
 		if serr := sleep(ctx, min(attempt, 3)); serr != nil {

@@ -83,7 +83,7 @@ func (s *Store) insertNext(ctx context.Context, kind, maxQ string, maxArgs []any
 			}
 			return ins(tx, id)
 		})
-		if err == nil || s.d.Classify(err) != ErrKindDuplicate || isSentinel(err) {
+		if err == nil || s.classify(err) != ErrKindDuplicate || isSentinel(err) {
 			return id, err
 		}
 		dup, terr := taken()

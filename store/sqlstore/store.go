@@ -401,9 +401,10 @@ func isSentinel(err error) bool {
 
 // wrap prefixes err once with the operation and attaches the sentinel a
 // driver error means: store.ErrNotFound, store.ErrDuplicate,
-// store.ErrNoSpace for a full database, store.ErrUnavailable for a lost connection (at COMMIT, try has already
-// made it store.ErrUnknownOutcome), store.ErrClosed for anything failing
-// because Close ran meanwhile.
+// store.ErrNoSpace for a full database, store.ErrUnavailable for a lost
+// connection or one never made (at COMMIT, a lost one is already
+// store.ErrUnknownOutcome), store.ErrClosed for anything failing because
+// Close ran meanwhile.
 func (s *Store) wrap(op string, err error) error {
 	if err == nil {
 		return nil
@@ -421,15 +422,26 @@ func (s *Store) wrap(op string, err error) error {
 	case errors.Is(err, sql.ErrConnDone):
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
 	}
-	switch s.d.Classify(err) {
+	switch s.classify(err) {
 	case ErrKindDuplicate:
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
-	case ErrKindConnLost:
+	case ErrKindConnLost, ErrKindUnsent:
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
 	case ErrKindNoSpace:
 		return fmt.Errorf("store: %s: %w: %w", op, store.ErrNoSpace, err)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// classify is the Dialect's Classify, except that an error NotSent
+// recognises is ErrKindUnsent whatever the dialect says: a dialect that
+// knows only its own driver's errors still never makes a refused
+// connection an unknown outcome.
+func (s *Store) classify(err error) ErrorKind {
+	if NotSent(err) {
+		return ErrKindUnsent
+	}
+	return s.d.Classify(err)
 }
 
 // invalid reports a refused argument.
@@ -444,8 +456,8 @@ func (s *Store) retryable(err error) bool {
 	if err == nil || isSentinel(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	switch s.d.Classify(err) {
-	case ErrKindRetry, ErrKindConnLost:
+	switch s.classify(err) {
+	case ErrKindRetry, ErrKindConnLost, ErrKindUnsent:
 		return true
 	}
 	return false
@@ -528,19 +540,24 @@ func (s *Store) try(ctx context.Context, fn func(tx *sql.Tx) error) (retry bool,
 }
 
 // commitFailed sorts the error of a query that ended in COMMIT: a
-// conflict is retried; a connection lost, or a context that ended while
-// the server may still have applied it (database/sql, and go-sql-driver's
-// watcher, give up on it), is store.ErrUnknownOutcome; anything else — a
-// statement before the COMMIT failing stops the query, a COMMIT refused
-// rolls back — is a definite failure.
+// conflict, or a query that never reached the server (ErrKindUnsent: the
+// transaction dies with its connection, unapplied), is retried; a
+// connection lost, or a context that ended while the server may still have
+// applied it (database/sql, and go-sql-driver's watcher, give up on it),
+// is store.ErrUnknownOutcome; anything else — a statement before the
+// COMMIT failing stops the query, a COMMIT refused rolls back — is a
+// definite failure.
 func (s *Store) commitFailed(err error) (retry bool, _ error) {
-	switch {
-	case isSentinel(err):
+	if isSentinel(err) {
 		return false, err
-	case s.d.Classify(err) == ErrKindConnLost,
+	}
+	switch kind := s.classify(err); {
+	case kind == ErrKindUnsent:
+		return s.retryable(err), err
+	case kind == ErrKindConnLost,
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
-	case s.d.Classify(err) == ErrKindRetry:
+	case kind == ErrKindRetry:
 		return true, err
 	}
 	return false, err
