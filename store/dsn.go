@@ -58,6 +58,11 @@ type DSN struct {
 	// does not.
 	MaxIdleConns int
 	MaxOpenConns int
+	// Locks is the lock service the Store keeps its named locks in
+	// (ParseLockDSN of the lock_dsn parameter, common to every backend and
+	// taken out of Params, or of WithLockDSN); nil: the database's own
+	// locks. A backend that honours it starts no lock mechanism of its own.
+	Locks *DSN
 }
 
 // AllHosts is the host list to connect to: Hosts, whose first entry is
@@ -129,7 +134,8 @@ type DSNParser interface {
 // The parameter op_timeout (a Go duration, or whole seconds; default
 // [DefaultOpTimeout], 0 for none) is read here for every backend and moved
 // to DSN.OpTimeout; max_idle_conns and max_open_conns (positive integers)
-// to DSN.MaxIdleConns and DSN.MaxOpenConns.
+// to DSN.MaxIdleConns and DSN.MaxOpenConns; lock_dsn (a URL-escaped
+// lock_dsn, see ParseLockDSN) to DSN.Locks.
 func ParseDSN(s string) (*DSN, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -161,6 +167,9 @@ func ParseDSN(s string) (*DSN, error) {
 		d.Driver = reg.name
 	}
 	if err := d.takeOpTimeout(); err != nil {
+		return nil, err
+	}
+	if err := d.takeLockDSN(); err != nil {
 		return nil, err
 	}
 	for _, p := range []struct {

@@ -84,10 +84,15 @@ func Drivers() []string {
 // Open parses dsn, connects, pings and checks the schema, so a wrong DSN or an
 // unreachable database fails here rather than at the first request. Accepted
 // forms are listed at [ParseDSN].
-func Open(ctx context.Context, dsn string) (Store, error) {
+func Open(ctx context.Context, dsn string, opts ...OpenOption) (Store, error) {
 	d, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range opts {
+		if err := o(d); err != nil {
+			return nil, err
+		}
 	}
 	return OpenDSN(ctx, d)
 }
@@ -111,6 +116,13 @@ func OpenDSN(ctx context.Context, d *DSN) (Store, error) {
 	s, err := r.driver.Open(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", d.Redacted(), err)
+	}
+	if d.Locks != nil && s.Capabilities().LockService == "" {
+		// A backend that ignored lock_dsn would lock where no other
+		// tracker of the installation looks.
+		s.Close()
+		return nil, fmt.Errorf("store: open %s: backend %s cannot keep its locks in a lock service (lock_dsn): %w",
+			d.Redacted(), d.Driver, ErrInvalid)
 	}
 	return s, nil
 }

@@ -145,3 +145,38 @@ func TestCheckLock(t *testing.T) {
 		t.Errorf("negative timeout: %v; want ErrInvalid", err)
 	}
 }
+
+// lock_dsn, a parameter common to every backend, and WithLockDSN reach the
+// backend parsed, as DSN.Locks, and not as a parameter of its own.
+func TestOpen_LockDSN(t *testing.T) {
+	d := &recordingDriver{}
+	store.Register("reglocks", d)
+	lock := "etcd://a:1,b:2/pfx?ttl=5"
+	store.Open(t.Context(), "reglocks://h/db?lock_dsn="+url.QueryEscape(lock)+"&x=1")
+	if d.got == nil || d.got.Locks == nil {
+		t.Fatalf("driver got %+v; want Locks set", d.got)
+	}
+	if l := d.got.Locks; l.Driver != "etcd" || len(l.Hosts) != 2 || l.Path != "/pfx" || l.Params.Get("ttl") != "5" {
+		t.Errorf("Locks = %+v; want etcd on a:1,b:2 prefix /pfx ttl 5", l)
+	}
+	if d.got.Params.Has("lock_dsn") || d.got.Params.Get("x") != "1" {
+		t.Errorf("Params = %v; want x only", d.got.Params)
+	}
+	store.Open(t.Context(), "reglocks://h/db?lock_dsn="+url.QueryEscape(lock), store.WithLockDSN("etcd://c/other"))
+	if l := d.got.Locks; l == nil || l.Host != "c" || l.Path != "/other" {
+		t.Errorf("WithLockDSN: Locks = %+v; want it to override the parameter", l)
+	}
+	store.Open(t.Context(), "reglocks://h/db?lock_dsn="+url.QueryEscape(lock), store.WithLockDSN(""))
+	if d.got.Locks != nil {
+		t.Errorf(`WithLockDSN(""): Locks = %+v; want the database's own`, d.got.Locks)
+	}
+	for _, bad := range []string{"reglocks://h/db?lock_dsn=", "reglocks://h/db?lock_dsn=a&lock_dsn=b", "reglocks://h/db?lock_dsn=%3A%2F%2Fno-scheme"} {
+		if _, err := store.Open(t.Context(), bad); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("Open(%q) = %v; want ErrBadDSN", bad, err)
+		}
+	}
+	if _, err := store.OpenLockService(t.Context(), &store.DSN{Driver: "nosuchlocks"}); !errors.Is(err, store.ErrNoDriver) ||
+		!strings.Contains(err.Error(), "store/nosuchlocks") {
+		t.Errorf("OpenLockService of an unknown service = %v; want ErrNoDriver naming the import", err)
+	}
+}

@@ -82,6 +82,10 @@ var (
 	// ErrFenced refuses a write made under [WithFence] whose lock has since
 	// been granted again: the write changed nothing.
 	ErrFenced = errors.New("store: fenced: a newer grant of the lock exists")
+	// ErrLockServiceMismatch refuses to open a Store whose named locks
+	// would live elsewhere (lock_dsn) than those of the trackers already
+	// on its database: they would not exclude each other.
+	ErrLockServiceMismatch = errors.New("store: the database's trackers keep their locks in another lock service")
 	// ErrUnavailable reports a connection-level failure (the server is down,
 	// unreachable, or dropped the session) before a write's COMMIT, or
 	// before any of it reached the server: the call did not apply and may be
@@ -396,6 +400,13 @@ type Locker interface {
 //     in a clean release waits out that deadline (plus margin) before Lock
 //     returns: Lost comes before the next holder runs, as long as the old
 //     holder's process keeps running (store/mysql's package doc).
+//   - "service" (an outside lock service, lock_dsn; Capabilities.LockService
+//     names it): as the service's driver says. etcd (store/etcd): Lost
+//     fires by the holder's own deadline, a fifth of the session's TTL
+//     before its lease could expire at the server, so another grant comes
+//     after Lost as long as the holder's process keeps running; a lease
+//     revoked at the server frees its locks at once, and Lost follows at
+//     the holder's next renewal.
 //
 // Under every mechanism a holder that is paused (GC, SIGSTOP, a VM pause)
 // or partitioned cannot look at Lost in time. What makes a guarded write
@@ -420,14 +431,19 @@ type Lock interface {
 type Info struct {
 	Driver        string // registered name, e.g. "postgres"
 	ServerVersion string // as the server reports it
+	// Locks says where the Store's named locks live: "database" (the
+	// backend's own mechanism, Capabilities.LockMechanism) or the outside
+	// lock service's description (LockService.Describe).
+	Locks string
 }
 
 // Capabilities are the few legitimate differences between backends. Only
 // the conformance suite reads them; no core behaviour may depend on them.
 type Capabilities struct {
 	// LockMechanism is how locks are held: "in-process", "session" (the
-	// server frees them when the holding connection dies) or "lease" (rows
-	// renewed by the owner and reaped when the owner dies).
+	// server frees them when the holding connection dies), "lease" (rows
+	// renewed by the owner and reaped when the owner dies) or "service" (an
+	// outside lock service, LockService).
 	LockMechanism string
 	// CrossProcess reports whether a second process may open the same
 	// database. Embedded backends refuse it instead of splitting the lock
@@ -441,6 +457,10 @@ type Capabilities struct {
 	// leaves it false, and the conformance suite then closes that server's
 	// port under an open Store and expects ErrUnavailable from every write.
 	Embedded bool
+	// LockService is the outside lock service the locks live in
+	// (lock_dsn's scheme, e.g. "etcd"; LockMechanism is then "service"),
+	// "" for the database's own.
+	LockService string
 }
 
 // Domain is a row of domain.
