@@ -282,6 +282,12 @@ func (Dialect) Fencing() sqlstore.Fencing {
 			"	ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)",
 		BumpByInsertID: true,
 		ShareLock:      " LOCK IN SHARE MODE",
+		ServiceSchema: "CREATE TABLE IF NOT EXISTS gomogile_lock_fence (\n" +
+			"	name  VARBINARY(255) NOT NULL PRIMARY KEY,\n" +
+			"	token BIGINT NOT NULL\n" +
+			") ENGINE=InnoDB",
+		Raise: "INSERT INTO gomogile_lock_fence (name, token) VALUES (?, ?)\n" +
+			"	ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))",
 	}
 }
 

@@ -92,7 +92,7 @@ func TestGalera(t *testing.T) {
 	// A cluster of one is a single server as far as locks go: it opens,
 	// with a warning that names the fix for when nodes are added.
 	t.Run("SingleNodeOpensWithWarning", func(t *testing.T) {
-		s := openOn(t, store.Open, g.Nodes()[0])
+		s := openOn(t, openStore, g.Nodes()[0])
 		l := mustLock(t, s, "mgfs:fid:1", 0)
 		if err := s.SetServerSetting(store.WithFence(ctx, l), "galera", "1"); err != nil {
 			t.Fatalf("fenced write under a lock on a single-node cluster: %v", err)
@@ -112,7 +112,7 @@ func TestGalera(t *testing.T) {
 	// periodic check sees it (a), and so does each new lock session (b).
 	ok := t.Run("NodeJoiningLaterFailsLocksSafe", func(t *testing.T) {
 		node1 := g.Nodes()[0]
-		a := openOn(t, store.Open, node1)
+		a := openOn(t, openStore, node1)
 		b := openOn(t, mysql.OpenWithoutClusterWatch, node1)
 		la := mustLock(t, a, "mgfs:fid:1", 0)
 		lb := mustLock(t, b, "mgfs:fid:2", 0)
@@ -201,3 +201,6 @@ func TestGalera(t *testing.T) {
 		}
 	})
 }
+
+// openStore is store.Open with the database's own locks.
+func openStore(ctx context.Context, dsn string) (store.Store, error) { return store.Open(ctx, dsn) }

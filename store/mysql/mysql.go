@@ -41,7 +41,9 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 func newStore(ctx context.Context, cfg sqlstore.Config) (store.Store, error) {
 	s, err := sqlstore.New(ctx, cfg)
 	if err != nil {
-		cfg.Locks.Close()
+		if cfg.Locks != nil {
+			cfg.Locks.Close()
+		}
 		cfg.DB.Close()
 		cfg.Batch.Close()
 		return nil, err
@@ -99,11 +101,10 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		db.Close()
 		return sqlstore.Config{}, err
 	}
-	return sqlstore.Config{
+	c := sqlstore.Config{
 		DB:      db,
 		Batch:   batch,
 		Dialect: dialect,
-		Locks:   newLockBackend(sql.OpenDB(lc), dial, db, database),
 		Capabilities: store.Capabilities{
 			LockMechanism:  "session",
 			CrossProcess:   true,
@@ -112,7 +113,15 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		OpTimeout:    d.OpTimeout,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
-	}, nil
+	}
+	if d.Locks != nil {
+		// An outside lock service: no GET_LOCK session is ever opened,
+		// so a Galera cluster is no reason to refuse (galera.go).
+		c.LockDSN = d.Locks
+	} else {
+		c.Locks = newLockBackend(sql.OpenDB(lc), dial, db, database)
+	}
+	return c, nil
 }
 
 // openPool opens and pings the Store's pool.

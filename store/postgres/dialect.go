@@ -328,6 +328,12 @@ INSERT INTO gomogile_fence (name, token) SELECT ''::bytea, epoch << ` + shift + 
 ON CONFLICT (name) DO UPDATE SET token = GREATEST(gomogile_fence.token, EXCLUDED.token)
 RETURNING token`,
 		ShareLock: " FOR SHARE",
+		ServiceSchema: `CREATE TABLE IF NOT EXISTS gomogile_lock_fence (
+	name  BYTEA NOT NULL PRIMARY KEY,
+	token BIGINT NOT NULL
+)`,
+		Raise: `INSERT INTO gomogile_lock_fence (name, token) VALUES (CAST(? AS BYTEA), ?)
+ON CONFLICT (name) DO UPDATE SET token = GREATEST(gomogile_lock_fence.token, EXCLUDED.token)`,
 	}
 }
 

@@ -63,15 +63,20 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		}
 		return sqlstore.Config{}, fmt.Errorf("postgres: connect: %w", err)
 	}
-	return sqlstore.Config{
+	c := sqlstore.Config{
 		DB:           db,
 		Dialect:      Dialect{},
-		Locks:        newLockBackend(db, cfg.conn, cfg.locks),
 		Capabilities: capabilities(cfg.locks),
 		OpTimeout:    d.OpTimeout,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
-	}, nil
+	}
+	if d.Locks != nil {
+		c.LockDSN = d.Locks // an outside lock service: no lease locks
+	} else {
+		c.Locks = newLockBackend(db, cfg.conn, cfg.locks)
+	}
+	return c, nil
 }
 
 func capabilities(c leaselock.Config) store.Capabilities {

@@ -204,6 +204,12 @@ func (dialect) Fencing() sqlstore.Fencing {
 )`,
 		Bump: `INSERT INTO gomogile_fence (name, token) VALUES (?, 1)
 	ON CONFLICT (name) DO UPDATE SET token = token + 1 RETURNING token`,
+		ServiceSchema: `CREATE TABLE IF NOT EXISTS gomogile_lock_fence (
+	name  BLOB NOT NULL PRIMARY KEY,
+	token BIGINT NOT NULL
+)`,
+		Raise: `INSERT INTO gomogile_lock_fence (name, token) VALUES (?, ?)
+	ON CONFLICT (name) DO UPDATE SET token = MAX(token, excluded.token)`,
 	}
 }
 

@@ -200,10 +200,15 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		f.release()
 		return nil, err
 	}
+	var locks sqlstore.LockBackend
+	if dsn.Locks == nil {
+		locks = newLockBackend(f.f.locks)
+	}
 	s, err := sqlstore.New(ctx, sqlstore.Config{
 		DB:           db,
 		Dialect:      dialect{},
-		Locks:        newLockBackend(f.f.locks),
+		Locks:        locks,
+		LockDSN:      dsn.Locks,
 		Capabilities: capabilities,
 		// The guard goes only after every connection of this Store: closing
 		// the guard's descriptor while SQLite holds fcntl locks on the file

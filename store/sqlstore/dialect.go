@@ -202,6 +202,15 @@ type Fencing struct {
 	// floor row with them, so the next token after any loss is above every
 	// token handed out before it.
 	NewEpoch string
+	// ServiceSchema creates gomogile_lock_fence idempotently, shaped as
+	// gomogile_fence but always durable (a logged, replicated table: an
+	// InnoDB or ordinary table, never MEMORY or UNLOGGED): the fence of
+	// the grants of an outside lock service (lock_dsn), whose tokens that
+	// service issues. Raise is one statement, the name and the token as its
+	// two '?', that inserts the name with the token or raises its row to
+	// the token when the token is larger, and never lowers it.
+	ServiceSchema string
+	Raise         string
 }
 
 // FenceEpochShift is where an epoch starts in a volatile fencing table's
@@ -317,6 +326,10 @@ type Config struct {
 	DB      *sql.DB
 	Dialect Dialect
 	Locks   LockBackend
+	// LockDSN, when set, names an outside lock service (store.DSN.Locks):
+	// New opens it and keeps the Store's locks there, and Locks must be
+	// nil (the backend starts no lock mechanism of its own).
+	LockDSN *store.DSN
 	// Capabilities are reported as they are.
 	Capabilities store.Capabilities
 	// OnClose, if set, runs after the locks and before the DB are closed

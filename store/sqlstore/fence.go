@@ -117,7 +117,11 @@ func (s *Store) bump(ctx context.Context, query string, byInsertID bool, args ..
 // Config.Batch connection's START TRANSACTION); multi says tx takes several
 // statements in one query (a Config.Batch connection).
 func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi bool) error {
-	q := "SELECT token FROM gomogile_fence WHERE name = ?" + s.d.Fencing().ShareLock
+	table := "gomogile_fence"
+	if s.service != nil {
+		table = "gomogile_lock_fence"
+	}
+	q := "SELECT token FROM " + table + " WHERE name = ?" + s.d.Fencing().ShareLock
 	fc, own := s.locks.(FenceChecker)
 	for _, f := range store.Fences(ctx) {
 		var token sql.NullInt64

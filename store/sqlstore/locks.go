@@ -67,6 +67,14 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	}
 	_, own := s.locks.(FenceChecker)
 	switch {
+	case s.service != nil:
+		// The service's token, raised into the durable fence before the
+		// holder can write under it.
+		if token = l.(store.LockGrant).Token(); token <= 0 {
+			err = fmt.Errorf("lock service granted %q without a fencing token", name)
+		} else {
+			err = s.raiseFence(ctx, name, token)
+		}
 	case own && token <= 0:
 		err = fmt.Errorf("backend granted %q without a fencing token", name)
 	case own:

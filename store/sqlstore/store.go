@@ -30,6 +30,8 @@ const endOfTime = 2147483647
 // counts allocations), so allocators of one kind take turns.
 // gomogile_commit remembers which fid a commit replaced, so a retried commit
 // returns the result of the one that applied; DeleteFile removes its row.
+// gomogile_meta holds facts about the installation: "lock_service", where
+// its trackers keep their named locks (claimLockService).
 var OwnSchema = []string{
 	`CREATE TABLE IF NOT EXISTS gomogile_counter (
 	name  VARCHAR(64) NOT NULL PRIMARY KEY,
@@ -39,13 +41,19 @@ var OwnSchema = []string{
 	fid          BIGINT NOT NULL PRIMARY KEY,
 	replaced_fid BIGINT NOT NULL
 )`,
+	`CREATE TABLE IF NOT EXISTS gomogile_meta (
+	name  VARCHAR(64) NOT NULL PRIMARY KEY,
+	value VARCHAR(255) NOT NULL
+)`,
 }
 
-// OwnTables names the tables of OwnSchema, and gomogile_fence, the table of
-// fencing tokens, whose DDL is the dialect's (Dialect.Fencing). A dialect
+// OwnTables names the tables of OwnSchema, and gomogile_fence and
+// gomogile_lock_fence, the tables of fencing tokens (the database's own
+// locks', an outside lock service's), whose DDL is the dialect's
+// (Dialect.Fencing). A dialect
 // with volatile tokens (Fencing.NewEpoch) has an epoch counter besides,
 // which a harness need not empty: it only ever grows.
-var OwnTables = []string{"gomogile_counter", "gomogile_commit", "gomogile_fence"}
+var OwnTables = []string{"gomogile_counter", "gomogile_commit", "gomogile_meta", "gomogile_fence", "gomogile_lock_fence"}
 
 // Store implements store.Store on an SQL database through a Dialect.
 type Store struct {
@@ -53,8 +61,11 @@ type Store struct {
 	batch *sql.DB // Config.Batch, or nil
 	d     Dialect
 	locks LockBackend
-	caps  store.Capabilities
-	close func() error
+	// service is the outside lock service locks wraps (Config.LockDSN),
+	// nil for the database's own locks.
+	service store.LockService
+	caps    store.Capabilities
+	close   func() error
 	// opTimeout is the default deadline of every call (Config.OpTimeout).
 	opTimeout time.Duration
 	// upgradedOld is Config.UpgradedOldSchema.
@@ -79,8 +90,8 @@ var _ store.Store = (*Store)(nil)
 // backend (CheckSchemaVersion). New takes ownership of cfg.DB,
 // cfg.Locks and cfg.OnClose only when it succeeds.
 func New(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.DB == nil || cfg.Dialect == nil || cfg.Locks == nil {
-		return nil, fmt.Errorf("sqlstore: New needs DB, Dialect and Locks: %w", store.ErrInvalid)
+	if cfg.DB == nil || cfg.Dialect == nil || (cfg.Locks == nil) == (cfg.LockDSN == nil) {
+		return nil, fmt.Errorf("sqlstore: New needs DB, Dialect and either Locks or LockDSN: %w", store.ErrInvalid)
 	}
 	s := &Store{
 		db:    cfg.DB,
@@ -107,6 +118,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.Batch.SetMaxOpenConns(cfg.MaxOpenConns)
 	}
 	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.LockDSN != nil {
+		if err := s.openLockService(ctx, cfg.LockDSN); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if err := s.claimLockService(ctx, ownLocks); err != nil {
 		return nil, err
 	}
 	if st, ok := cfg.Locks.(LockStarter); ok {
@@ -145,7 +165,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	stmts := append(append([]string{}, s.d.Schema()...), OwnSchema...)
-	stmts = append(stmts, s.d.Fencing().Schema)
+	stmts = append(stmts, s.d.Fencing().Schema, s.d.Fencing().ServiceSchema)
 	for _, q := range stmts {
 		if err := s.ddl(ctx, q); err != nil {
 			return err
@@ -286,7 +306,10 @@ func (s *Store) Info(ctx context.Context) (store.Info, error) {
 	if err := s.check("info"); err != nil {
 		return store.Info{}, err
 	}
-	info := store.Info{Driver: s.d.Name()}
+	info := store.Info{Driver: s.d.Name(), Locks: "database"}
+	if s.service != nil {
+		info.Locks = s.service.Describe()
+	}
 	err := s.read(ctx, func() error {
 		return s.db.QueryRowContext(ctx, s.d.Rebind(s.d.VersionQuery())).Scan(&info.ServerVersion)
 	})
