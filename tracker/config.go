@@ -44,6 +44,11 @@ type Config struct {
 	// DBPassSet records that db_pass was given, even as "" (--dbpass with no
 	// value), so an empty password can override one in the DSN.
 	DBPassSet bool
+	// LockDSN is lock_dsn: the outside lock service the tracker keeps its
+	// named locks in (etcd://host1:2379,host2:2379/prefix, see package
+	// store/etcd); "" = the database's own locks. Every tracker on one
+	// database must name the same service and prefix.
+	LockDSN string
 
 	Listen   []string // listen: host[:port], comma-separated in the file
 	ConfPort int      // conf_port: port for listen entries without one (7001)
@@ -208,6 +213,11 @@ func (c Config) Validate() error {
 	if c.DBDSN != "" {
 		if _, err := store.ParseDSN(c.DBDSN); err != nil {
 			bad("db_dsn", "%v", err)
+		}
+	}
+	if c.LockDSN != "" {
+		if _, err := store.ParseLockDSN(c.LockDSN); err != nil {
+			bad("lock_dsn", "%v", err)
 		}
 	}
 	if c.ConfPort <= 0 || c.ConfPort > 65535 {
@@ -486,9 +496,10 @@ func splitList(v string) []string {
 
 // configKeys are the keys the file and MOGILEFSD_* variables accept.
 var configKeys = map[string]keySetter{
-	"db_dsn":  stringKey(func(c *Config) *string { return &c.DBDSN }),
-	"db_user": stringKey(func(c *Config) *string { return &c.DBUser }),
-	"db_pass": func(c *Config, v string) error { c.DBPass, c.DBPassSet = v, true; return nil },
+	"db_dsn":   stringKey(func(c *Config) *string { return &c.DBDSN }),
+	"db_user":  stringKey(func(c *Config) *string { return &c.DBUser }),
+	"lock_dsn": stringKey(func(c *Config) *string { return &c.LockDSN }),
+	"db_pass":  func(c *Config, v string) error { c.DBPass, c.DBPassSet = v, true; return nil },
 	"listen": func(c *Config, v string) error {
 		c.Listen = splitList(v)
 		return nil
@@ -624,7 +635,8 @@ func defaultDSN(dir string) string {
 	return "sqlite://" + filepath.Join(wd, "mogilefs.db")
 }
 
-// StoreDSN parses db_dsn (or DefaultDSN) and applies db_user and db_pass.
+// StoreDSN parses db_dsn (or DefaultDSN) and applies db_user, db_pass and
+// lock_dsn.
 // A server backend without any user gets "mogile", the original's default
 // db_user. Unless db_dsn sets max_idle_conns, the pool keeps DBConcurrency
 // connections idle, so a busy tracker never opens a connection per call.
@@ -645,6 +657,13 @@ func (c Config) StoreDSN() (*store.DSN, error) {
 	}
 	if d.User == "" && d.Driver != "sqlite" {
 		d.User = "mogile"
+	}
+	if c.LockDSN != "" {
+		l, err := store.ParseLockDSN(c.LockDSN)
+		if err != nil {
+			return nil, fmt.Errorf("lock_dsn: %w", err)
+		}
+		d.Locks = l
 	}
 	if d.MaxIdleConns == 0 {
 		d.MaxIdleConns = c.DBConcurrency()

@@ -188,6 +188,32 @@ func TestConfig_StoreDSNDefaults(t *testing.T) {
 	}
 }
 
+// lock_dsn, from the file or --lock_dsn, becomes the Store DSN's Locks; a
+// lock_dsn that does not parse is refused at start, naming the key.
+func TestConfig_LockDSN(t *testing.T) {
+	c, err := tracker.ParseConfig(strings.NewReader("db_dsn = sqlite:///x.db\nlock_dsn = etcd://10.0.0.1:2379,10.0.0.2/locks?ttl=7\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.StoreDSN()
+	if err != nil || d.Locks == nil || d.Locks.Driver != "etcd" || len(d.Locks.AllHosts()) != 2 || d.Locks.Path != "/locks" {
+		t.Fatalf("StoreDSN with lock_dsn: %+v, %v; want Locks = the etcd DSN", d, err)
+	}
+	m := &tracker.Main{Stderr: &strings.Builder{}}
+	c, err = m.LoadConfig([]string{"-s", "--dsn", "sqlite:///x.db", "--lock_dsn", "etcd://127.0.0.1:2379/p"})
+	if err != nil || c.LockDSN != "etcd://127.0.0.1:2379/p" {
+		t.Errorf("--lock_dsn: %q, %v", c.LockDSN, err)
+	}
+	c.LockDSN = "not a url"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "lock_dsn") {
+		t.Errorf("Validate with lock_dsn %q = %v; want an error naming lock_dsn", c.LockDSN, err)
+	}
+	c.LockDSN = ""
+	if d, err := c.StoreDSN(); err != nil || d.Locks != nil {
+		t.Errorf("no lock_dsn: Locks %+v, %v; want the database's own", d.Locks, err)
+	}
+}
+
 // admin_networks and client_networks are read alike: file, environment,
 // flag, each winning over the one before.
 func TestConfig_NetworkKeys(t *testing.T) {

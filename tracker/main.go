@@ -68,7 +68,7 @@ type Main struct {
 
 // flagKeys maps flag names to config keys.
 var flagKeys = map[string]string{
-	"dsn": "db_dsn", "dbuser": "db_user", "dbpass": "db_pass", "user": "user",
+	"dsn": "db_dsn", "dbuser": "db_user", "dbpass": "db_pass", "user": "user", "lock_dsn": "lock_dsn",
 	"p": "conf_port", "confport": "conf_port", "w": "query_jobs", "workers": "query_jobs",
 	"max_disk_age": "max_disk_age", "min_free_space": "min_free_space",
 	"default_mindevcount": "default_mindevcount", "node_timeout": "node_timeout",
@@ -278,6 +278,8 @@ Options:
       --dsn DSN         db_dsn: mysql://, postgres://, sqlite:// or DBI:...
       --dbuser USER     db_user
       --dbpass [PASS]   db_pass (may be empty)
+      --lock_dsn DSN    lock_dsn: keep the named locks in an outside lock
+                        service (etcd://host1:2379,host2:2379/prefix)
   -l, --listen ADDR     listen address (repeatable or comma-separated)
   -p, --confport PORT   conf_port, the port of a listen address without one
   -w, --workers N       query_jobs
@@ -381,7 +383,11 @@ func (m *Main) Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer st.Close()
-	log.Info("database open", "dsn", dsn.Redacted())
+	locks := "database"
+	if info, err := st.Info(ctx); err == nil {
+		locks = info.Locks
+	}
+	log.Info("database open", "dsn", dsn.Redacted(), "locks", locks)
 	reg := NewRegistry()
 	// Every store call of the commands and the workers is measured.
 	if st, err = storemetrics.Wrap(st, reg); err != nil {

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -74,6 +75,10 @@ func (t *Tracker) initStatus(reg *prometheus.Registry) error {
 			func() float64 { return float64(t.stats.pending.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gomogile_build_info", Help: "Always 1; the labels name this build.", ConstLabels: prometheus.Labels{"version": Version},
+		}, func() float64 { return 1 }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gomogile_locks_info", Help: "Always 1; the labels say where the named locks live: the mechanism, and the outside lock service (lock_dsn) or \"database\".",
+			ConstLabels: prometheus.Labels{"mechanism": t.st.Capabilities().LockMechanism, "service": cmp.Or(t.st.Capabilities().LockService, "database")},
 		}, func() float64 { return 1 }),
 		stateCollector{t},
 	}

@@ -181,6 +181,7 @@ func TestStatus_MetricsDuringE2E(t *testing.T) {
 			{"gomogile_device_state", map[string]string{"devid": "2", "state": "alive", "observed": "writeable"}},
 			{"gomogile_job_workers", map[string]string{"job": "replicate"}},
 			{"gomogile_build_info", nil},
+			{"gomogile_locks_info", map[string]string{"mechanism": c.st.Capabilities().LockMechanism, "service": "database"}},
 		}
 		for _, ck := range checks {
 			if got := sum(mfs, ck.name, ck.labels); got <= 0 {
