@@ -35,13 +35,6 @@ func testFenceTokensIncrease(t *testing.T, e *env) {
 		prev = tokenAfter(t, l, prev, fmt.Sprintf("grant %d", i+1))
 		mustRelease(t, l)
 	}
-	// Unlock by name ends a grant as Release does.
-	l := mustLock(t, b, name, 0)
-	prev = tokenAfter(t, l, prev, "grant after Unlock")
-	ok(t, b.Unlock(t.Context(), name), "Unlock")
-	l = mustLock(t, a, name, 0)
-	tokenAfter(t, l, prev, "grant after Unlock by name")
-	mustRelease(t, l)
 }
 
 // fencedFixture is the state the fenced writes of one case try to change.

@@ -145,7 +145,6 @@ func testLockContextCancel(t *testing.T, e *env) {
 
 	// The abandoned wait must not turn into a hold once a lets go.
 	mustRelease(t, l)
-	isErr(t, b.Unlock(t.Context(), name), store.ErrLockNotHeld, "Unlock by the Store whose wait was cancelled")
 	lc, err := c.Lock(t.Context(), name, 2*time.Second)
 	ok(t, err, "Lock after the holder released and the cancelled waiter gave up")
 
@@ -346,23 +345,6 @@ func testLockNameLongPrefix(t *testing.T, e *env) {
 	})
 }
 
-func testLockUnlockByNonOwner(t *testing.T, e *env) {
-	name := lockName(t, "")
-	e.expectFree(t, name)
-	a, b, c := e.open(t), e.open(t), e.open(t)
-	l := mustLock(t, a, name, 0)
-
-	isErr(t, b.Unlock(t.Context(), name), store.ErrLockNotHeld, "Unlock(%q) by a Store that does not hold it", name)
-	heldElsewhere(t, c, name)
-	heldElsewhere(t, b, name)
-	notLost(t, l)
-	isErr(t, b.Unlock(t.Context(), lockName(t, "/never")), store.ErrLockNotHeld, "Unlock of a name nobody holds")
-
-	mustRelease(t, l)
-	isErr(t, a.Unlock(t.Context(), name), store.ErrLockNotHeld, "Unlock(%q) after Release", name)
-	mustRelease(t, mustLock(t, c, name, 0))
-}
-
 func testLockReleaseIdempotent(t *testing.T, e *env) {
 	name := lockName(t, "")
 	e.expectFree(t, name)
@@ -380,25 +362,6 @@ func testLockReleaseIdempotent(t *testing.T, e *env) {
 	heldElsewhere(t, a, name)
 	notLost(t, lb)
 	mustRelease(t, lb)
-}
-
-func testLockUnlockByName(t *testing.T, e *env) {
-	name, other := lockName(t, ""), lockName(t, "/other")
-	e.expectFree(t, name, other)
-	a, b, c := e.open(t), e.open(t), e.open(t)
-	l := mustLock(t, a, name, 0)
-	lo := mustLock(t, a, other, 0)
-	ok(t, a.Unlock(t.Context(), name), "Unlock(%q) by its owner", name)
-	lb := mustLock(t, b, name, 0)
-	heldElsewhere(t, b, other) // Unlock freed only the name given
-	isErr(t, a.Unlock(t.Context(), name), store.ErrLockNotHeld, "second Unlock(%q)", name)
-	if err := l.Release(t.Context()); err != nil && !errors.Is(err, store.ErrLockNotHeld) {
-		t.Errorf("Release after Unlock by name: got error %v; want nil or %v", err, store.ErrLockNotHeld)
-	}
-	heldElsewhere(t, c, name)
-	notLost(t, lb)
-	mustRelease(t, lb)
-	mustRelease(t, lo)
 }
 
 // lockWorkers runs perStore goroutines on each of stores Stores, each doing
@@ -546,7 +509,6 @@ func testClosedStore(t *testing.T, e *env) {
 	ok(t, a.Close(), "second Close")
 	_, err := a.Lock(ctx, lockName(t, ""), 0)
 	isErr(t, err, store.ErrClosed, "Lock after Close")
-	isErr(t, a.Unlock(ctx, lockName(t, "")), store.ErrClosed, "Unlock after Close")
 	isErr(t, a.Ping(ctx), store.ErrClosed, "Ping after Close")
 	_, err = a.Info(ctx)
 	isErr(t, err, store.ErrClosed, "Info after Close")

@@ -69,7 +69,6 @@ var (
 	ErrHasDevices     = errors.New("store: has devices")
 	ErrInvalid        = errors.New("store: invalid argument")
 	ErrLockTimeout    = errors.New("store: lock timeout")
-	ErrLockNotHeld    = errors.New("store: lock not held")
 	ErrLockLost       = errors.New("store: lock lost")
 	ErrClosed         = errors.New("store: closed")
 	ErrSchemaMismatch = errors.New("store: schema version mismatch")
@@ -374,9 +373,6 @@ type Locker interface {
 	// with ErrLockTimeout no earlier than timeout, with ctx's error when ctx
 	// ends first, and with ErrInvalid for a bad name or negative timeout.
 	Lock(ctx context.Context, name string, timeout time.Duration) (Lock, error)
-	// Unlock releases name if this Store holds it; otherwise it fails with
-	// ErrLockNotHeld and changes nothing (another Store's hold survives).
-	Unlock(ctx context.Context, name string) error
 }
 
 // Lock is one held named lock.

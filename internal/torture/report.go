@@ -318,8 +318,6 @@ func kindOf(err error) string {
 		return "lock_lost"
 	case errors.Is(err, store.ErrLockTimeout):
 		return "lock_timeout"
-	case errors.Is(err, store.ErrLockNotHeld):
-		return "lock_not_held"
 	case errors.Is(err, store.ErrNotFound):
 		return "not_found"
 	case errors.Is(err, store.ErrDuplicate):

@@ -265,8 +265,8 @@ func NotSent(err error) bool {
 
 // LockBackend is what a backend supplies for named locks. The shared layer
 // validates names and timeouts with store.CheckLock, refuses calls after
-// Close, and keeps the per-Store table of held locks behind Unlock, so a
-// backend implements only acquisition and its own release.
+// Close, and fences, so a backend implements only acquisition and its own
+// release (on the handle: there is no release by name).
 type LockBackend interface {
 	// Acquire takes name for this Store, waiting at most timeout (0 = try
 	// once), honouring ctx. It fails with store.ErrLockTimeout (wrapped) or

@@ -58,8 +58,8 @@
 //     value it matches on, so a MySQL connection without CLIENT_FOUND_ROWS
 //     gives the same results.
 //   - Lock names and timeouts have been checked with store.CheckLock, calls
-//     after Close are refused, and Unlock finds the handle itself: a
-//     LockBackend only acquires, and releases through its own handles. The
+//     after Close are refused: a LockBackend only acquires, and releases
+//     through its own handles. The
 //     handle Store.Lock returns wraps the backend's; its method
 //     Unwrap() BackendLock gives the backend's back (for harnesses that must
 //     reach a lock's session).

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,8 +9,7 @@ import (
 )
 
 // heldLock is the handle Lock returns: the backend's lock and its fencing
-// token, plus removal from the Store's table of held names when it is
-// released.
+// token.
 type heldLock struct {
 	s     *Store
 	inner BackendLock
@@ -23,27 +21,13 @@ func (h *heldLock) Lost() <-chan struct{} { return h.inner.Lost() }
 func (h *heldLock) String() string        { return fmt.Sprintf("lock %q", h.inner.Name()) }
 func (h *heldLock) Token() int64          { return h.token }
 func (h *heldLock) Unwrap() BackendLock   { return h.inner }
-func (h *heldLock) forget()               { h.s.forget(h) }
 func (h *heldLock) Release(ctx context.Context) error {
 	ctx, cancel := h.s.bound(ctx, 0)
 	defer cancel()
-	err := h.inner.Release(ctx)
-	if err == nil || errors.Is(err, store.ErrLockLost) {
-		// Lost or released, the name is no longer this Store's.
-		h.forget()
-	}
-	if err != nil {
+	if err := h.inner.Release(ctx); err != nil {
 		return h.s.wrap(fmt.Sprintf("release lock %q", h.inner.Name()), err)
 	}
 	return nil
-}
-
-func (s *Store) forget(h *heldLock) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held[h.inner.Name()] == h {
-		delete(s.held, h.inner.Name())
-	}
 }
 
 // Lock acquires a named lock through the backend.
@@ -90,35 +74,10 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 		_ = l.Release(context.WithoutCancel(ctx))
 		return nil, s.wrap(op+": fencing token", err)
 	}
-	h := &heldLock{s: s, inner: l, token: token}
-	s.mu.Lock()
 	if s.closed.Load() {
-		s.mu.Unlock()
 		// Close raced with the acquisition; do not leave it held.
 		_ = l.Release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("store: %s: %w", op, store.ErrClosed)
 	}
-	s.held[name] = h
-	s.mu.Unlock()
-	return h, nil
-}
-
-// Unlock releases a lock this Store holds.
-func (s *Store) Unlock(ctx context.Context, name string) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("unlock %q", name)
-	if err := s.check(op); err != nil {
-		return err
-	}
-	if err := store.CheckLock(name, 0); err != nil {
-		return s.wrap(op, err)
-	}
-	s.mu.Lock()
-	h := s.held[name]
-	s.mu.Unlock()
-	if h == nil {
-		return fmt.Errorf("store: %s: %w", op, store.ErrLockNotHeld)
-	}
-	return h.Release(ctx)
+	return &heldLock{s: s, inner: l, token: token}, nil
 }

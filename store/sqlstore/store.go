@@ -74,8 +74,6 @@ type Store struct {
 
 	closed atomic.Bool
 
-	mu        sync.Mutex
-	held      map[string]*heldLock
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -100,7 +98,6 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		locks: cfg.Locks,
 		caps:  cfg.Capabilities,
 		close: cfg.OnClose,
-		held:  map[string]*heldLock{},
 
 		opTimeout:   cfg.OpTimeout,
 		upgradedOld: cfg.UpgradedOldSchema,
@@ -256,10 +253,7 @@ func (s *Store) schemaVersion(ctx context.Context) (int, error) {
 // closes the database.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
 		s.closed.Store(true)
-		s.held = map[string]*heldLock{}
-		s.mu.Unlock()
 		var errs []error
 		if err := s.locks.Close(); err != nil {
 			errs = append(errs, err)
@@ -408,7 +402,7 @@ func (s *Store) check(op string) error {
 // have attached; such errors are wrapped without asking the dialect.
 var sentinels = []error{
 	store.ErrNotFound, store.ErrDuplicate, store.ErrHasFiles, store.ErrHasClasses,
-	store.ErrHasDevices, store.ErrInvalid, store.ErrLockTimeout, store.ErrLockNotHeld,
+	store.ErrHasDevices, store.ErrInvalid, store.ErrLockTimeout,
 	store.ErrLockLost, store.ErrClosed, store.ErrSchemaMismatch, store.ErrUnknownOutcome,
 	store.ErrFenced, store.ErrUnavailable, store.ErrNoSpace,
 }

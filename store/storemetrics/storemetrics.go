@@ -108,7 +108,7 @@ func (m *metrics) collectors() []prometheus.Collector {
 // closes st. It fails only when reg already holds these metrics (one Store
 // per registry).
 func Wrap(st store.Store, reg prometheus.Registerer) (store.Store, error) {
-	s := &Store{inner: st, m: newMetrics(), held: map[string]*lock{}, closed: make(chan struct{})}
+	s := &Store{inner: st, m: newMetrics(), closed: make(chan struct{})}
 	cs := s.m.collectors()
 	switch ls, ok := st.(interface{ LockStats() store.LockStats }); {
 	case !ok:
@@ -140,7 +140,7 @@ var sentinels = []struct {
 	{store.ErrNotFound, "not_found"}, {store.ErrDuplicate, "duplicate"},
 	{store.ErrHasFiles, "has_files"}, {store.ErrHasClasses, "has_classes"},
 	{store.ErrHasDevices, "has_devices"}, {store.ErrInvalid, "invalid"},
-	{store.ErrLockTimeout, "lock_timeout"}, {store.ErrLockNotHeld, "lock_not_held"},
+	{store.ErrLockTimeout, "lock_timeout"},
 	{store.ErrLockLost, "lock_lost"}, {store.ErrClosed, "closed"},
 	{store.ErrSchemaMismatch, "schema_mismatch"}, {store.ErrUnknownOutcome, "unknown_outcome"},
 	{store.ErrFenced, "fenced"}, {store.ErrUnavailable, "unavailable"},
@@ -182,9 +182,7 @@ type Store struct {
 	inner store.Store
 	m     *metrics
 
-	mu        sync.Mutex
-	held      map[string]*lock // by name: a Store holds a name at most once
-	closed    chan struct{}    // ends the Lost watchers
+	closed    chan struct{} // ends the Lost watchers
 	closeOnce sync.Once
 }
 
@@ -219,26 +217,8 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	s.m.lockWait.WithLabelValues(label).Observe(granted.Sub(start).Seconds())
 	s.m.locksHeld.Inc()
 	ml := &lock{Lock: l, s: s, label: label, granted: granted, released: make(chan struct{})}
-	s.mu.Lock()
-	s.held[name] = ml
-	s.mu.Unlock()
 	go ml.watch()
 	return ml, nil
-}
-
-// Unlock releases name like Lock.Release does.
-func (s *Store) Unlock(ctx context.Context, name string) error {
-	start := time.Now()
-	err := s.inner.Unlock(ctx, name)
-	if err == nil || errors.Is(err, store.ErrLockLost) {
-		s.mu.Lock()
-		ml := s.held[name]
-		s.mu.Unlock()
-		if ml != nil {
-			ml.end()
-		}
-	}
-	return s.done("Unlock", start, err)
 }
 
 // Close closes the measured Store and stops watching its locks.
@@ -277,11 +257,6 @@ func (l *lock) end() {
 		close(l.released)
 		l.s.m.lockHold.WithLabelValues(l.label).Observe(time.Since(l.granted).Seconds())
 		l.s.m.locksHeld.Dec()
-		l.s.mu.Lock()
-		if l.s.held[l.Name()] == l {
-			delete(l.s.held, l.Name())
-		}
-		l.s.mu.Unlock()
 	})
 }
 

@@ -87,7 +87,7 @@ func TestWrap_Locks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Unlock(ctx, l2.Name()); err != nil {
+	if err := l2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	lbl := map[string]string{"lock": "mgfs:fid:N:replicate"}
