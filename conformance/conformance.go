@@ -224,8 +224,14 @@ func Run(t *testing.T, h Harness) {
 	}
 	// The test name tells apart runs of one backend in several modes
 	// (TestConformance, TestConformancePooler, …).
-	line := fmt.Sprintf("conformance: backend=%s server=%s passed=%d failed=%d skipped=%d capabilities=%+v test=%s",
-		h.Name(), server, passed, failed, skipped, e.caps, t.Name())
+	// locks= tells apart a backend's own locks from an outside lock
+	// service (lock_dsn) over the same backend.
+	locks := e.caps.LockService
+	if locks == "" {
+		locks = "database"
+	}
+	line := fmt.Sprintf("conformance: backend=%s server=%s locks=%s passed=%d failed=%d skipped=%d capabilities=%+v test=%s",
+		h.Name(), server, locks, passed, failed, skipped, e.caps, t.Name())
 	if filtered > 0 {
 		line += fmt.Sprintf(" filtered=%d", filtered)
 	}

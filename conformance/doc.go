@@ -33,7 +33,7 @@
 // without -v, saying which backend and server version really ran and how
 // many cases passed:
 //
-//	conformance: backend=sqlite server=3.46.0 passed=113 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s Embedded:true} test=TestConformance
+//	conformance: backend=sqlite server=3.46.0 locks=database passed=111 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s Embedded:true LockService:} test=TestConformance
 //
 // # Using the suite
 //
