@@ -1,11 +1,15 @@
 package dbinstance_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,7 +92,8 @@ func getThrough(t *testing.T, ctx context.Context, m *dbinstance.EtcdMember, key
 // A cluster of three: a write through the cluster is read through every
 // member; with its leader killed the others elect a new one and take
 // writes; the killed member restarts on its data directory and reads what
-// it missed; a stopped one starts again; Cleanup leaves nothing running.
+// it missed; a stopped one starts again, though its port is taken for a
+// moment; Cleanup leaves nothing running.
 func TestEtcd_KillLeaderRejoin(t *testing.T) {
 	// etcd reads ETCD_<FLAG> variables and refuses one that shadows a flag:
 	// the owner's environment must not reach the members.
@@ -150,10 +155,111 @@ func TestEtcd_KillLeaderRejoin(t *testing.T) {
 	if err := old.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.Start(ctx); err != nil {
-		t.Fatalf("start after Stop: %v", err)
+	// Its port held for a moment (by another process, say) delays the
+	// restart rather than failing it.
+	ln, err := net.Listen("tcp", old.Addr())
+	if err != nil {
+		t.Fatal(err)
 	}
+	time.AfterFunc(500*time.Millisecond, func() { ln.Close() })
+	t0 = time.Now()
+	if err := old.Start(ctx); err != nil {
+		t.Fatalf("start after Stop, port held for 500ms: %v", err)
+	}
+	t.Logf("%s restarted in %v, its port held for the first 500ms", old.Name(), time.Since(t0))
 	if got := getThrough(t, ctx, old, "k1"); got != "v1" {
 		t.Fatalf("k1 through the restarted %s = %q; want v1", old.Name(), got)
+	}
+}
+
+const etcdOrphanEnv = "GOMOGILE_DBINSTANCE_ETCD_ORPHAN_CHILD"
+
+// TestEtcd_OrphanChild is the child half of TestEtcd_NoOrphanAfterOwnerDies:
+// run only under etcdOrphanEnv, it starts a cluster, prints its endpoints
+// and waits to be killed.
+func TestEtcd_OrphanChild(t *testing.T) {
+	if os.Getenv(etcdOrphanEnv) == "" {
+		t.Skip("the child half of TestEtcd_NoOrphanAfterOwnerDies")
+	}
+	e, err := dbinstance.StartEtcd(context.Background(), dbinstance.EtcdOptions{})
+	if errors.Is(err, dbinstance.ErrUnavailable) {
+		fmt.Println("UNAVAILABLE", strings.ReplaceAll(err.Error(), "\n", " "))
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Println("child:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ORPHAN", strings.Join(e.Endpoints(), " "))
+	time.Sleep(time.Minute)
+}
+
+// A test binary killed at its timeout cannot clean up; its etcd members
+// must die with it rather than run on.
+func TestEtcd_NoOrphanAfterOwnerDies(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("members die with their owner on Linux only (PR_SET_PDEATHSIG)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestEtcd_OrphanChild$")
+	cmd.Env = append(os.Environ(), etcdOrphanEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ORPHAN ") || strings.HasPrefix(sc.Text(), "UNAVAILABLE ") {
+				found <- sc.Text()
+				return
+			}
+			t.Logf("child: %s", sc.Text())
+		}
+		close(found)
+	}()
+	var line string
+	select {
+	case line = <-found:
+	case <-time.After(60 * time.Second):
+	}
+	if msg, ok := strings.CutPrefix(line, "UNAVAILABLE "); ok {
+		testdb.Unavailable(t, "etcd", msg)
+	}
+	endpoints := strings.Fields(strings.TrimPrefix(line, "ORPHAN "))
+	if len(endpoints) == 0 {
+		t.Fatal("child did not start a cluster in 60s")
+	}
+	pids := etcdProcs(endpoints[0])
+	if len(pids) == 0 {
+		t.Fatalf("no process found for the child's member %s", endpoints[0])
+	}
+	// The child cannot remove its cluster's directory: the parent of a
+	// member's --data-dir.
+	cmdline, _ := os.ReadFile("/proc/" + pids[0] + "/cmdline")
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		if dir, ok := strings.CutPrefix(arg, "--data-dir="); ok {
+			defer os.RemoveAll(filepath.Dir(dir))
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for _, ep := range endpoints {
+		for len(etcdProcs(ep)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("15s after its owner died, member %s still runs: pids %v", ep, etcdProcs(ep))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
