@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,14 +103,18 @@ func (m *EtcdMember) launch() (*proc, error) {
 	}
 	// etcd takes an ETCD_<FLAG> variable for a flag not given, and refuses
 	// to start when it names one given: env(1) keeps the owner's out.
-	bin, args := m.e.bin, m.args
+	var env []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ETCD_") {
-			if bin != "env" {
-				bin, args = "env", append([]string{m.e.bin}, m.args...)
-			}
-			args = append([]string{"-u", k}, args...)
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ETCD_") && k != "ETCD_UNSUPPORTED_ARCH" {
+			env = append(env, "-u", k)
 		}
+	}
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "ppc64le" {
+		env = append(env, "ETCD_UNSUPPORTED_ARCH="+runtime.GOARCH) // 3.4 refuses to run otherwise
+	}
+	bin, args := m.e.bin, m.args
+	if len(env) > 0 {
+		bin, args = "env", append(append(env, m.e.bin), m.args...)
 	}
 	pr, err := startProc(nil, m.logPath(), bin, args...)
 	if err != nil {
