@@ -6,7 +6,7 @@
 # It is idempotent and quick when everything already runs.
 # It also installs the binaries internal/dbinstance starts private servers
 # from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer,
-# the Galera library and rsync);
+# the Galera library and rsync, etcd, whose own service is disabled);
 # those are only installed, never started here; Chromium, for the
 # status page's headless-browser test; and perl, LWP and IO::WrapTie from
 # Debian for the tests that drive the original Perl client. Debian does
@@ -113,6 +113,35 @@ ensure_galera() {
 	fi
 }
 
+# internal/dbinstance starts private etcd clusters (the etcd lock service's
+# tests) from the installed binary, on ports of their own. The package's own
+# service would hold 2379/2380 and run for nothing: it is stopped and
+# disabled, now and on every later boot.
+ensure_etcd() {
+	if ! command -v etcd >/dev/null && ! [ -x /usr/bin/etcd ]; then
+		log "installing etcd"
+		# etcdctl (etcd-client) is for a developer's debugging only.
+		apt_install etcd-server etcd-client || apt_install etcd-server
+	fi
+	if [ -d /run/systemd/system ]; then
+		if systemctl is-enabled --quiet etcd.service 2>/dev/null || systemctl is-active --quiet etcd.service; then
+			log "stopping and disabling the system etcd service"
+			as_root systemctl disable --now etcd.service >/dev/null 2>&1
+		fi
+	elif [ -x /etc/init.d/etcd ]; then
+		if ls /etc/rc[2345].d/S[0-9][0-9]etcd >/dev/null 2>&1; then
+			log "disabling the system etcd service"
+			as_root update-rc.d etcd disable >/dev/null 2>&1
+		fi
+		# The service runs as the etcd user; the private clusters never do.
+		if pgrep -u etcd -x etcd >/dev/null; then
+			log "stopping the system etcd service"
+			as_root /etc/init.d/etcd stop >/dev/null 2>&1 ||
+				as_root start-stop-daemon --stop --oknodo --retry 10 --user etcd --exec /usr/bin/etcd >/dev/null
+		fi
+	fi
+}
+
 # The status page's test (tracker/status_browser_test.go) drives Debian's
 # Chromium headless through chromedp; only the binary is needed.
 ensure_chromium() {
@@ -137,6 +166,7 @@ ensure_postgres
 ensure_mariadb
 ensure_pgbouncer
 ensure_galera
+ensure_etcd
 ensure_chromium
 ensure_perl_client
-log "PostgreSQL, MariaDB, PgBouncer, Galera, Chromium and the Perl client's dependencies ready"
+log "PostgreSQL, MariaDB, PgBouncer, Galera, etcd, Chromium and the Perl client's dependencies ready"
