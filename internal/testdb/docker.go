@@ -396,6 +396,9 @@ func Main(m *testing.M) int {
 	if err := releaseAll(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "testdb:", err)
 	}
+	if err := stopEtcd(); err != nil {
+		fmt.Fprintln(os.Stderr, "testdb: etcd:", err)
+	}
 	return code
 }
 

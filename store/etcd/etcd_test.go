@@ -1,0 +1,186 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/etcd"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+func TestParseConfig(t *testing.T) {
+	for _, tt := range []struct {
+		dsn  string
+		want etcd.Config
+		bad  string
+	}{
+		{dsn: "etcd://a:1,b,[::1]:3/locks?ttl=7", want: etcd.Config{Endpoints: []string{"a:1", "b:2379", "[::1]:3"}, Prefix: "/locks", TTL: 7 * time.Second, DialTimeout: etcd.DefaultDialTimeout}},
+		{dsn: "etcd://u:p@h", want: etcd.Config{Endpoints: []string{"h:2379"}, Prefix: etcd.DefaultPrefix, TTL: etcd.DefaultTTL, DialTimeout: etcd.DefaultDialTimeout, Username: "u", Password: "p"}},
+		{dsn: "etcd://h/p/?ttl=3s&dial_timeout=2", want: etcd.Config{Endpoints: []string{"h:2379"}, Prefix: "/p", TTL: 3 * time.Second, DialTimeout: 2 * time.Second}},
+		{dsn: "etcd://h?ttl=1", bad: "at least 2s"},
+		{dsn: "etcd://h?ttl=2.5s", bad: "whole seconds"},
+		{dsn: "etcd://h?lease=3", bad: `unknown etcd lock_dsn parameter "lease"`},
+		{dsn: "etcd://h?cert=/x", bad: "cert and key go together"},
+		{dsn: "etcd://h?cacert=/nonexistent", bad: "cacert"},
+		{dsn: "etcd:///p", bad: "no endpoint"},
+	} {
+		d, err := store.ParseLockDSN(tt.dsn)
+		if err != nil {
+			t.Fatalf("ParseLockDSN(%q): %v", tt.dsn, err)
+		}
+		got, err := etcd.ParseConfig(d)
+		if tt.bad != "" {
+			if !errors.Is(err, store.ErrBadDSN) || !strings.Contains(err.Error(), tt.bad) {
+				t.Errorf("ParseConfig(%q) = %v; want ErrBadDSN saying %q", tt.dsn, err, tt.bad)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseConfig(%q): %v", tt.dsn, err)
+			continue
+		}
+		if strings.Join(got.Endpoints, " ") != strings.Join(tt.want.Endpoints, " ") || got.Prefix != tt.want.Prefix ||
+			got.TTL != tt.want.TTL || got.DialTimeout != tt.want.DialTimeout || got.Username != tt.want.Username || got.Password != tt.want.Password {
+			t.Errorf("ParseConfig(%q) = %+v; want %+v", tt.dsn, got, tt.want)
+		}
+	}
+}
+
+// open opens a Service on lockDSN with the given ttl.
+func open(t *testing.T, lockDSN string, ttl int) *etcd.Service {
+	t.Helper()
+	d, err := store.ParseLockDSN(lockDSN + "?ttl=" + url.QueryEscape(time.Duration(ttl*int(time.Second)).String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := etcd.ParseConfig(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := etcd.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// The promise of the package doc: a holder cut off from etcd (its
+// keep-alives go nowhere) sees Lost before any other Store is granted the
+// name, since it gives up at its own deadline, a fifth of the TTL before
+// the server lets the lease go.
+func TestService_LostBeforeRegrantWhenCutOff(t *testing.T) {
+	lockDSN := testdb.Etcd(t)
+	c, err := testdb.EtcdCluster()
+	if err != nil || c == nil {
+		t.Skip("needs the private cluster, to put a proxy in front of one member")
+	}
+	m := c.Members()[0]
+	p, err := faultproxy.Start(m.Addr(), faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	prefix := lockDSN[strings.LastIndex(lockDSN, "/"):]
+	a := open(t, "etcd://"+p.Addr()+prefix, 3)
+	b := open(t, lockDSN, 3)
+
+	l, err := a.Acquire(t.Context(), "mgfs:fid:1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	cut := time.Now()
+	got := make(chan error, 1)
+	var lostFirst bool
+	go func() {
+		g, err := b.Acquire(context.Background(), "mgfs:fid:1", 15*time.Second)
+		select {
+		case <-l.Lost():
+			lostFirst = true
+		default:
+		}
+		if err == nil {
+			g.Release(context.Background())
+		}
+		got <- err
+	}()
+	select {
+	case <-l.Lost():
+		t.Logf("Lost %v after the cut", time.Since(cut).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost not closed 10 s after the holder was cut off (TTL 3 s)")
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("another Store's Lock after the holder's lease ran out: %v", err)
+	}
+	if !lostFirst {
+		t.Error("another Store was granted the name before the cut-off holder's Lost fired")
+	}
+	p.Blackhole(false)
+	if err := l.Release(t.Context()); !errors.Is(err, store.ErrLockLost) {
+		t.Errorf("Release of the lost grant = %v; want ErrLockLost", err)
+	}
+	// After the loss the Service takes a new lease and grants again.
+	l2, err := a.Acquire(t.Context(), "mgfs:fid:2", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire after a lost lease: %v", err)
+	}
+	if err := l2.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Service's locks are not reentrant, and each grant's token exceeds
+// every earlier grant's.
+func TestService_NotReentrantTokensGrow(t *testing.T) {
+	a := open(t, testdb.Etcd(t), 5)
+	l1, err := a.Acquire(t.Context(), "n", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Acquire(t.Context(), "n", 0); !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("second Acquire of a held name by its own Service = %v; want ErrLockTimeout", err)
+	}
+	start := time.Now()
+	if _, err := a.Acquire(t.Context(), "n", 300*time.Millisecond); !errors.Is(err, store.ErrLockTimeout) || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("second Acquire waiting 300ms = %v after %v; want ErrLockTimeout no earlier", err, time.Since(start))
+	}
+	last := l1.Token()
+	if err := l1.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		l, err := a.Acquire(t.Context(), "n", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() <= last {
+			t.Errorf("grant %d token %d; want more than %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A name that is a prefix of another's bytes is another lock.
+	x, err := a.Acquire(t.Context(), "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := a.Acquire(t.Context(), "a/b", 0)
+	if err != nil {
+		t.Fatalf("Acquire of a/b while a is held: %v", err)
+	}
+	x.Release(t.Context())
+	y.Release(t.Context())
+}
