@@ -226,10 +226,11 @@
 // wsrep_provider, the wsrep_cluster_size status) and, on a node of a
 // cluster of more than one node, fails with ErrNodeLocalLocks, whose text
 // names the fix: a lock service outside the database, set with lock_dsn
-// (which a following release adds; until then, run the metadata database
-// on a single server). The check is the lock backend's, made when it
-// starts, so a backend that builds on NewConfig and replaces cfg.Locks
-// with an outside service is not refused.
+// (etcd, package store/etcd). The check is the lock backend's, made when
+// it starts, so a Store with lock_dsn, which starts no GET_LOCK session,
+// is not refused: Stores on two nodes then exclude each other through
+// etcd, and their fence is an InnoDB table Galera replicates
+// (TestGalera/LockDSNExcludesAcrossNodes).
 //
 // A Galera cluster of one node is a single server as far as locks go: Open
 // accepts it and logs a warning. Such a Store then asks every second

@@ -24,7 +24,7 @@ var ErrNodeLocalLocks = errors.New("mysql: GET_LOCK locks are node-local on a Ga
 const clusterCheckEvery = time.Second
 
 // lockDSNHint names the fix in every refusal and warning.
-const lockDSNHint = "set lock_dsn to a lock service outside the database (coming in a following release; until then, use a single MySQL/MariaDB server)"
+const lockDSNHint = "set lock_dsn to a lock service outside the database (lock_dsn = etcd://host1:2379,host2:2379,host3:2379/prefix; see package store/etcd)"
 
 // wsrep is what a server says of Galera replication.
 type wsrep struct {

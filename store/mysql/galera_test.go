@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"strings"
@@ -10,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/conformance"
 	"github.com/gomogile/gomogile/internal/dbinstance"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
+	_ "github.com/gomogile/gomogile/store/etcd"
 	"github.com/gomogile/gomogile/store/mysql"
 )
 
@@ -199,6 +202,63 @@ func TestGalera(t *testing.T) {
 				t.Errorf("%q says node-local %d times; want the sentinel wrapped once", msg, c)
 			}
 		}
+	})
+
+	// The fix the refusal names: with the locks in etcd (lock_dsn), Stores
+	// on two nodes exclude each other, and a stale holder's fenced write
+	// is refused through the other node, since gomogile_lock_fence is an
+	// InnoDB table Galera replicates. The earlier subtests recorded the
+	// database's own locks in gomogile_meta: clear it as an operator moving
+	// to a lock service does, with every tracker stopped.
+	t.Run("LockDSNExcludesAcrossNodes", func(t *testing.T) {
+		db, err := sql.Open("mysql", nodes[0].DriverDSN("test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, "DELETE FROM gomogile_meta WHERE name = 'lock_service'"); err != nil {
+			t.Fatal(err)
+		}
+		locks := testdb.Etcd(t)
+		withLocks := func(ctx context.Context, dsn string) (store.Store, error) {
+			return store.Open(ctx, dsn, store.WithLockDSN(locks))
+		}
+		x := openOn(t, withLocks, nodes[0])
+		y := openOn(t, withLocks, nodes[1])
+		if got := x.Capabilities().LockService; got != "etcd" {
+			t.Fatalf("LockService = %q; want etcd", got)
+		}
+		lx := mustLock(t, x, "mgfs:fid:1", 0)
+		if ly, err := y.Lock(ctx, "mgfs:fid:1", 0); !errors.Is(err, store.ErrLockTimeout) {
+			if err == nil {
+				ly.Release(ctx)
+			}
+			t.Fatalf("Lock on node 2 while node 1's Store holds it: %v; want ErrLockTimeout", err)
+		}
+		if err := x.SetServerSetting(store.WithFence(ctx, lx), "galera-etcd", "x"); err != nil {
+			t.Fatalf("fenced write of the holder: %v", err)
+		}
+		// x's grant ends at etcd without x releasing it (its lease revoked,
+		// as a partitioned holder's expires); y is granted through node 2,
+		// and x's late write through node 1 is refused.
+		f, ok := x.(conformance.Faults)
+		if !ok {
+			t.Fatalf("%T offers no fault hooks", x)
+		}
+		if err := f.KillLockSession(ctx, lx); err != nil {
+			t.Fatal(err)
+		}
+		ly := mustLock(t, y, "mgfs:fid:1", 10*time.Second)
+		if ly.Token() <= lx.Token() {
+			t.Errorf("token of the later grant %d <= the earlier's %d", ly.Token(), lx.Token())
+		}
+		if err := x.SetServerSetting(store.WithFence(ctx, lx), "galera-etcd", "stale"); !errors.Is(err, store.ErrFenced) {
+			t.Errorf("stale holder's fenced write through node 1 after node 2's grant: %v; want ErrFenced", err)
+		}
+		if err := y.SetServerSetting(store.WithFence(ctx, ly), "galera-etcd", "y"); err != nil {
+			t.Errorf("new holder's fenced write through node 2: %v", err)
+		}
+		mustRelease(t, ly)
 	})
 }
 
