@@ -89,8 +89,11 @@ func Available(kind string) error {
 		}
 		_, err := serviceAccount("postgres")
 		return err
+	case "etcd":
+		_, err := lookBin("etcd", "/usr/bin", "/usr/local/bin")
+		return err
 	}
-	return fmt.Errorf("dbinstance: unknown kind %q (want postgres, mariadb, galera or pgbouncer)", kind)
+	return fmt.Errorf("dbinstance: unknown kind %q (want postgres, mariadb, galera, pgbouncer or etcd)", kind)
 }
 
 // lookBin finds an executable on $PATH or in one of dirs.
