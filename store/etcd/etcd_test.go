@@ -56,7 +56,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 // open opens a Service on lockDSN with the given ttl.
-func open(t *testing.T, lockDSN string, ttl int) *etcd.Service {
+func open(t testing.TB, lockDSN string, ttl int) *etcd.Service {
 	t.Helper()
 	d, err := store.ParseLockDSN(lockDSN + "?ttl=" + url.QueryEscape(time.Duration(ttl*int(time.Second)).String()))
 	if err != nil {
