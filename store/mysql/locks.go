@@ -323,10 +323,11 @@ func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *
 // timeout and fails within one poll after it, on either server. A waiting
 // session holds no lock, so MySQL's deadlock detection between user locks
 // (ER_USER_LOCK_DEADLOCK) has nothing to detect.
+//
+// name and timeout were checked by sqlstore.Store.Lock (store.CheckLock),
+// the only caller; what is MySQL's own about names, GET_LOCK's 64-character
+// limit and its case rules, serverLockName's hash takes care of.
 func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
-	if err := store.CheckLock(name, timeout); err != nil {
-		return nil, err
-	}
 	deadline := time.Now().Add(timeout)
 	b.mu.Lock()
 	if b.closed {
