@@ -133,117 +133,176 @@ func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *
 // the only caller; what is MySQL's own about names, GET_LOCK's 64-character
 // limit and its case rules, serverLockName's hash takes care of.
 func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
-	deadline := time.Now().Add(timeout)
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil, store.ErrClosed
+	a := &acquisition{
+		b:        b,
+		name:     name,
+		key:      serverLockName(b.database, name),
+		timeout:  timeout,
+		deadline: time.Now().Add(timeout),
 	}
-	if b.refused != nil {
-		b.mu.Unlock()
-		return nil, b.refused
+	if err := b.enter(); err != nil {
+		return nil, err
 	}
-	b.calls.Add(1)
-	b.mu.Unlock()
 	defer b.calls.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(b.closing, cancel)()
 
-	key := serverLockName(b.database, name)
-	s, reused, err := b.session(ctx)
-	if err != nil {
+	var err error
+	if a.s, a.reused, err = b.session(ctx); err != nil {
 		return nil, b.acquireErr(ctx, err)
 	}
 	for first := true; ; first = false {
-		secs := int64(max(time.Until(deadline), 0) / time.Second)
+		secs := int64(max(time.Until(a.deadline), 0) / time.Second)
 		// The claim goes with GET_LOCK unless this is one of the short
 		// polls after a refusal, which mostly find the lock still taken
 		// and would take the stripe row for nothing.
-		got, look, fence, err := s.getLock(ctx, key, secs, first || secs > 0)
+		got, look, fence, err := a.s.getLock(ctx, a.key, secs, first || secs > 0)
 		if mysqlErrno(err) == erUserLockDeadlock {
 			// Cannot happen while a waiting session holds nothing; should a
 			// server report it anyway, it is a refusal to wait, not an
 			// error: wait as for a zero answer.
 			got, err, secs = false, nil, 0
 		}
-		if err != nil && reused && ctx.Err() == nil && sessionGone(err) {
+		switch {
+		case err != nil && a.reused && ctx.Err() == nil && sessionGone(err):
 			// An idle session the server closed (wait_timeout, restart)
 			// holds nothing: try once more on a fresh one. Should it have
 			// died after its claim's row went in, the row is nobody's.
-			b.discard(s, "")
-			b.forgetHolderLater(key, s.id)
-			if s, err = b.newSession(ctx); err != nil {
-				return nil, b.acquireErr(ctx, err)
+			if err := a.renewSession(ctx); err != nil {
+				return nil, err
 			}
-			reused = false
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			// The driver closes the socket when ctx ends mid-query, but the
 			// server may keep the session waiting, or grant it the lock at
 			// that instant; KILL ends it so no lock outlives this call.
-			b.discard(s, key)
+			b.discard(a.s, a.key)
 			return nil, b.acquireErr(ctx, err)
-		}
-		if got {
-			if fence > 0 {
-				s.renewEpochFrom(ctx, fence)
-			} else {
-				fence, err = b.claim(ctx, s, name, key, deadline, look)
-			}
-			switch {
-			case errors.Is(err, errGraceTimeout):
-				b.releaseUnclaimed(s, key)
-				return nil, fmt.Errorf("%w after %v (the last holder's session ended underneath it; waiting out its grace)", store.ErrLockTimeout, timeout)
-			case err != nil && ctx.Err() == nil && sessionGone(err) && time.Now().Before(deadline):
-				// The session died while the grant waited out its grace (a
-				// kill, a cut): the lock went with it, so wait for it anew
-				// on a fresh session, as a waiting GET_LOCK would have.
-				b.discard(s, "")
-				b.forgetHolderLater(key, s.id)
-				if s, err = b.newSession(ctx); err != nil {
-					return nil, b.acquireErr(ctx, err)
-				}
-				reused = false
+		case got:
+			l, again, err := a.granted(ctx, look, fence)
+			if again {
 				continue
-			case err != nil && ctx.Err() != nil && !sessionGone(err):
-				// The caller's context ended while the grant waited out its
-				// grace: the session is sound and holds the lock; give it
-				// back off the caller's path.
-				b.releaseUnclaimed(s, key)
-				return nil, b.acquireErr(ctx, err)
-			case err != nil:
-				// Nobody was handed this grant: its row, if claim wrote it,
-				// is nobody's to wait for. The close and KILL run off the
-				// caller's path, so a Lock returns by its deadline even when
-				// the server cannot be reached to KILL the session.
-				b.discardLater(s, key)
-				return nil, b.acquireErr(ctx, err)
 			}
-			l, err := b.hold(name, key, s, fence)
 			if err != nil {
-				b.forgetHolderLater(key, s.id)
 				return nil, err
 			}
 			return l, nil
 		}
-		reused = false
-		if !time.Now().Before(deadline) {
-			b.release(s)
-			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
-		}
-		if secs == 0 {
-			t := time.NewTimer(min(tailPoll, time.Until(deadline)))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				b.release(s)
-				return nil, b.acquireErr(ctx, ctx.Err())
-			}
+		a.reused = false
+		if err := a.pause(ctx, secs); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// enter admits an Acquire: none after Close, nor once the server was seen
+// in a Galera cluster (refuseLocks). Close waits for every call admitted
+// (b.calls), which must end with b.calls.Done.
+func (b *lockBackend) enter() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return store.ErrClosed
+	}
+	if b.refused != nil {
+		return b.refused
+	}
+	b.calls.Add(1)
+	return nil
+}
+
+// acquisition is one Acquire in progress: what it takes, by when, and the
+// session it waits on, which it trades for a fresh one when that dies
+// holding nothing anyone was handed (renewSession).
+type acquisition struct {
+	b        *lockBackend
+	name     string
+	key      string // serverLockName's
+	timeout  time.Duration
+	deadline time.Time
+	s        *session
+	reused   bool // s came off the free list and has had no answer yet
+}
+
+// granted finishes a grant GET_LOCK made: the claim of its holderTable row
+// with its fencing token, unless getLock made it in GET_LOCK's own round
+// trip, and then the handle. again says the session died while the claim
+// waited out its grace and a fresh one is to wait for the lock anew.
+func (a *acquisition) granted(ctx context.Context, look holderLook, fence int64) (l *lock, again bool, err error) {
+	b, s := a.b, a.s
+	if fence > 0 {
+		s.renewEpochFrom(ctx, fence)
+	} else {
+		fence, err = b.claim(ctx, s, a.name, a.key, a.deadline, look)
+	}
+	switch {
+	case errors.Is(err, errGraceTimeout):
+		b.releaseUnclaimed(s, a.key)
+		return nil, false, fmt.Errorf("%w after %v (the last holder's session ended underneath it; waiting out its grace)", store.ErrLockTimeout, a.timeout)
+	case err != nil && ctx.Err() == nil && sessionGone(err) && time.Now().Before(a.deadline):
+		// The session died while the grant waited out its grace (a
+		// kill, a cut): the lock went with it, so wait for it anew
+		// on a fresh session, as a waiting GET_LOCK would have.
+		if err := a.renewSession(ctx); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
+	case err != nil && ctx.Err() != nil && !sessionGone(err):
+		// The caller's context ended while the grant waited out its
+		// grace: the session is sound and holds the lock; give it
+		// back off the caller's path.
+		b.releaseUnclaimed(s, a.key)
+		return nil, false, b.acquireErr(ctx, err)
+	case err != nil:
+		// Nobody was handed this grant: its row, if claim wrote it,
+		// is nobody's to wait for. The close and KILL run off the
+		// caller's path, so a Lock returns by its deadline even when
+		// the server cannot be reached to KILL the session.
+		b.discardLater(s, a.key)
+		return nil, false, b.acquireErr(ctx, err)
+	}
+	if l, err = b.hold(a.name, a.key, s, fence); err != nil {
+		b.forgetHolderLater(a.key, s.id)
+		return nil, false, err
+	}
+	return l, false, nil
+}
+
+// renewSession trades the session, which died holding nothing anyone was
+// handed, for a fresh one. Its holderTable row, should its claim have
+// written one, is nobody's.
+func (a *acquisition) renewSession(ctx context.Context) error {
+	a.b.discard(a.s, "")
+	a.b.forgetHolderLater(a.key, a.s.id)
+	s, err := a.b.newSession(ctx)
+	if err != nil {
+		return a.b.acquireErr(ctx, err)
+	}
+	a.s, a.reused = s, false
+	return nil
+}
+
+// pause follows a GET_LOCK that did not grant: at the deadline the call
+// fails, giving its session (which holds nothing) back to the free list;
+// before it, where GET_LOCK waited no whole second on the server, the
+// next poll comes tailPoll later.
+func (a *acquisition) pause(ctx context.Context, secs int64) error {
+	if !time.Now().Before(a.deadline) {
+		a.b.release(a.s)
+		return fmt.Errorf("%w after %v", store.ErrLockTimeout, a.timeout)
+	}
+	if secs == 0 {
+		t := time.NewTimer(min(tailPoll, time.Until(a.deadline)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			a.b.release(a.s)
+			return a.b.acquireErr(ctx, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // acquireErr says what ended a failed Acquire, preferring Close, then the
