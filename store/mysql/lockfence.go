@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+	"time"
 
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -109,6 +110,36 @@ func claimStatements(cond string) string {
 // sentinel were there, and the token.
 var claimQuery = claimStatements("") + "@gomogile_stripe, @gomogile_rows, LAST_INSERT_ID()"
 
+// claimRow runs claimQuery: it writes s's holderTable row of key with the
+// grant's fencing token and returns the token.
+func (s *session) claimRow(ctx context.Context, name, key string) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		sent := time.Now()
+		var stripe, rows, token int64
+		if err := s.conn.QueryRowContext(ctx, claimQuery, fenceStripe(key), key, s.id).Scan(&stripe, &rows, &token); err != nil {
+			return 0, err
+		}
+		s.lastOK = sent
+		switch {
+		case stripe != 1 && attempt == 0:
+			// Emptied by an operator (or a test harness): put the rows
+			// back and try again.
+			if err := fillStripes(ctx, s.conn); err != nil {
+				return 0, err
+			}
+			continue
+		case stripe != 1:
+			return 0, errNoStripe
+		case rows != 1:
+			return 0, errNoSentinel
+		case token <= 0:
+			return 0, fmt.Errorf("fencing token %d for %q is not positive", token, name)
+		}
+		s.renewEpochFrom(ctx, token)
+		return token, nil
+	}
+}
+
 // renewEpochFrom starts a new fencing epoch once a grant's token is in
 // the upper half of its epoch's range, so the range never runs out. A
 // failure leaves it to the next grant.
@@ -132,6 +163,29 @@ func fillStripes(ctx context.Context, ex interface {
 	}
 	if _, err := ex.ExecContext(ctx, q.String()); err != nil {
 		return fmt.Errorf("fill %s: %w", fenceStripeTable, err)
+	}
+	return nil
+}
+
+// startFencing creates the fencing tables, and fenceStripeTable's rows
+// where any are missing (Start).
+func (b *lockBackend) startFencing(ctx context.Context) error {
+	for _, ddl := range []string{
+		"CREATE TABLE IF NOT EXISTS " + fenceEpochTable + " (\n\tid INT NOT NULL PRIMARY KEY,\n\tepoch BIGINT NOT NULL\n) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS " + fenceStripeTable + " (\n\tid INT NOT NULL PRIMARY KEY\n) ENGINE=InnoDB",
+	} {
+		if _, err := b.admin.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("mysql: create the fencing tables: %w", err)
+		}
+	}
+	var stripes int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+fenceStripeTable).Scan(&stripes); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if stripes < fenceStripes {
+		if err := fillStripes(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // holderTable records which session holds each lock, so a grant can tell a
@@ -117,6 +119,26 @@ var errGraceTimeout = errors.New("deadline within the handoff grace")
 // handoffGrace or more after the server's start. The row goes in with the
 // grant's fencing token (claimQuery), which claim returns.
 func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, deadline time.Time, look holderLook) (int64, error) {
+	wait, err := s.graceFor(ctx, key, look)
+	if err != nil {
+		return 0, err
+	}
+	if err := waitGrace(ctx, wait, deadline); err != nil {
+		return 0, err
+	}
+	if !look.complete {
+		if err := newFenceEpoch(ctx, s.conn); err != nil {
+			return 0, err
+		}
+	}
+	return s.claimRow(ctx, name, key)
+}
+
+// graceFor is how long a grant of key on s must still wait, from what
+// getLock's look found (see claim). Where the look is the first to find
+// the row of a holding that ended underneath its holder, it stamps the row
+// as seen free now, so that later grants wait from the same instant.
+func (s *session) graceFor(ctx context.Context, key string, look holderLook) (time.Duration, error) {
 	conn, seenFree, now := look.conn, look.seenFree, look.now
 	var wait time.Duration
 	switch {
@@ -138,49 +160,27 @@ func (b *lockBackend) claim(ctx context.Context, s *session, name, key string, d
 	if !look.complete {
 		wait = max(wait, time.Until(s.boot.Add(handoffGrace)))
 	}
-	if wait > 0 {
-		left := time.Until(deadline)
-		t := time.NewTimer(min(wait, max(left, 0)))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
-		}
-		if wait > left {
-			return 0, errGraceTimeout
-		}
+	return wait, nil
+}
+
+// waitGrace waits wait; where deadline comes first it waits until then
+// and fails with errGraceTimeout.
+func waitGrace(ctx context.Context, wait time.Duration, deadline time.Time) error {
+	if wait <= 0 {
+		return nil
 	}
-	if !look.complete {
-		if err := newFenceEpoch(ctx, s.conn); err != nil {
-			return 0, err
-		}
+	left := time.Until(deadline)
+	t := time.NewTimer(min(wait, max(left, 0)))
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
 	}
-	for attempt := 0; ; attempt++ {
-		sent := time.Now()
-		var stripe, rows, token int64
-		if err := s.conn.QueryRowContext(ctx, claimQuery, fenceStripe(key), key, s.id).Scan(&stripe, &rows, &token); err != nil {
-			return 0, err
-		}
-		s.lastOK = sent
-		switch {
-		case stripe != 1 && attempt == 0:
-			// Emptied by an operator (or a test harness): put the rows
-			// back and try again.
-			if err := fillStripes(ctx, s.conn); err != nil {
-				return 0, err
-			}
-			continue
-		case stripe != 1:
-			return 0, errNoStripe
-		case rows != 1:
-			return 0, errNoSentinel
-		case token <= 0:
-			return 0, fmt.Errorf("fencing token %d for %q is not positive", token, name)
-		}
-		s.renewEpochFrom(ctx, token)
-		return token, nil
+	if wait > left {
+		return errGraceTimeout
 	}
+	return nil
 }
 
 // releaseUnclaimed gives back a grant claim refused at the caller's
@@ -205,6 +205,43 @@ func (b *lockBackend) releaseUnclaimed(s *session, key string) {
 		}
 		b.release(s)
 	}()
+}
+
+// startHolders creates holderTable, and sweeps it (sweepHolders) where it
+// was there already. A holder table made here and now has lost no rows,
+// so it gets its sentinel at once. A holder table an older gomogile made
+// gets its token column, and a sentinel from before epochs a first epoch:
+// its tokens were in gomogile_fence, all far below the first floor.
+func (b *lockBackend) startHolders(ctx context.Context) error {
+	var n, cols int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*), (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'token') FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", holderTable, holderTable).Scan(&n, &cols); err != nil {
+		return fmt.Errorf("mysql: look for %s: %w", holderTable, err)
+	}
+	if n == 0 {
+		if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
+			return fmt.Errorf("mysql: create %s: %w", holderTable, err)
+		}
+		if err := newFenceEpoch(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+		return nil
+	}
+	if cols == 0 {
+		_, err := b.admin.ExecContext(ctx, "ALTER TABLE "+holderTable+" ADD COLUMN token BIGINT NOT NULL DEFAULT 0")
+		if err != nil && mysqlErrno(err) != erDupFieldName {
+			return fmt.Errorf("mysql: add %s.token: %w", holderTable, err)
+		}
+	}
+	var old int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+holderTable+" WHERE name = '' AND token < ?", int64(1)<<sqlstore.FenceEpochShift).Scan(&old); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if old > 0 {
+		if err := newFenceEpoch(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+	}
+	return b.sweepHolders(ctx)
 }
 
 // sweepHolders keeps holderTable (a MEMORY table, bounded by the server's

@@ -76,16 +76,8 @@ func (l *lock) Release(ctx context.Context) error {
 		return store.ErrLockLost
 	default:
 	}
-	// Not cut short by the caller's cancel (half a release would cost the
-	// session), but within its deadline: a release the server does not
-	// answer in time ends as a failed one, with the KILL below.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	rctx, cancel := releaseContext(ctx)
 	defer cancel()
-	if dl, ok := ctx.Deadline(); ok {
-		var cancelDl context.CancelFunc
-		rctx, cancelDl = context.WithDeadline(rctx, dl)
-		defer cancelDl()
-	}
 	var r sql.NullInt64
 	// The row first: once the lock is free, the next grant must find a
 	// clean release, not a holding that ended underneath its holder.
@@ -118,6 +110,23 @@ func (l *lock) Release(ctx context.Context) error {
 	l.state = lockReleased
 	l.b.release(l.s)
 	return nil
+}
+
+// releaseContext bounds a Release: not cut short by the caller's cancel
+// (half a release would cost the session), but within its deadline: a
+// release the server does not answer in time ends as a failed one, with
+// the KILL (Release's server-error case).
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return rctx, cancel
+	}
+	rctx, cancelDl := context.WithDeadline(rctx, dl)
+	return rctx, func() {
+		cancelDl()
+		cancel()
+	}
 }
 
 func (l *lock) stopWatcher() {

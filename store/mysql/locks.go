@@ -329,61 +329,17 @@ func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: mysql: GET_LOCK: %w", store.ErrUnavailable, err)
 }
 
-// Start creates holderTable and the fencing tables, for
-// sqlstore.LockStarter. A holder table made here and now has lost no rows,
-// so it gets its sentinel at once. A holder table an older gomogile made
-// gets its token column, and a sentinel from before epochs a first epoch:
-// its tokens were in gomogile_fence, all far below the first floor.
+// Start, for sqlstore.LockStarter, refuses a server in a Galera cluster
+// of more than one node (checkCluster), then creates the fencing tables
+// (startFencing) and holderTable (startHolders), in that order.
 func (b *lockBackend) Start(ctx context.Context) error {
 	if err := b.checkCluster(ctx); err != nil {
 		return err
 	}
-	for _, ddl := range []string{
-		"CREATE TABLE IF NOT EXISTS " + fenceEpochTable + " (\n\tid INT NOT NULL PRIMARY KEY,\n\tepoch BIGINT NOT NULL\n) ENGINE=InnoDB",
-		"CREATE TABLE IF NOT EXISTS " + fenceStripeTable + " (\n\tid INT NOT NULL PRIMARY KEY\n) ENGINE=InnoDB",
-	} {
-		if _, err := b.admin.ExecContext(ctx, ddl); err != nil {
-			return fmt.Errorf("mysql: create the fencing tables: %w", err)
-		}
+	if err := b.startFencing(ctx); err != nil {
+		return err
 	}
-	var stripes int
-	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+fenceStripeTable).Scan(&stripes); err != nil {
-		return fmt.Errorf("mysql: %w", err)
-	}
-	if stripes < fenceStripes {
-		if err := fillStripes(ctx, b.admin); err != nil {
-			return fmt.Errorf("mysql: %w", err)
-		}
-	}
-	var n, cols int
-	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*), (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'token') FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", holderTable, holderTable).Scan(&n, &cols); err != nil {
-		return fmt.Errorf("mysql: look for %s: %w", holderTable, err)
-	}
-	if n == 0 {
-		if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
-			return fmt.Errorf("mysql: create %s: %w", holderTable, err)
-		}
-		if err := newFenceEpoch(ctx, b.admin); err != nil {
-			return fmt.Errorf("mysql: %w", err)
-		}
-		return nil
-	}
-	if cols == 0 {
-		_, err := b.admin.ExecContext(ctx, "ALTER TABLE "+holderTable+" ADD COLUMN token BIGINT NOT NULL DEFAULT 0")
-		if err != nil && mysqlErrno(err) != erDupFieldName {
-			return fmt.Errorf("mysql: add %s.token: %w", holderTable, err)
-		}
-	}
-	var old int
-	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+holderTable+" WHERE name = '' AND token < ?", int64(1)<<sqlstore.FenceEpochShift).Scan(&old); err != nil {
-		return fmt.Errorf("mysql: %w", err)
-	}
-	if old > 0 {
-		if err := newFenceEpoch(ctx, b.admin); err != nil {
-			return fmt.Errorf("mysql: %w", err)
-		}
-	}
-	return b.sweepHolders(ctx)
+	return b.startHolders(ctx)
 }
 
 var _ sqlstore.LockStarter = (*lockBackend)(nil)
