@@ -37,6 +37,47 @@ const (
 	fenceStripes     = 1024
 )
 
+// startFencing creates the fencing tables, and fenceStripeTable's rows
+// where any are missing (Start).
+func (b *lockBackend) startFencing(ctx context.Context) error {
+	for _, ddl := range []string{
+		"CREATE TABLE IF NOT EXISTS " + fenceEpochTable + " (\n\tid INT NOT NULL PRIMARY KEY,\n\tepoch BIGINT NOT NULL\n) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS " + fenceStripeTable + " (\n\tid INT NOT NULL PRIMARY KEY\n) ENGINE=InnoDB",
+	} {
+		if _, err := b.admin.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("mysql: create the fencing tables: %w", err)
+		}
+	}
+	var stripes int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+fenceStripeTable).Scan(&stripes); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if stripes < fenceStripes {
+		if err := fillStripes(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+	}
+	return nil
+}
+
+// fillStripes writes fenceStripeTable's rows that are missing.
+func fillStripes(ctx context.Context, ex interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}) error {
+	var q strings.Builder
+	q.WriteString("INSERT IGNORE INTO " + fenceStripeTable + " (id) VALUES ")
+	for i := range fenceStripes {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		fmt.Fprintf(&q, "(%d)", i)
+	}
+	if _, err := ex.ExecContext(ctx, q.String()); err != nil {
+		return fmt.Errorf("fill %s: %w", fenceStripeTable, err)
+	}
+	return nil
+}
+
 // fenceStripe is the row of fenceStripeTable that orders key's grants and
 // fenced writes.
 func fenceStripe(key string) int {
@@ -66,6 +107,15 @@ func newFenceEpoch(ctx context.Context, ex interface {
 		return fmt.Errorf("new fencing epoch: %w", err)
 	}
 	return nil
+}
+
+// renewEpochFrom starts a new fencing epoch once a grant's token is in
+// the upper half of its epoch's range, so the range never runs out. A
+// failure leaves it to the next grant.
+func (s *session) renewEpochFrom(ctx context.Context, token int64) {
+	if sqlstore.FenceEpochHalfUsed(token) {
+		_ = newFenceEpoch(ctx, s.conn)
+	}
 }
 
 // FenceCheck implements sqlstore.FenceChecker. COUNT(*) makes a missing
@@ -138,54 +188,4 @@ func (s *session) claimRow(ctx context.Context, name, key string) (int64, error)
 		s.renewEpochFrom(ctx, token)
 		return token, nil
 	}
-}
-
-// renewEpochFrom starts a new fencing epoch once a grant's token is in
-// the upper half of its epoch's range, so the range never runs out. A
-// failure leaves it to the next grant.
-func (s *session) renewEpochFrom(ctx context.Context, token int64) {
-	if sqlstore.FenceEpochHalfUsed(token) {
-		_ = newFenceEpoch(ctx, s.conn)
-	}
-}
-
-// fillStripes writes fenceStripeTable's rows that are missing.
-func fillStripes(ctx context.Context, ex interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}) error {
-	var q strings.Builder
-	q.WriteString("INSERT IGNORE INTO " + fenceStripeTable + " (id) VALUES ")
-	for i := range fenceStripes {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		fmt.Fprintf(&q, "(%d)", i)
-	}
-	if _, err := ex.ExecContext(ctx, q.String()); err != nil {
-		return fmt.Errorf("fill %s: %w", fenceStripeTable, err)
-	}
-	return nil
-}
-
-// startFencing creates the fencing tables, and fenceStripeTable's rows
-// where any are missing (Start).
-func (b *lockBackend) startFencing(ctx context.Context) error {
-	for _, ddl := range []string{
-		"CREATE TABLE IF NOT EXISTS " + fenceEpochTable + " (\n\tid INT NOT NULL PRIMARY KEY,\n\tepoch BIGINT NOT NULL\n) ENGINE=InnoDB",
-		"CREATE TABLE IF NOT EXISTS " + fenceStripeTable + " (\n\tid INT NOT NULL PRIMARY KEY\n) ENGINE=InnoDB",
-	} {
-		if _, err := b.admin.ExecContext(ctx, ddl); err != nil {
-			return fmt.Errorf("mysql: create the fencing tables: %w", err)
-		}
-	}
-	var stripes int
-	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+fenceStripeTable).Scan(&stripes); err != nil {
-		return fmt.Errorf("mysql: %w", err)
-	}
-	if stripes < fenceStripes {
-		if err := fillStripes(ctx, b.admin); err != nil {
-			return fmt.Errorf("mysql: %w", err)
-		}
-	}
-	return nil
 }

@@ -39,6 +39,60 @@ const holderTableDDL = "CREATE TABLE IF NOT EXISTS " + holderTable + ` (
 	token     BIGINT NOT NULL DEFAULT 0
 ) ENGINE=MEMORY`
 
+// startHolders creates holderTable, and sweeps it (sweepHolders) where it
+// was there already. A holder table made here and now has lost no rows,
+// so it gets its sentinel at once. A holder table an older gomogile made
+// gets its token column, and a sentinel from before epochs a first epoch:
+// its tokens were in gomogile_fence, all far below the first floor.
+func (b *lockBackend) startHolders(ctx context.Context) error {
+	var n, cols int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*), (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'token') FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", holderTable, holderTable).Scan(&n, &cols); err != nil {
+		return fmt.Errorf("mysql: look for %s: %w", holderTable, err)
+	}
+	if n == 0 {
+		if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
+			return fmt.Errorf("mysql: create %s: %w", holderTable, err)
+		}
+		if err := newFenceEpoch(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+		return nil
+	}
+	if cols == 0 {
+		_, err := b.admin.ExecContext(ctx, "ALTER TABLE "+holderTable+" ADD COLUMN token BIGINT NOT NULL DEFAULT 0")
+		if err != nil && mysqlErrno(err) != erDupFieldName {
+			return fmt.Errorf("mysql: add %s.token: %w", holderTable, err)
+		}
+	}
+	var old int
+	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+holderTable+" WHERE name = '' AND token < ?", int64(1)<<sqlstore.FenceEpochShift).Scan(&old); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if old > 0 {
+		if err := newFenceEpoch(ctx, b.admin); err != nil {
+			return fmt.Errorf("mysql: %w", err)
+		}
+	}
+	return b.sweepHolders(ctx)
+}
+
+// sweepHolders keeps holderTable (a MEMORY table, bounded by the server's
+// max_heap_table_size) from filling up with the rows of dead holdings
+// whose names are never locked again: a row whose session is gone from the
+// server is stamped as first seen free now, and a row seen free more than
+// a minute ago (its grace long over) is deleted. Each Store's Start runs
+// it; a failure only leaves the rows for the next one.
+func (b *lockBackend) sweepHolders(ctx context.Context) error {
+	_, err := b.admin.ExecContext(ctx, "UPDATE "+holderTable+" SET seen_free = UNIX_TIMESTAMP(NOW(6)) WHERE seen_free IS NULL AND name <> '' AND conn NOT IN (SELECT ID FROM information_schema.PROCESSLIST)")
+	if err == nil {
+		_, err = b.admin.ExecContext(ctx, "DELETE FROM "+holderTable+" WHERE name <> '' AND seen_free < UNIX_TIMESTAMP(NOW(6)) - 60")
+	}
+	if err != nil {
+		return fmt.Errorf("mysql: sweep %s: %w", holderTable, err)
+	}
+	return nil
+}
+
 // holderLook is what a grant reads of holderTable right after GET_LOCK
 // granted it, in the same query (getLock): the row of key, if any, the
 // server's clock, and whether the sentinel row is there.
@@ -205,60 +259,6 @@ func (b *lockBackend) releaseUnclaimed(s *session, key string) {
 		}
 		b.release(s)
 	}()
-}
-
-// startHolders creates holderTable, and sweeps it (sweepHolders) where it
-// was there already. A holder table made here and now has lost no rows,
-// so it gets its sentinel at once. A holder table an older gomogile made
-// gets its token column, and a sentinel from before epochs a first epoch:
-// its tokens were in gomogile_fence, all far below the first floor.
-func (b *lockBackend) startHolders(ctx context.Context) error {
-	var n, cols int
-	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*), (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'token') FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", holderTable, holderTable).Scan(&n, &cols); err != nil {
-		return fmt.Errorf("mysql: look for %s: %w", holderTable, err)
-	}
-	if n == 0 {
-		if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
-			return fmt.Errorf("mysql: create %s: %w", holderTable, err)
-		}
-		if err := newFenceEpoch(ctx, b.admin); err != nil {
-			return fmt.Errorf("mysql: %w", err)
-		}
-		return nil
-	}
-	if cols == 0 {
-		_, err := b.admin.ExecContext(ctx, "ALTER TABLE "+holderTable+" ADD COLUMN token BIGINT NOT NULL DEFAULT 0")
-		if err != nil && mysqlErrno(err) != erDupFieldName {
-			return fmt.Errorf("mysql: add %s.token: %w", holderTable, err)
-		}
-	}
-	var old int
-	if err := b.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+holderTable+" WHERE name = '' AND token < ?", int64(1)<<sqlstore.FenceEpochShift).Scan(&old); err != nil {
-		return fmt.Errorf("mysql: %w", err)
-	}
-	if old > 0 {
-		if err := newFenceEpoch(ctx, b.admin); err != nil {
-			return fmt.Errorf("mysql: %w", err)
-		}
-	}
-	return b.sweepHolders(ctx)
-}
-
-// sweepHolders keeps holderTable (a MEMORY table, bounded by the server's
-// max_heap_table_size) from filling up with the rows of dead holdings
-// whose names are never locked again: a row whose session is gone from the
-// server is stamped as first seen free now, and a row seen free more than
-// a minute ago (its grace long over) is deleted. Each Store's Start runs
-// it; a failure only leaves the rows for the next one.
-func (b *lockBackend) sweepHolders(ctx context.Context) error {
-	_, err := b.admin.ExecContext(ctx, "UPDATE "+holderTable+" SET seen_free = UNIX_TIMESTAMP(NOW(6)) WHERE seen_free IS NULL AND name <> '' AND conn NOT IN (SELECT ID FROM information_schema.PROCESSLIST)")
-	if err == nil {
-		_, err = b.admin.ExecContext(ctx, "DELETE FROM "+holderTable+" WHERE name <> '' AND seen_free < UNIX_TIMESTAMP(NOW(6)) - 60")
-	}
-	if err != nil {
-		return fmt.Errorf("mysql: sweep %s: %w", holderTable, err)
-	}
-	return nil
 }
 
 // forgetHolderLater is forgetHolder off the caller's path (a Lock that

@@ -12,6 +12,20 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
+// The GET_LOCK lock backend, by file:
+//
+//   - locks.go: the timing budget, the backend's life (Start, Close) and
+//     Acquire, step by step.
+//   - locksession.go: the pinned sessions and their free list.
+//   - lockhandoff.go: holderTable, and the grace a grant waits out after a
+//     holding that ended underneath its holder.
+//   - lockfence.go: the backend's own fencing tokens (stripes, epochs).
+//   - lockheld.go: a held lock, the watcher that sees its loss, Release.
+//   - lockfaults.go: KILL clean-up of sessions that may hold a lock, and
+//     the fault hooks (sqlstore.LockFaults).
+//   - lockname.go: gomogile lock names as GET_LOCK names.
+//   - lockpeer*.go: watching a session's socket for the server's close.
+
 // Lock tuning. watchEvery is the watcher's ping period, which bounds how
 // late Lost fires where the socket cannot be watched; pingTimeout is how
 // long a ping may go unanswered before the session is given up and closed,
@@ -116,6 +130,59 @@ func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *
 		held:        make(map[*lock]struct{}),
 		refusedCh:   make(chan struct{}),
 	}
+}
+
+// Start, for sqlstore.LockStarter, refuses a server in a Galera cluster
+// of more than one node (checkCluster), then creates the fencing tables
+// (startFencing) and holderTable (startHolders), in that order.
+func (b *lockBackend) Start(ctx context.Context) error {
+	if err := b.checkCluster(ctx); err != nil {
+		return err
+	}
+	if err := b.startFencing(ctx); err != nil {
+		return err
+	}
+	return b.startHolders(ctx)
+}
+
+var _ sqlstore.LockStarter = (*lockBackend)(nil)
+
+// Close releases every held lock, closes the lock pool and waits for the
+// watchers. Locks whose session is gone need no release.
+func (b *lockBackend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.stop()
+	held := make([]*lock, 0, len(b.held))
+	for l := range b.held {
+		held = append(held, l)
+	}
+	free := b.free
+	b.free = nil
+	b.mu.Unlock()
+
+	var errs []error
+	for _, l := range held {
+		if err := l.Release(context.Background()); err != nil && !errors.Is(err, store.ErrLockLost) {
+			errs = append(errs, fmt.Errorf("release lock %q: %w", l.name, err))
+		}
+	}
+	for _, s := range free {
+		s.close(false)
+	}
+	// Acquires still running were cancelled by stop; wait for them to
+	// give back what they got (and KILL what they abandoned) while the
+	// pools are open.
+	b.calls.Wait()
+	b.wg.Wait()
+	if err := b.db.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Acquire waits in GET_LOCK on a session of its own, so a second Acquire of
@@ -329,21 +396,6 @@ func (b *lockBackend) acquireErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: mysql: GET_LOCK: %w", store.ErrUnavailable, err)
 }
 
-// Start, for sqlstore.LockStarter, refuses a server in a Galera cluster
-// of more than one node (checkCluster), then creates the fencing tables
-// (startFencing) and holderTable (startHolders), in that order.
-func (b *lockBackend) Start(ctx context.Context) error {
-	if err := b.checkCluster(ctx); err != nil {
-		return err
-	}
-	if err := b.startFencing(ctx); err != nil {
-		return err
-	}
-	return b.startHolders(ctx)
-}
-
-var _ sqlstore.LockStarter = (*lockBackend)(nil)
-
 // hold registers a granted lock and starts its watcher; if Close won the
 // race it gives the lock back at once.
 func (b *lockBackend) hold(name, key string, s *session, fence int64) (*lock, error) {
@@ -374,44 +426,6 @@ func (b *lockBackend) hold(name, key string, s *session, fence int64) (*lock, er
 	b.mu.Unlock()
 	go l.watch()
 	return l, nil
-}
-
-// Close releases every held lock, closes the lock pool and waits for the
-// watchers. Locks whose session is gone need no release.
-func (b *lockBackend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.closed = true
-	b.stop()
-	held := make([]*lock, 0, len(b.held))
-	for l := range b.held {
-		held = append(held, l)
-	}
-	free := b.free
-	b.free = nil
-	b.mu.Unlock()
-
-	var errs []error
-	for _, l := range held {
-		if err := l.Release(context.Background()); err != nil && !errors.Is(err, store.ErrLockLost) {
-			errs = append(errs, fmt.Errorf("release lock %q: %w", l.name, err))
-		}
-	}
-	for _, s := range free {
-		s.close(false)
-	}
-	// Acquires still running were cancelled by stop; wait for them to
-	// give back what they got (and KILL what they abandoned) while the
-	// pools are open.
-	b.calls.Wait()
-	b.wg.Wait()
-	if err := b.db.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 func (b *lockBackend) forget(l *lock) {
