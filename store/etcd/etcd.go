@@ -55,13 +55,9 @@ package etcd
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,124 +74,6 @@ func init() { store.RegisterLockService("etcd", Driver{}) }
 
 // Driver opens etcd lock services; registered as "etcd".
 type Driver struct{}
-
-// Defaults.
-const (
-	DefaultTTL         = 5 * time.Second
-	DefaultPrefix      = "/gomogile"
-	DefaultDialTimeout = 5 * time.Second
-	DefaultPort        = 2379
-	minTTL             = 2 * time.Second
-)
-
-// Config is a parsed lock_dsn.
-type Config struct {
-	Endpoints   []string
-	Prefix      string
-	TTL         time.Duration
-	DialTimeout time.Duration
-	Username    string
-	Password    string
-	TLS         *tls.Config
-}
-
-// ParseConfig reads an etcd lock_dsn (see the package doc).
-func ParseConfig(d *store.DSN) (Config, error) {
-	c := Config{Prefix: DefaultPrefix, TTL: DefaultTTL, DialTimeout: DefaultDialTimeout, Username: d.User, Password: d.Password}
-	hosts := d.Hosts
-	if len(hosts) == 0 && d.Host != "" {
-		hosts = []store.HostPort{{Host: d.Host, Port: d.Port}}
-	}
-	if len(hosts) == 0 {
-		return Config{}, fmt.Errorf("%w: etcd lock_dsn names no endpoint", store.ErrBadDSN)
-	}
-	for _, h := range hosts {
-		port := h.Port
-		if port == 0 {
-			port = DefaultPort
-		}
-		host := h.Host
-		if strings.Contains(host, ":") {
-			host = "[" + host + "]"
-		}
-		c.Endpoints = append(c.Endpoints, host+":"+strconv.Itoa(port))
-	}
-	if p := strings.TrimRight(d.Path, "/"); p != "" {
-		c.Prefix = p
-	}
-	var caFile, certFile, keyFile string
-	useTLS := false
-	for k, vs := range d.Params {
-		v := vs[len(vs)-1]
-		switch k {
-		case "ttl":
-			ttl, err := store.ParseSeconds(v)
-			if err != nil {
-				return Config{}, fmt.Errorf("%w: etcd ttl: %v", store.ErrBadDSN, err)
-			}
-			if ttl < minTTL || ttl%time.Second != 0 {
-				return Config{}, fmt.Errorf("%w: etcd ttl %v: want whole seconds, at least %v (etcd leases count seconds)", store.ErrBadDSN, ttl, minTTL)
-			}
-			c.TTL = ttl
-		case "dial_timeout":
-			dt, err := store.ParseSeconds(v)
-			if err != nil || dt <= 0 {
-				return Config{}, fmt.Errorf("%w: etcd dial_timeout %q: want a positive duration", store.ErrBadDSN, v)
-			}
-			c.DialTimeout = dt
-		case "cacert":
-			caFile, useTLS = v, true
-		case "cert":
-			certFile, useTLS = v, true
-		case "key":
-			keyFile, useTLS = v, true
-		case "tls":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return Config{}, fmt.Errorf("%w: etcd tls %q: want true or false", store.ErrBadDSN, v)
-			}
-			useTLS = useTLS || b
-		default:
-			return Config{}, fmt.Errorf("%w: unknown etcd lock_dsn parameter %q (known: ttl, dial_timeout, cacert, cert, key, tls)", store.ErrBadDSN, k)
-		}
-	}
-	if (certFile == "") != (keyFile == "") {
-		return Config{}, fmt.Errorf("%w: etcd cert and key go together", store.ErrBadDSN)
-	}
-	if useTLS {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return Config{}, fmt.Errorf("%w: etcd cacert: %v", store.ErrBadDSN, err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return Config{}, fmt.Errorf("%w: etcd cacert %s holds no PEM certificate", store.ErrBadDSN, caFile)
-			}
-			tc.RootCAs = pool
-		}
-		if certFile != "" {
-			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				return Config{}, fmt.Errorf("%w: etcd cert/key: %v", store.ErrBadDSN, err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		c.TLS = tc
-	}
-	return c, nil
-}
-
-// OpenLockService connects to the cluster, checks that it answers, and
-// takes the Store's lease.
-func (Driver) OpenLockService(ctx context.Context, d *store.DSN) (store.LockService, error) {
-	cfg, err := ParseConfig(d)
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, cfg)
-}
 
 // Service is one Store's presence in etcd: a client, a lease (renewed for
 // as long as it can be vouched for, then replaced), and the grants made
@@ -577,36 +455,4 @@ func (s *Service) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	return s.cli.Close()
-}
-
-// KillSession ends, at the server, the lease behind g (and so every grant
-// of the Store on it), as an operator's etcdctl lease revoke would; the
-// Service is not told and finds out at its next renewal. For tests and
-// fault drills (conformance.Faults).
-func (s *Service) KillSession(ctx context.Context, g store.LockGrant) error {
-	l, ok := g.(*grant)
-	if !ok || l.s != s {
-		return fmt.Errorf("etcd: %v is not a grant of this service: %w", g, store.ErrInvalid)
-	}
-	if _, err := s.cli.Revoke(ctx, l.g.sess.Lease()); err != nil {
-		return fmt.Errorf("etcd: revoke: %w", err)
-	}
-	return nil
-}
-
-// Crash stops renewing and drops the connection without releasing or
-// revoking anything, as a tracker that dies: the lease expires at the
-// server after its TTL. For tests and fault drills.
-func (s *Service) Crash() {
-	s.mu.Lock()
-	s.crashed = true
-	s.closed = true
-	g := s.gen
-	s.mu.Unlock()
-	if g != nil {
-		g.sess.Orphan()
-	}
-	s.cancel()
-	s.cli.Close()
-	s.wg.Wait()
 }
