@@ -190,12 +190,14 @@ func (s *Service) current(ctx context.Context) (*generation, error) {
 // keepAlive renews g's lease every ttl/3 and loses g when it can no
 // longer be vouched for: at the deadline the last answered renewal gives
 // (its send time plus the TTL it was granted, minus a fifth of the TTL),
-// or at once when etcd says the lease is gone. (The Session renews the
-// lease too; its renewals can only keep the lease alive longer.)
+// or at once when etcd says the lease is gone. The deadline is a timer of
+// its own, so that it fires on time while a renewal hangs on a dead
+// connection. (The Session renews the lease too; its renewals can only
+// keep the lease alive longer.)
 func (s *Service) keepAlive(g *generation, id clientv3.LeaseID, expiry time.Time) {
 	defer s.wg.Done()
 	margin := s.cfg.TTL / 5
-	deadline := time.NewTimer(time.Until(expiry.Add(-margin)))
+	deadline := time.AfterFunc(time.Until(expiry.Add(-margin)), g.lose)
 	defer deadline.Stop()
 	tick := time.NewTicker(s.cfg.TTL / 3)
 	defer tick.Stop()
@@ -205,8 +207,6 @@ func (s *Service) keepAlive(g *generation, id clientv3.LeaseID, expiry time.Time
 		case <-s.stop.Done():
 			return
 		case <-g.lost:
-			return
-		case <-deadline.C:
 			return
 		case <-tick.C:
 		}
@@ -221,7 +221,7 @@ func (s *Service) keepAlive(g *generation, id clientv3.LeaseID, expiry time.Time
 			continue // the deadline decides
 		}
 		if !deadline.Stop() {
-			return // it fired meanwhile: the lease was already given up
+			return // it fired meanwhile: g is lost, whatever this renewal says
 		}
 		deadline.Reset(time.Until(sent.Add(time.Duration(resp.TTL)*time.Second - margin)))
 	}
