@@ -417,6 +417,10 @@ func (h *history) judgeOpens(rep *Report, evs []event, hl *holdLog) {
 		for _, p := range hl.pauses[pfx] {
 			o.Excused = append(o.Excused, check.Span{From: p.from, To: p.to})
 		}
+		if from, ok := hl.stoppedAt[pfx]; ok && !o.End.IsZero() {
+			// Still paused when the run stopped it (no SIGCONT stamped).
+			o.Excused = append(o.Excused, check.Span{From: from, To: o.End})
+		}
 		if o.Opened {
 			opened++
 			worst = max(worst, o.End.Sub(o.Start))
