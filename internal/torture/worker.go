@@ -222,9 +222,11 @@ func openStore(ctx context.Context, em *emitter, name, dsn string) (store.Store,
 
 // openRetry opens a Store, retrying while the database is down (a crash,
 // a partition) until ctx ends, each attempt bounded by attempt (0: none).
-// When ctx ends first its error is the last attempt's.
+// When ctx ends first its error is the last attempt's that ctx did not
+// cut short.
 func openRetry(ctx context.Context, dsn string, attempt time.Duration) (store.Store, error) {
 	backoff := 20 * time.Millisecond
+	var last error
 	for {
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if attempt > 0 {
@@ -235,8 +237,11 @@ func openRetry(ctx context.Context, dsn string, attempt time.Duration) (store.St
 		if err == nil {
 			return st, nil
 		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
 		if !sleepCtx(ctx, backoff) {
-			return nil, fmt.Errorf("open: %w", err)
+			return nil, fmt.Errorf("open: %w", last)
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
