@@ -69,6 +69,24 @@
 // A seed drives every random choice; the interleaving of processes and
 // the database cannot be repeated.
 //
+// # The pooler
+//
+// Private = postgres-pgbouncer puts a private PgBouncer in transaction mode
+// between the workers' proxies and the server (the coordinator connects
+// directly). It is the harness's own infrastructure and no fault kind:
+// nothing kills it on purpose. But Debian 12's PgBouncer 1.18 dies by
+// itself now and then under these faults, on an assertion of its own
+// ("FATAL @src/objects.c:1060 in function disconnect_client(): bad client
+// state: 0", just after it forwarded a cancel request; PgBouncer issues
+// 801, 822 and 904, fixed in later releases), and with it gone no worker
+// reaches the database. So the run watches it (a connection to its admin
+// console, which its death closes, and a refused connection to its port)
+// and starts it again on the same port, as a deployment's service manager
+// would; each restart is reported (pooler_restarts in the summary, a
+// finding with the last lines of its log) and is not a violation, and the
+// time it was down is the harness's, not held against the workers. A
+// restart that fails is the run's error: it could not be carried out.
+//
 // # Invariants
 //
 // Checked on every run, each over the whole history, with the checkers of
@@ -104,13 +122,20 @@
 //     one absent; an unknown one applied at most once;
 //   - every queue row eventually handled (leased or finished after its
 //     enqueue, and the queue empty after the drain) and never leased to two
-//     workers while both leases are valid.
+//     workers while both leases are valid;
+//   - every tracker process opened each of its Stores within OpenBound
+//     (30s) of its first attempt, not counting the time the database or
+//     the pooler was down or the process paused: a worker retries Open,
+//     each attempt bounded, until the Store is open or the run stops it,
+//     and never gives up by itself (a new process of a slot takes its
+//     lock_owner identity over from the killed one within a lease).
 //
 // A run whose invariants hold ends with one line,
 //
 //	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=0 kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> max_lock_recovery_ms=<n>
 //
-// where a kind that does not apply prints "-".
+// where a kind that does not apply prints "-"; behind the private
+// PgBouncer it ends with " pooler_restarts=<n>".
 //
 // # Negative controls
 //

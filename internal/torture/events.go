@@ -15,6 +15,10 @@ import (
 //
 // Kinds (K) and the fields each uses:
 //
+//	openstart   P: a Store's first attempt to open, S (= T) its time
+//	opened      P, S (first attempt), T: the Store is open
+//	openfail    P, S (first attempt), T, E, Msg: the process was stopped
+//	            before the Store opened; the last attempt's error
 //	hello   P: a Store opened; Msg: its lock mechanism
 //	op      Op, S (call), T (return), D (deadline), E (error kind), Msg (first "other" errors)
 //	grant   N, H (hold id), Tok, T (Lock returned)

@@ -53,6 +53,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	var created []event
 	var cstarts int64
 	var deadlineOps []event
+	var opens []event              // openstart, opened, openfail
 	stalls := map[string][]pause{} // process prefix → its runtime's stalls
 
 	for _, ev := range h.events {
@@ -70,6 +71,8 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 			hl.note(ev)
 		case "probe":
 			probes = append(probes, ev)
+		case "openstart", "opened", "openfail":
+			opens = append(opens, ev)
 		case "dupowner":
 			dups = append(dups, ev)
 		case "early":
@@ -264,7 +267,8 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	// A duplicate identity refused: a worker process opening what a live
 	// one opens (its lock_owner on PostgreSQL, its file on SQLite). A
 	// process paused, partitioned or killed during the attempt renews
-	// nothing, and may rightly be taken over.
+	// nothing, and may rightly be taken over; so may one whose renewals
+	// a dead pooler cut off.
 	if len(dups) > 0 || r.driver == "postgres" || r.driver == "sqlite" {
 		var accepted []string
 		refused, unjudged := 0, 0
@@ -275,13 +279,13 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 				refused++
 			case ev.Msg != "accepted":
 				unjudged++ // failed otherwise (the database down)
-			case overlapsPause(hl.pauses[ev.P], from, to) || r.srv.wasDown(from.Add(-3*time.Second), to):
+			case overlapsPause(hl.pauses[ev.P], from, to) || r.srv.wasDown(from.Add(-3*time.Second), to) || r.srv.poolerWasDown(from.Add(-3*time.Second), to):
 				unjudged++
 			default:
 				accepted = append(accepted, fmt.Sprintf("a Store opened with the lock_owner of live process %s at %s was accepted", ev.P, stamp(from)))
 			}
 		}
-		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts by duplicate worker processes: %d refused (ErrDuplicate; SQLite ErrInUse), %d not judged (the owner paused or the database down)", len(dups), refused, unjudged))
+		rep.check("locks: a duplicate owner identity refused", accepted, fmt.Sprintf("%d attempts by duplicate worker processes: %d refused (ErrDuplicate; SQLite ErrInUse), %d not judged (the owner paused, the database or the pooler down)", len(dups), refused, unjudged))
 	}
 
 	// Guarded counters.
@@ -362,10 +366,72 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 	if r.bad > 0 {
 		rep.finding("history lines cut off", fmt.Sprintf("%d lines could not be decoded (a SIGKILL during a write)", r.bad))
 	}
+	h.judgeOpens(rep, opens, hl)
 	if len(rep.WorkerErrors) > 0 {
 		rep.check("workers: every tracker process ran to the end", rep.WorkerErrors, "")
 	}
 	return nil
+}
+
+// judgeOpens checks that every tracker process opened each of its Stores
+// within OpenBound of its first attempt, not counting the time the
+// database or the pooler was down (the harness's own doing: no Store can
+// open then) or the process paused. An opening cut off by its process's
+// SIGKILL or by the end of the run is judged up to that moment.
+func (h *history) judgeOpens(rep *Report, evs []event, hl *holdLog) {
+	r := h.r
+	var infra []check.Span
+	for _, w := range r.srv.downWindows() {
+		infra = append(infra, check.Span{From: w.from, To: w.to})
+	}
+	byStore := map[string]*check.StoreOpen{}
+	var order []*check.StoreOpen
+	for _, ev := range evs {
+		o := byStore[ev.P]
+		if ev.K == "openstart" {
+			o = &check.StoreOpen{Store: ev.P, Start: fromNanos(ev.S)}
+			byStore[ev.P] = o
+			order = append(order, o)
+			continue
+		}
+		if o == nil {
+			continue
+		}
+		o.End = fromNanos(ev.T)
+		o.Opened = ev.K == "opened"
+		if ev.K == "openfail" {
+			o.LastErr = ev.Msg
+		}
+	}
+	opened, cut := 0, 0
+	var worst time.Duration
+	list := make([]check.StoreOpen, 0, len(order))
+	for _, o := range order {
+		pfx := procPrefix(o.Store)
+		if o.End.IsZero() {
+			if at, ok := hl.killedAt[pfx]; ok {
+				o.End = at
+			}
+		}
+		o.Excused = append([]check.Span(nil), infra...)
+		for _, p := range hl.pauses[pfx] {
+			o.Excused = append(o.Excused, check.Span{From: p.from, To: p.to})
+		}
+		if from, ok := hl.stoppedAt[pfx]; ok && !o.End.IsZero() {
+			// Still paused when the run stopped it (no SIGCONT stamped).
+			o.Excused = append(o.Excused, check.Span{From: from, To: o.End})
+		}
+		if o.Opened {
+			opened++
+			worst = max(worst, o.End.Sub(o.Start))
+		} else {
+			cut++
+		}
+		list = append(list, *o)
+	}
+	rep.check("workers: every tracker process opened its Stores within OpenBound", violations(check.Opens(list, OpenBound)),
+		fmt.Sprintf("%d Stores opened, the slowest in %v; %d cut off by a SIGKILL or the end of the run; bound %v, not counting the time the database or the pooler was down (pooler restarts: %d) or the process paused",
+			opened, worst.Round(time.Millisecond), cut, OpenBound, rep.PoolerRestarts))
 }
 
 type pause struct{ from, to time.Time }

@@ -47,6 +47,10 @@ type Report struct {
 	Recoveries      int
 
 	WorkerErrors []string // tracker processes that failed by themselves
+	// PoolerRestarts counts the times the private PgBouncer died by itself
+	// and the run started it again (PrivatePgBouncer; see pooler.go): the
+	// harness's own infrastructure, neither a fault nor a violation.
+	PoolerRestarts int
 
 	Checks   []Check
 	Findings []Finding
@@ -121,7 +125,8 @@ func (r *Report) OpsTotal() int64 {
 //
 //	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=<n> kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> max_lock_recovery_ms=<n>
 //
-// with "-" for a fault kind the backend's run cannot make.
+// with "-" for a fault kind the backend's run cannot make, and, behind a
+// private PgBouncer, " pooler_restarts=<n>" at the end.
 func (r *Report) Summary() string {
 	kind := func(k string) string {
 		for _, a := range r.Faults.Applicable {
@@ -137,7 +142,14 @@ func (r *Report) Summary() string {
 	}
 	return fmt.Sprintf("torture: backend=%s seconds=%d ops=%d faults=%d violations=%d kill9=%s sigstop=%s dbcrash=%s partition=%s delay=%s ambiguous=%s failover=%s max_lock_recovery_ms=%s",
 		r.Backend, int(r.Load.Round(time.Second).Seconds()), r.OpsTotal(), r.Faults.Total(), r.Violations(),
-		kind(faultKill9), kind(faultSigstop), kind(faultDBCrash), kind(faultPartition), kind(faultDelay), kind(faultAmbiguous), kind(faultFailover), rec)
+		kind(faultKill9), kind(faultSigstop), kind(faultDBCrash), kind(faultPartition), kind(faultDelay), kind(faultAmbiguous), kind(faultFailover), rec) + r.poolerSummary()
+}
+
+func (r *Report) poolerSummary() string {
+	if r.Private != PrivatePgBouncer {
+		return ""
+	}
+	return fmt.Sprintf(" pooler_restarts=%d", r.PoolerRestarts)
 }
 
 // OK reports whether every invariant held.

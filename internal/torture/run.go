@@ -69,6 +69,11 @@ type Config struct {
 	// Command re-executes this program as a worker ([os.Executable()]);
 	// the program must call MaybeWorker first thing.
 	Command []string
+
+	// killPoolerAfter, for tests (export_test.go): SIGKILL the private
+	// PgBouncer once, this far into the load, as its own assertion
+	// failures end it; the run must start it again and pass.
+	killPoolerAfter time.Duration
 }
 
 func (c *Config) defaults(driver string) {
@@ -436,6 +441,16 @@ func (r *run) load(ctx context.Context) error {
 		defer close(faultsDone)
 		inj.run(faultCtx)
 	}()
+	if d := cfg.killPoolerAfter; d > 0 && r.srv != nil && r.srv.bouncer != nil {
+		go func() {
+			if sleepCtx(faultCtx, d) {
+				cfg.Logf("torture: SIGKILL pgbouncer (test)")
+				if err := r.srv.bouncer.Kill(); err != nil {
+					cfg.Logf("torture: kill pgbouncer: %v", err)
+				}
+			}
+		}()
+	}
 	start := time.Now()
 	timer := time.NewTimer(cfg.Duration)
 	select {
@@ -489,18 +504,39 @@ func (r *run) finish(ctx context.Context) error {
 		return fmt.Errorf("torture: private server down for the checks: %w", err)
 	}
 	if r.admin == nil {
-		admin, err := openRetry(ctx, r.dsn)
+		admin, err := openRetry(ctx, r.dsn, 0)
 		if err != nil {
 			return fmt.Errorf("torture: reopen for the checks: %w", err)
 		}
 		r.admin = admin
 	}
+	restartErr := r.notePoolerDeaths()
 	h := newHistory(r)
 	remaining, err := r.drain(ctx, h)
 	if err != nil {
 		return err
 	}
-	return h.judge(ctx, r.admin, remaining)
+	if err := h.judge(ctx, r.admin, remaining); err != nil {
+		return err
+	}
+	return restartErr
+}
+
+// notePoolerDeaths puts the pooler's deaths in the report; a restart that
+// failed left the run without its pooler, and is the run's error.
+func (r *run) notePoolerDeaths() error {
+	var failed error
+	for _, d := range r.srv.poolerDeaths() {
+		detail := fmt.Sprintf("dead at %s, started again %v later; its log ended:\n%s", stamp(d.from), d.to.Sub(d.from).Round(time.Millisecond), d.log)
+		if d.err != nil {
+			detail = fmt.Sprintf("dead at %s, not started again: %v; its log ended:\n%s", stamp(d.from), d.err, d.log)
+			failed = fmt.Errorf("torture: private pgbouncer died and could not be started again: %w", d.err)
+		} else {
+			r.rep.PoolerRestarts++
+		}
+		r.rep.finding("pgbouncer died (the harness's pooler, not a tracker; restarted, not a violation)", detail)
+	}
+	return failed
 }
 
 // drain leases and finishes the replicate queue until it is empty, waiting

@@ -34,6 +34,10 @@ type servers struct {
 	my      *dbinstance.MariaDB
 	bouncer *dbinstance.PgBouncer
 	nodes   []string // PrivatePostgres: the nodes' addresses, in the DSN's order
+	// PrivatePgBouncer: the parent of the pooler's instance directory,
+	// and the watch that starts the pooler again when it dies (pooler.go).
+	bouncerDir string
+	watch      *poolerWatch
 
 	mu        sync.Mutex
 	down      []window // when the database was crashed or failing over
@@ -57,11 +61,17 @@ func (r *run) startServers(ctx context.Context) error {
 		}
 		s.pg = pg
 		r.cfg.DSN = pg.DSN("test")
-		b, err := dbinstance.StartPgBouncer(ctx, pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Logf: logf})
+		dir, err := newPoolerDir()
+		if err != nil {
+			return err
+		}
+		s.bouncerDir = dir
+		b, err := dbinstance.StartPgBouncer(ctx, pg.Addr(), dbinstance.BouncerOptions{PoolMode: "transaction", Dir: dir, Logf: logf})
 		if err != nil {
 			return fmt.Errorf("torture: private pgbouncer: %w", err)
 		}
 		s.bouncer = b
+		s.watchPooler(logf, func() { r.trouble(-1) })
 		// store/postgres's # Poolers: no named statements, no LISTEN.
 		r.workerBase = withParams(b.DSN("test"), "default_query_exec_mode", "simple_protocol", "lock_notify", "false")
 	case PrivatePostgres:
@@ -119,8 +129,12 @@ func (s *servers) cleanup() {
 		return
 	}
 	var errs []error
+	s.stopWatch()
 	if s.bouncer != nil {
 		errs = append(errs, s.bouncer.Cleanup())
+	}
+	if s.bouncerDir != "" {
+		errs = append(errs, os.RemoveAll(s.bouncerDir))
 	}
 	if s.standby != nil {
 		errs = append(errs, s.standby.Cleanup())
@@ -187,13 +201,43 @@ func (s *servers) crashDuring(from, to time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// wasDown reports whether the database was crashed or failing over
+// within [from, to].
 func (s *servers) wasDown(from, to time.Time) bool {
 	if s == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, w := range s.down {
+	return overlapsWindow(s.down, from, to)
+}
+
+// poolerWasDown reports whether the pooler was dead within [from, to].
+func (s *servers) poolerWasDown(from, to time.Time) bool {
+	var ws []window
+	for _, d := range s.poolerDeaths() {
+		ws = append(ws, d.window)
+	}
+	return overlapsWindow(ws, from, to)
+}
+
+// downWindows returns when the database (crashed, failing over) or the
+// pooler in front of it (dead) was down.
+func (s *servers) downWindows() []window {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	ws := append([]window(nil), s.down...)
+	s.mu.Unlock()
+	for _, d := range s.poolerDeaths() {
+		ws = append(ws, d.window)
+	}
+	return ws
+}
+
+func overlapsWindow(ws []window, from, to time.Time) bool {
+	for _, w := range ws {
 		if w.from.Before(to) && w.to.After(from) {
 			return true
 		}

@@ -101,22 +101,21 @@ func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
 		}
 	}()
 	for j := 0; j < cfg.Stores; j++ {
-		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		st, err := openRetry(octx, cfg.DSN)
-		cancel()
-		if err != nil && ctx.Err() != nil {
+		name := fmt.Sprintf("%ss%d", cfg.Proc, j)
+		st, err := openStore(ctx, em, name, cfg.DSN)
+		if err != nil {
 			return nil // stopped before it could start: the run is over
 		}
-		if err != nil {
-			return err
-		}
 		if cfg.Broken != "" {
-			if st, err = wrapBroken(cfg.Broken, st); err != nil {
+			wst, err := wrapBroken(cfg.Broken, st)
+			if err != nil {
+				_ = st.Close()
 				return err
 			}
+			st = wst
 		}
 		stores = append(stores, st)
-		em.emit(event{K: "hello", P: fmt.Sprintf("%ss%d", cfg.Proc, j), Msg: st.Capabilities().LockMechanism})
+		em.emit(event{K: "hello", P: name, Msg: st.Capabilities().LockMechanism})
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { stallWatch(ctx, em, cfg.Proc+"s0") })
@@ -191,17 +190,58 @@ func dupMain(ctx context.Context, cfg workerConfig, em *emitter) {
 	em.emit(ev)
 }
 
+// OpenBound is how long a tracker process may take to open each of its
+// Stores, from its first attempt, not counting the time the database or
+// the pooler in front of it was down or the process paused: a new process
+// of a slot takes its lock_owner identity over from the killed one within
+// a lease, and an Open through faults that come and go succeeds within a
+// few attempts. The run checks it ("every tracker process opened its
+// Stores within OpenBound"); the worker itself never gives up.
+const OpenBound = 30 * time.Second
+
+// openAttempt bounds one attempt to open a Store, so that one stuck on a
+// connection the faults broke (a blackholed proxy, a pooler that holds a
+// login while its server restarts) leaves time for more.
+const openAttempt = 10 * time.Second
+
+// openStore opens the Store name of this process, retrying until it is
+// open or ctx ends; the run judges how long it took against OpenBound.
+// It records the first attempt ("openstart"), the success ("opened"), or,
+// when ctx ended first, the last error ("openfail").
+func openStore(ctx context.Context, em *emitter, name, dsn string) (store.Store, error) {
+	start := time.Now()
+	em.emit(event{K: "openstart", P: name, S: nanos(start), T: nanos(start)})
+	st, err := openRetry(ctx, dsn, openAttempt)
+	if err != nil {
+		em.emit(event{K: "openfail", P: name, S: nanos(start), E: kindOf(err), Msg: err.Error()})
+		return nil, err
+	}
+	em.emit(event{K: "opened", P: name, S: nanos(start)})
+	return st, nil
+}
+
 // openRetry opens a Store, retrying while the database is down (a crash,
-// a partition) until ctx ends.
-func openRetry(ctx context.Context, dsn string) (store.Store, error) {
+// a partition) until ctx ends, each attempt bounded by attempt (0: none).
+// When ctx ends first its error is the last attempt's that ctx did not
+// cut short.
+func openRetry(ctx context.Context, dsn string, attempt time.Duration) (store.Store, error) {
 	backoff := 20 * time.Millisecond
+	var last error
 	for {
-		st, err := store.Open(ctx, dsn)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if attempt > 0 {
+			actx, cancel = context.WithTimeout(ctx, attempt)
+		}
+		st, err := store.Open(actx, dsn)
+		cancel()
 		if err == nil {
 			return st, nil
 		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
 		if !sleepCtx(ctx, backoff) {
-			return nil, fmt.Errorf("open: %w", err)
+			return nil, fmt.Errorf("open: %w", last)
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}

@@ -32,6 +32,7 @@ const (
 	InvDeadline         = "deadline"          // an operation that returned past its deadline
 	InvFid              = "fid"               // a fid handed out twice, or below one reserved before
 	InvCommit           = "commit"            // an acknowledged commit missing, or a failed one present
+	InvOpen             = "open"              // a Store that took its process too long to open
 )
 
 // Violation is one broken invariant.
