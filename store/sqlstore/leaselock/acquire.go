@@ -1,0 +1,193 @@
+package leaselock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
+)
+
+type tryResult int
+
+const (
+	tryTaken tryResult = iota
+	tryAcquired
+	tryHolderDead
+	tryOwnerGone
+	tryGated // the lock epoch is younger than a lease
+)
+
+// Acquire implements sqlstore.LockBackend.
+func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
+	deadline := time.Now().Add(timeout)
+	var wake chan struct{}
+	if timeout > 0 {
+		// Registered before the first try, so a release between that
+		// try and the wait is not missed: this Store's own releases wake
+		// it always (Release), other Stores' through notifications when
+		// listening (without them it also polls).
+		wake = b.addWaiter(name)
+		defer b.removeWaiter(name, wake)
+	}
+	key := []byte(name)
+	var marked int64 // the holding this wait marked (WaitMarker)
+	start := time.Now()
+	backoff := b.nextBackoff(0, 0)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		inc, ready, why, err := b.current()
+		if err != nil {
+			return nil, err
+		}
+		if inc != nil {
+			var holder int64
+			l, res, err := b.try(ctx, key, name, inc, &holder)
+			if err != nil {
+				return nil, err
+			}
+			switch res {
+			case tryAcquired:
+				return l, nil
+			case tryHolderDead:
+				if n, err := b.reap(ctx); err == nil && n > 0 {
+					continue
+				}
+			case tryOwnerGone:
+				b.poke()
+			case tryTaken:
+				if wm, ok := b.db.(WaitMarker); ok && b.listening() && (holder == 0 || holder != marked) {
+					// Ask this holding's release to notify; if it went
+					// meanwhile, try again at once.
+					found, err := wm.MarkWaited(ctx, key)
+					if err == nil && !found && time.Now().Before(deadline) {
+						continue
+					}
+					if err == nil {
+						marked = holder
+					}
+				}
+			}
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			if inc == nil && errors.Is(why, store.ErrUnavailable) {
+				// Not a lock someone holds: no owner could be registered.
+				return nil, fmt.Errorf("no lock owner registered within %v: %w", timeout, why)
+			}
+			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
+		}
+		wait := min(backoff, deadline.Sub(now))
+		backoff = b.nextBackoff(backoff, now.Sub(start))
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-b.ctx.Done():
+			return nil, store.ErrClosed
+		case <-wake:
+			b.notifyWakeups.Add(1)
+			backoff = b.nextBackoff(0, 0)
+		case <-ready:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// try makes one attempt for name under inc. It waits no longer than inc's
+// deadline: a grant after it could not be handed out anyway.
+//
+// When the name is taken, holder is set to the holding's token (which
+// tells one holding from the next), if the attempt saw it.
+func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnation, holder *int64) (*lock, tryResult, error) {
+	b.mu.Lock()
+	deadline := inc.deadline
+	b.mu.Unlock()
+	qctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	token := rand.Int64()
+	for attempt := 0; ; attempt++ {
+		a, err := b.db.Acquire(qctx, key, inc.id, token, b.cfg.Lease)
+		if err != nil {
+			if ctx.Err() == nil && qctx.Err() != nil {
+				// Our incarnation's deadline, not the caller's: the
+				// incarnation is being lost; wait for the next.
+				b.forget(key, inc.id, token)
+				return nil, tryOwnerGone, nil
+			}
+			if errors.Is(err, store.ErrUnavailable) && attempt < 3 && ctx.Err() == nil {
+				// The row may have gone in; the token recognises it.
+				continue
+			}
+			b.forget(key, inc.id, token)
+			return nil, 0, err
+		}
+		fence := a.Fence
+		switch {
+		case a.Inserted:
+		case a.HolderToken != nil && *a.HolderToken == token:
+			// An earlier attempt's row, whose fencing token (if any)
+			// went unseen: sqlstore bumps it again.
+			fence = 0
+		case !a.OwnerAlive:
+			return nil, tryOwnerGone, nil
+		case !a.Open:
+			return nil, tryGated, nil
+		case a.HolderDead:
+			return nil, tryHolderDead, nil
+		default:
+			if a.HolderToken != nil {
+				*holder = *a.HolderToken
+			}
+			return nil, tryTaken, nil
+		}
+		l := &lock{b: b, name: name, inc: inc, token: token, fence: fence, lost: make(chan struct{})}
+		b.mu.Lock()
+		// Not past the deadline either: expire may not have run yet.
+		ok := !inc.gone && !b.closed && !b.crashed && time.Now().Before(inc.deadline)
+		if ok {
+			inc.locks[l] = struct{}{}
+		}
+		b.mu.Unlock()
+		if !ok {
+			// The incarnation was lost while the row went in: nobody
+			// may rely on it. Re-registration or Close removes it too.
+			b.forget(key, inc.id, token)
+			return nil, tryOwnerGone, nil
+		}
+		return l, tryAcquired, nil
+	}
+}
+
+// forget deletes a row this Store may have inserted without handing out a
+// Lock for it (the statement's outcome was unknown, or its incarnation was
+// lost meanwhile), in the background and best effort: if it fails, the row
+// goes with the incarnation at the next registration or Close.
+func (b *Locks) forget(key []byte, owner, token int64) {
+	b.mu.Lock()
+	if b.closed || b.crashed {
+		b.mu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(b.ctx, closeTimeout)
+		defer cancel()
+		_, _ = b.db.Release(ctx, key, owner, token)
+	}()
+}
