@@ -165,3 +165,10 @@ func (b *Locks) renew(conn Session, inc *incarnation) bool {
 	}
 	return false
 }
+
+func (b *Locks) poke() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
