@@ -11,6 +11,10 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
+// Acquire and its tries: each try is one DB.Acquire under the current
+// incarnation, which grants the name only to a live owner once the epoch
+// is a lease old, and may bump the name's fencing token with the grant.
+
 type tryResult int
 
 const (

@@ -9,6 +9,8 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
+// A held lock: its row (name, owner, token), Lost, and Release.
+
 type lockState int
 
 const (

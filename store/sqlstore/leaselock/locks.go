@@ -12,6 +12,12 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
+// The backend of one Store: its state, its lifecycle (New, Start, Close,
+// Crash), the fault hooks and what it reports. Beside it: the owner's
+// incarnations (owner.go), the renewer (renew.go), the reaper (reaper.go),
+// Acquire (acquire.go), waits (wait.go), a held lock (lock.go) and the
+// listener (listen.go).
+
 // Timings of the machinery.
 const (
 	minBackoff = 5 * time.Millisecond

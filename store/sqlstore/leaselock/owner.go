@@ -10,6 +10,10 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
+// The owner's incarnations: registering one, and giving up its locks
+// (Lost) when its deadline passes, its sentinel is gone or its renewer's
+// session ends.
+
 // errSessionClosed is why locks were lost when a session ended without an
 // error of its own.
 var errSessionClosed = errors.New("leaselock: lock session closed")

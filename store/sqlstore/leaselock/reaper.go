@@ -6,6 +6,9 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
+// The reaper: freeing the locks of owners whose lease has expired, on the
+// renewer's schedule and whenever a waiter finds the holder dead.
+
 // reapOn frees the locks of every owner whose lease has expired. A failure
 // needs no handling here: if it broke the session, the renewer's loop finds
 // it closed; the deadline is expire's to enforce.

@@ -8,6 +8,10 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
+// The renewer: a goroutine on a session of its own that keeps the
+// incarnation alive, reaps on a schedule, and registers a new incarnation
+// after a loss.
+
 // renewLoop keeps the incarnation alive, reaps dead owners, and replaces the
 // incarnation after a loss. It owns conn.
 func (b *Locks) renewLoop(conn Session) {

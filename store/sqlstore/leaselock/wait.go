@@ -4,6 +4,10 @@ import (
 	"time"
 )
 
+// Waits: how long a waiter polls between tries, and the wake-ups by name
+// that bring a try forward (a release by this Store, or one heard by the
+// listener).
+
 // nextBackoff is a waiter's poll interval after prev (0: its first),
 // waited elapsed so far.
 func (b *Locks) nextBackoff(prev, elapsed time.Duration) time.Duration {
