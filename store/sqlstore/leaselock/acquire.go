@@ -3,7 +3,6 @@ package leaselock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -27,88 +26,52 @@ const (
 
 // Acquire implements sqlstore.LockBackend.
 func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
-	deadline := time.Now().Add(timeout)
-	var wake chan struct{}
-	if timeout > 0 {
-		// Registered before the first try, so a release between that
-		// try and the wait is not missed: this Store's own releases wake
-		// it always (Release), other Stores' through notifications when
-		// listening (without them it also polls).
-		wake = b.addWaiter(name)
-		defer b.removeWaiter(name, wake)
-	}
-	key := []byte(name)
-	var marked int64 // the holding this wait marked (WaitMarker)
-	start := time.Now()
-	backoff := b.nextBackoff(0, 0)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	w := b.newWait(name, timeout)
+	defer w.end()
 	for {
 		inc, ready, why, err := b.current()
 		if err != nil {
 			return nil, err
 		}
 		if inc != nil {
-			var holder int64
-			l, res, err := b.try(ctx, key, name, inc, &holder)
-			if err != nil {
+			l, again, err := w.attempt(ctx, inc)
+			switch {
+			case err != nil:
 				return nil, err
-			}
-			switch res {
-			case tryAcquired:
+			case l != nil:
 				return l, nil
-			case tryHolderDead:
-				if n, err := b.reap(ctx); err == nil && n > 0 {
-					continue
-				}
-			case tryOwnerGone:
-				b.poke()
-			case tryTaken:
-				if wm, ok := b.db.(WaitMarker); ok && b.listening() && (holder == 0 || holder != marked) {
-					// Ask this holding's release to notify; if it went
-					// meanwhile, try again at once.
-					found, err := wm.MarkWaited(ctx, key)
-					if err == nil && !found && time.Now().Before(deadline) {
-						continue
-					}
-					if err == nil {
-						marked = holder
-					}
-				}
+			case again:
+				continue
 			}
 		}
-		now := time.Now()
-		if !now.Before(deadline) {
-			if inc == nil && errors.Is(why, store.ErrUnavailable) {
-				// Not a lock someone holds: no owner could be registered.
-				return nil, fmt.Errorf("no lock owner registered within %v: %w", timeout, why)
-			}
-			return nil, fmt.Errorf("%w after %v", store.ErrLockTimeout, timeout)
+		if err := w.pause(ctx, inc, ready, why); err != nil {
+			return nil, err
 		}
-		wait := min(backoff, deadline.Sub(now))
-		backoff = b.nextBackoff(backoff, now.Sub(start))
-		if timer == nil {
-			timer = time.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-b.ctx.Done():
-			return nil, store.ErrClosed
-		case <-wake:
-			b.notifyWakeups.Add(1)
-			backoff = b.nextBackoff(0, 0)
-		case <-ready:
-		case <-timer.C:
-		}
-		timer.Stop()
 	}
+}
+
+// attempt makes one try for the wait's name under inc and acts on a
+// refusal: it reaps a dead holder, kicks the renewer when inc is gone, and
+// marks a holding that took the name. It returns the lock, or whether to
+// try again at once rather than wait.
+func (w *wait) attempt(ctx context.Context, inc *incarnation) (l *lock, again bool, err error) {
+	var holder int64
+	l, res, err := w.b.try(ctx, w.key, w.name, inc, &holder)
+	if err != nil {
+		return nil, false, err
+	}
+	switch res {
+	case tryAcquired:
+		return l, false, nil
+	case tryHolderDead:
+		n, err := w.b.reap(ctx)
+		return nil, err == nil && n > 0, nil
+	case tryOwnerGone:
+		w.b.poke()
+	case tryTaken:
+		return nil, w.mark(ctx, holder), nil
+	}
+	return nil, false, nil
 }
 
 // try makes one attempt for name under inc. It waits no longer than inc's
