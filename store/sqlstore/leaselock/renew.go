@@ -16,84 +16,127 @@ import (
 // incarnation after a loss. It owns conn.
 func (b *Locks) renewLoop(conn Session) {
 	defer b.wg.Done()
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	every := b.cfg.renewEvery()
-	nextRenew := time.Now().Add(every)
-	nextReap := time.Now().Add(b.cfg.Reap)
-	retry := minBackoff
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	r := b.newRenewer(conn)
+	defer r.close()
 	for {
 		b.mu.Lock()
 		inc := b.cur
 		b.mu.Unlock()
 
-		if conn == nil || conn.Closed() || inc == nil {
-			if conn != nil && conn.Closed() {
-				// The renewer's session died (a reaper pass or the
-				// listener found it so): as in renew, that forfeits.
-				if inc != nil {
-					b.loseSession(inc, nil)
-				}
-				conn.Close()
-				conn = nil
-			}
-			err := b.reconnect(&conn)
-			if err == nil {
-				retry = minBackoff
-				nextRenew = time.Now().Add(every)
-				continue
-			}
-			if b.ctx.Err() != nil {
+		if r.conn == nil || r.conn.Closed() || inc == nil {
+			if !r.revive(inc) {
 				return
 			}
-			if !sleepCtx(b.ctx, retry) {
-				return
-			}
-			retry = min(retry*2, time.Second)
 			continue
 		}
-
-		timer.Reset(max(min(time.Until(nextRenew), time.Until(nextReap)), 0))
-		kicked := false
-		select {
-		case <-b.ctx.Done():
+		kicked, ok := r.waitDue()
+		if !ok {
 			return
-		case <-b.kick:
-			kicked = true
-		case <-timer.C:
 		}
-		timer.Stop() // since Go 1.23 no stale tick survives Stop
 		b.mu.Lock()
 		gone := inc.gone
 		b.mu.Unlock()
 		if gone {
 			continue // expired meanwhile: register anew
 		}
+		r.renewOrReap(inc, kicked)
+	}
+}
 
-		now := time.Now()
-		if kicked || !now.Before(nextRenew) {
-			sent := now
-			if b.renew(conn, inc) {
-				// Counted from the sending, not the reply: slow round
-				// trips must not eat the attempts left before the
-				// deadline (lease - lease/5 after this sending).
-				nextRenew = sent.Add(every)
-			} else {
-				// A failure that was not a loss: try again soon, but the
-				// deadline check in renew still applies.
-				nextRenew = time.Now().Add(min(every/4, 50*time.Millisecond))
-			}
-			continue
+// renewer is renewLoop's state: its session and its schedule.
+type renewer struct {
+	b         *Locks
+	conn      Session // nil until reconnect opens one
+	every     time.Duration
+	nextRenew time.Time
+	nextReap  time.Time
+	retry     time.Duration // the pause after a failed reconnect
+	timer     *time.Timer
+}
+
+func (b *Locks) newRenewer(conn Session) *renewer {
+	every := b.cfg.renewEvery()
+	nextRenew := time.Now().Add(every)
+	nextReap := time.Now().Add(b.cfg.Reap)
+	return &renewer{b: b, conn: conn, every: every, nextRenew: nextRenew, nextReap: nextReap,
+		retry: minBackoff, timer: time.NewTimer(0)}
+}
+
+// close stops the timer and ends the session.
+func (r *renewer) close() {
+	r.timer.Stop()
+	if r.conn != nil {
+		r.conn.Close()
+	}
+}
+
+// revive gives up the current incarnation inc (nil if there is none) if
+// the session died, and has reconnect open a session and register anew;
+// after a failure it pauses, doubling the pause up to a second. It
+// reports false once the Store is closing.
+func (r *renewer) revive(inc *incarnation) bool {
+	b := r.b
+	if r.conn != nil && r.conn.Closed() {
+		// The renewer's session died (a reaper pass or the
+		// listener found it so): as in renew, that forfeits.
+		if inc != nil {
+			b.loseSession(inc, nil)
 		}
-		if !now.Before(nextReap) {
-			b.reapOn(conn, inc)
-			nextReap = time.Now().Add(b.cfg.Reap)
+		r.conn.Close()
+		r.conn = nil
+	}
+	err := b.reconnect(&r.conn)
+	if err == nil {
+		r.retry = minBackoff
+		r.nextRenew = time.Now().Add(r.every)
+		return true
+	}
+	if b.ctx.Err() != nil {
+		return false
+	}
+	if !sleepCtx(b.ctx, r.retry) {
+		return false
+	}
+	r.retry = min(r.retry*2, time.Second)
+	return true
+}
+
+// waitDue waits until a renewal or a reap is due, or a kick asks for a
+// renewal now (kicked). It reports false once the Store is closing.
+func (r *renewer) waitDue() (kicked, ok bool) {
+	r.timer.Reset(max(min(time.Until(r.nextRenew), time.Until(r.nextReap)), 0))
+	select {
+	case <-r.b.ctx.Done():
+		return false, false
+	case <-r.b.kick:
+		kicked = true
+	case <-r.timer.C:
+	}
+	r.timer.Stop() // since Go 1.23 no stale tick survives Stop
+	return kicked, true
+}
+
+// renewOrReap renews inc when kicked or due and otherwise reaps when due,
+// and schedules the next time for what it did.
+func (r *renewer) renewOrReap(inc *incarnation, kicked bool) {
+	now := time.Now()
+	if kicked || !now.Before(r.nextRenew) {
+		sent := now
+		if r.b.renew(r.conn, inc) {
+			// Counted from the sending, not the reply: slow round
+			// trips must not eat the attempts left before the
+			// deadline (lease - lease/5 after this sending).
+			r.nextRenew = sent.Add(r.every)
+		} else {
+			// A failure that was not a loss: try again soon, but the
+			// deadline check in renew still applies.
+			r.nextRenew = time.Now().Add(min(r.every/4, 50*time.Millisecond))
 		}
+		return
+	}
+	if !now.Before(r.nextReap) {
+		r.b.reapOn(r.conn, inc)
+		r.nextReap = time.Now().Add(r.b.cfg.Reap)
 	}
 }
 
