@@ -102,34 +102,15 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 			b.forget(key, inc.id, token)
 			return nil, 0, err
 		}
-		fence := a.Fence
-		switch {
-		case a.Inserted:
-		case a.HolderToken != nil && *a.HolderToken == token:
-			// An earlier attempt's row, whose fencing token (if any)
-			// went unseen: sqlstore bumps it again.
-			fence = 0
-		case !a.OwnerAlive:
-			return nil, tryOwnerGone, nil
-		case !a.Open:
-			return nil, tryGated, nil
-		case a.HolderDead:
-			return nil, tryHolderDead, nil
-		default:
-			if a.HolderToken != nil {
+		res, fence := outcome(a, token)
+		if res != tryAcquired {
+			if res == tryTaken && a.HolderToken != nil {
 				*holder = *a.HolderToken
 			}
-			return nil, tryTaken, nil
+			return nil, res, nil
 		}
 		l := &lock{b: b, name: name, inc: inc, token: token, fence: fence, lost: make(chan struct{})}
-		b.mu.Lock()
-		// Not past the deadline either: expire may not have run yet.
-		ok := !inc.gone && !b.closed && !b.crashed && time.Now().Before(inc.deadline)
-		if ok {
-			inc.locks[l] = struct{}{}
-		}
-		b.mu.Unlock()
-		if !ok {
+		if !b.keep(l) {
 			// The incarnation was lost while the row went in: nobody
 			// may rely on it. Re-registration or Close removes it too.
 			b.forget(key, inc.id, token)
@@ -137,6 +118,43 @@ func (b *Locks) try(ctx context.Context, key []byte, name string, inc *incarnati
 		}
 		return l, tryAcquired, nil
 	}
+}
+
+// outcome decides what one DB.Acquire found for the try whose token is
+// token: tryAcquired, with the fencing token the lock carries, when the
+// row is the try's own; otherwise why not.
+func outcome(a Attempt, token int64) (res tryResult, fence int64) {
+	fence = a.Fence
+	switch {
+	case a.Inserted:
+	case a.HolderToken != nil && *a.HolderToken == token:
+		// An earlier attempt's row, whose fencing token (if any)
+		// went unseen: sqlstore bumps it again.
+		fence = 0
+	case !a.OwnerAlive:
+		return tryOwnerGone, 0
+	case !a.Open:
+		return tryGated, 0
+	case a.HolderDead:
+		return tryHolderDead, 0
+	default:
+		return tryTaken, 0
+	}
+	return tryAcquired, fence
+}
+
+// keep records l, just granted, among its incarnation's locks, unless the
+// incarnation was lost meanwhile: it reports whether l may be handed out.
+func (b *Locks) keep(l *lock) bool {
+	inc := l.inc
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Not past the deadline either: expire may not have run yet.
+	ok := !inc.gone && !b.closed && !b.crashed && time.Now().Before(inc.deadline)
+	if ok {
+		inc.locks[l] = struct{}{}
+	}
+	return ok
 }
 
 // forget deletes a row this Store may have inserted without handing out a
