@@ -369,3 +369,31 @@ func TestMain_StatusListenServesStoreMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestStatus_WarningsWithoutWatcher: the page's "Recent warnings" shows
+// the tracker's warnings though no "!watch" client is connected (it once
+// read the watch ring, which takes lines only while someone watches, and
+// always said "none").
+func TestStatus_WarningsWithoutWatcher(t *testing.T) {
+	cfg := testConfig()
+	cfg.StatusListen = "127.0.0.1:0"
+	tt := startTracker(t, cfg, nil, nil)
+	base := "http://" + tt.tr.StatusAddr().String()
+	if _, body := httpGet(t, base+"/"); !strings.Contains(body, `<p id="warnings">none</p>`) {
+		t.Fatalf("status page before any warning lacks \"none\":\n%s", body)
+	}
+	log := tracker.Logger(tt.tr)
+	log.Info("not a warning", "n", 0)
+	for i := range 25 {
+		log.Warn("Port 127.0.0.1:7500 not listening", "n", i)
+	}
+	_, body := httpGet(t, base+"/")
+	if strings.Contains(body, "not a warning") {
+		t.Errorf("status page shows an info line")
+	}
+	// The last 20 warnings, newest first.
+	newest, oldestKept, dropped := strings.Index(body, "n=24"), strings.Index(body, "n=5\n"), strings.Contains(body, "n=4\n")
+	if newest < 0 || oldestKept < 0 || dropped || newest > oldestKept {
+		t.Errorf("status page warnings: got\n%s\nwant n=24 down to n=5, newest first", body)
+	}
+}
