@@ -199,6 +199,12 @@ func TestStatus_MetricsDuringE2E(t *testing.T) {
 				t.Errorf("session backend: gomogile_lock_sessions_pinned not exported")
 			}
 		}
+		// Every queued row counts as enqueued, the replicate rows
+		// create_close queues included, so enqueued - finished >= 0.
+		repl := map[string]string{"queue": "replicate"}
+		if enq, fin := sum(mfs, "gomogile_queue_enqueued_total", repl), sum(mfs, "gomogile_queue_finished_total", repl); enq < float64(len(fids)+1) || enq < fin {
+			t.Errorf("replicate queue: enqueued %v, finished %v; want enqueued >= %d (the uploads and the parked row) and >= finished", enq, fin, len(fids)+1)
+		}
 		if got := sum(mfs, "gomogile_status_read_errors", nil); got != 0 {
 			t.Errorf("gomogile_status_read_errors = %v; want 0", got)
 		}
