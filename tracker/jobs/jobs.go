@@ -285,7 +285,7 @@ func (m *Manager) Open(ctx context.Context) error {
 	m.leaseCtx, m.leaseStop = context.WithCancel(context.WithoutCancel(ctx))
 	m.workCtx, m.workStop = context.WithCancel(context.WithoutCancel(ctx))
 
-	m.reconcileLocked()
+	m.reconcileLocked(true)
 	return nil
 }
 
