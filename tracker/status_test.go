@@ -403,3 +403,27 @@ func TestStatus_WarningsWithoutWatcher(t *testing.T) {
 		t.Errorf("status page warnings: got\n%s\nwant n=24 down to n=5, newest first", body)
 	}
 }
+
+// TestStatus_DownNodeOnPage: with a storage node down and nobody on
+// "!watch", the monitor's warning reaches the page's "Recent warnings",
+// and the workers' start-up is not listed there as a shortfall.
+func TestStatus_DownNodeOnPage(t *testing.T) {
+	c := startStatusCluster(t, testDSN(t), testConfig(), 1)
+	ctx := t.Context()
+	var port int
+	fmt.Sscan(closedPort(t, "127.0.0.4"), &port)
+	if _, err := c.cl.CreateHost(ctx, client.Host{Name: "down", IP: "127.0.0.4", Port: port, Status: "alive"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cl.CreateDevice(ctx, client.NewDevice{HostName: "down", DevID: 4}); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	waitFor(t, 20*time.Second, "the down node on the status page", func() bool {
+		_, body = c.get(t, "/")
+		return strings.Contains(body, "not listening on 127.0.0.4")
+	})
+	if strings.Contains(body, "has only") {
+		t.Errorf("status page lists start-up as a shortfall of workers:\n%s", body)
+	}
+}
