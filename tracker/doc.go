@@ -226,9 +226,12 @@
 // work now. "!watch" streams lines as the original did: ":: " and the
 // message, a worker's prefixed with "[<job>(<pid>)] ", including the
 // original's "Job <job> has only N, wants M, making K." (for queryworker
-// too), "Child <pid> (<job>) died: 0 (UNEXPECTED)", the monitor's
-// "Port P not listening on IP (URL)?  Error was: ..." and fsck's
-// "Connectivity problem reaching device N on host IP". clear_cache answers
+// too; not at start-up, which starts what it was asked for), "Child <pid>
+// (<job>) died: 0 (UNEXPECTED)", the monitor's "Port P not listening on IP
+// (URL)?  Error was: ..." (once when a device starts failing, then once a
+// minute with repeated=N, the failed checks not logged since; "devN on IP
+// answers again" at Info when it is back) and fsck's "Connectivity problem
+// reaching device N on host IP". clear_cache answers
 // with the request's own arguments, as the original's does. These replies
 // and lines were recorded from the original 2.73 tracker and are replayed
 // against ours by TestOperatorScript (testdata/original-2.73-jobs.txt).

@@ -34,8 +34,6 @@ import (
 const (
 	readyTimeout    = 2 * time.Second
 	snapshotTimeout = 5 * time.Second
-	// statusWarnings is how many recent !watch lines the page shows.
-	statusWarnings = 20
 )
 
 // NewRegistry is the registry a daemon serves on /metrics: the Go runtime
@@ -286,13 +284,7 @@ func (t *Tracker) snapshot(ctx context.Context) (statusSnapshot, error) {
 	} else {
 		s.Fsck, s.Rebalance = fsckStatus(all), rebalanceStatus(all)
 	}
-	lines, _, _, _ := t.watch.ring.since(0)
-	if n := len(lines); n > statusWarnings {
-		lines = lines[n-statusWarnings:]
-	}
-	for i := len(lines) - 1; i >= 0; i-- { // newest first
-		s.Warnings = append(s.Warnings, lines[i])
-	}
+	s.Warnings = t.watch.recent.newestFirst()
 	err = errors.Join(errs...)
 	if err != nil {
 		s.Unavailable = err.Error()

@@ -199,6 +199,12 @@ func TestStatus_MetricsDuringE2E(t *testing.T) {
 				t.Errorf("session backend: gomogile_lock_sessions_pinned not exported")
 			}
 		}
+		// Every queued row counts as enqueued, the replicate rows
+		// create_close queues included, so enqueued - finished >= 0.
+		repl := map[string]string{"queue": "replicate"}
+		if enq, fin := sum(mfs, "gomogile_queue_enqueued_total", repl), sum(mfs, "gomogile_queue_finished_total", repl); enq < float64(len(fids)+1) || enq < fin {
+			t.Errorf("replicate queue: enqueued %v, finished %v; want enqueued >= %d (the uploads and the parked row) and >= finished", enq, fin, len(fids)+1)
+		}
 		if got := sum(mfs, "gomogile_status_read_errors", nil); got != 0 {
 			t.Errorf("gomogile_status_read_errors = %v; want 0", got)
 		}
@@ -367,5 +373,57 @@ func TestMain_StatusListenServesStoreMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// TestStatus_WarningsWithoutWatcher: the page's "Recent warnings" shows
+// the tracker's warnings though no "!watch" client is connected (it once
+// read the watch ring, which takes lines only while someone watches, and
+// always said "none").
+func TestStatus_WarningsWithoutWatcher(t *testing.T) {
+	cfg := testConfig()
+	cfg.StatusListen = "127.0.0.1:0"
+	tt := startTracker(t, cfg, nil, nil)
+	base := "http://" + tt.tr.StatusAddr().String()
+	if _, body := httpGet(t, base+"/"); !strings.Contains(body, `<p id="warnings">none</p>`) {
+		t.Fatalf("status page before any warning lacks \"none\":\n%s", body)
+	}
+	log := tracker.Logger(tt.tr)
+	log.Info("not a warning", "n", 0)
+	for i := range 25 {
+		log.Warn("Port 127.0.0.1:7500 not listening", "n", i)
+	}
+	_, body := httpGet(t, base+"/")
+	if strings.Contains(body, "not a warning") {
+		t.Errorf("status page shows an info line")
+	}
+	// The last 20 warnings, newest first.
+	newest, oldestKept, dropped := strings.Index(body, "n=24"), strings.Index(body, "n=5\n"), strings.Contains(body, "n=4\n")
+	if newest < 0 || oldestKept < 0 || dropped || newest > oldestKept {
+		t.Errorf("status page warnings: got\n%s\nwant n=24 down to n=5, newest first", body)
+	}
+}
+
+// TestStatus_DownNodeOnPage: with a storage node down and nobody on
+// "!watch", the monitor's warning reaches the page's "Recent warnings",
+// and the workers' start-up is not listed there as a shortfall.
+func TestStatus_DownNodeOnPage(t *testing.T) {
+	c := startStatusCluster(t, testDSN(t), testConfig(), 1)
+	ctx := t.Context()
+	var port int
+	fmt.Sscan(closedPort(t, "127.0.0.4"), &port)
+	if _, err := c.cl.CreateHost(ctx, client.Host{Name: "down", IP: "127.0.0.4", Port: port, Status: "alive"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cl.CreateDevice(ctx, client.NewDevice{HostName: "down", DevID: 4}); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	waitFor(t, 20*time.Second, "the down node on the status page", func() bool {
+		_, body = c.get(t, "/")
+		return strings.Contains(body, "not listening on 127.0.0.4")
+	})
+	if strings.Contains(body, "has only") {
+		t.Errorf("status page lists start-up as a shortfall of workers:\n%s", body)
 	}
 }

@@ -82,10 +82,43 @@ func (r *watchRing) since(from uint64) (lines []string, dropped, next uint64, mo
 	return lines, dropped, r.seq, r.notify
 }
 
+// recentLines keeps the last recentWarnings warning lines for the status
+// page, whether or not anyone watches: the watch ring takes lines only while
+// a watcher is connected, so the page cannot read it. It is small and
+// bounded, and costs the same whatever the rate of warnings.
+type recentLines struct {
+	mu    sync.Mutex
+	lines [recentWarnings]string
+	n     uint64 // lines ever added
+}
+
+// recentWarnings is how many recent warnings the status page shows.
+const recentWarnings = 20
+
+func (r *recentLines) add(line string) {
+	r.mu.Lock()
+	r.lines[r.n%recentWarnings] = line
+	r.n++
+	r.mu.Unlock()
+}
+
+// newestFirst returns the lines kept, the newest first.
+func (r *recentLines) newestFirst() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for i := uint64(0); i < recentWarnings && i < r.n; i++ {
+		out = append(out, r.lines[(r.n-1-i)%recentWarnings])
+	}
+	return out
+}
+
 // watchers are the connections that asked "!watch" for the tracker's
 // warnings and errors, as the original streamed its children's errors.
+// recent keeps the last few lines for the status page in any case.
 type watchers struct {
-	ring watchRing
+	ring   watchRing
+	recent recentLines
 
 	mu  sync.Mutex
 	set map[*conn]chan struct{} // closed to stop that watcher's writer
@@ -129,12 +162,15 @@ func (w *watchers) active() bool {
 	return len(w.set) > 0
 }
 
-// send adds a line for every watcher; it never blocks on one.
+// send adds a line to the recent lines and, when someone watches, for
+// every watcher; it never blocks on one.
 func (w *watchers) send(line string) {
+	line = truncate(line, maxWatchLine)
+	w.recent.add(line)
 	if !w.active() {
 		return
 	}
-	w.ring.add(truncate(line, maxWatchLine))
+	w.ring.add(line)
 }
 
 // stream writes the ring to one watcher until stop is closed or a write
@@ -267,7 +303,8 @@ func (h *truncHandler) WithGroup(name string) slog.Handler {
 	return &truncHandler{next: h.next.WithGroup(name)}
 }
 
-// watchHandler copies warnings and errors to watchers.
+// watchHandler copies warnings and errors to watchers and to the recent
+// lines the status page shows.
 type watchHandler struct {
 	slog.Handler
 	w     *watchers
@@ -275,7 +312,7 @@ type watchHandler struct {
 }
 
 func (h *watchHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn && h.w.active() {
+	if r.Level >= slog.LevelWarn {
 		attrs := append([]slog.Attr(nil), h.attrs...)
 		r.Attrs(func(a slog.Attr) bool {
 			attrs = append(attrs, a)

@@ -147,6 +147,16 @@ func (s *Store) ExpiredTempFiles(ctx context.Context, age time.Duration, limit i
 func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	start := time.Now()
 	r, err := s.inner.CommitFile(ctx, c)
+	if err == nil {
+		// CommitFile queues rows of its own: the fid for replication when
+		// asked, and a fid it replaced for deletion.
+		if c.Replicate {
+			s.m.enqueued.WithLabelValues(store.QueueReplicate.String()).Inc()
+		}
+		if r.ReplacedFid != 0 {
+			s.m.enqueued.WithLabelValues(store.QueueDelete.String()).Inc()
+		}
+	}
 	return r, s.done("CommitFile", start, err)
 }
 
@@ -192,7 +202,11 @@ func (s *Store) SetFileClass(ctx context.Context, fid int64, classid int) error 
 
 func (s *Store) DeleteFile(ctx context.Context, fid int64) error {
 	start := time.Now()
-	return s.done("DeleteFile", start, s.inner.DeleteFile(ctx, fid))
+	err := s.inner.DeleteFile(ctx, fid)
+	if err == nil {
+		s.m.enqueued.WithLabelValues(store.QueueDelete.String()).Inc() // DeleteFile queues the fid for deletion
+	}
+	return s.done("DeleteFile", start, err)
 }
 
 func (s *Store) AddFileOn(ctx context.Context, fid int64, devid int) (bool, error) {

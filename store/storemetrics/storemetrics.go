@@ -17,7 +17,7 @@
 //	gomogile_locks_held                             locks held now
 //	gomogile_lock_reaped_total                      lease mechanism: expired owners' locks freed
 //	gomogile_lock_sessions_pinned                   session mechanism: sessions pinned now
-//	gomogile_queue_enqueued_total{queue}            entries given to Enqueue
+//	gomogile_queue_enqueued_total{queue}            rows queued: by Enqueue, CommitFile and DeleteFile
 //	gomogile_queue_leased_total{queue}              rows handed out by Lease
 //	gomogile_queue_finished_total{queue}            rows finished (replications, deletions… done)
 //	gomogile_queue_retried_total{queue}             rows rescheduled after a failure
@@ -85,7 +85,7 @@ func newMetrics() *metrics {
 			Name: "gomogile_locks_held", Help: "Named locks this tracker holds now.",
 		}),
 		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gomogile_queue_enqueued_total", Help: "Entries given to Enqueue, by queue.",
+			Name: "gomogile_queue_enqueued_total", Help: "Queue rows added (by Enqueue, and by CommitFile and DeleteFile, which queue rows of their own), by queue.",
 		}, []string{"queue"}),
 		leased: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gomogile_queue_leased_total", Help: "Queue rows leased to this tracker's workers, by queue.",

@@ -143,6 +143,48 @@ func TestWrap_QueuesAndErrors(t *testing.T) {
 	}
 }
 
+// Every queued row is counted as enqueued, not only those given to Enqueue:
+// CommitFile queues a replicate row (and a delete row for a fid it
+// replaces), DeleteFile a delete row. Counting Enqueue alone made
+// enqueued - finished go negative on every upload.
+func TestWrap_EnqueuedCountsRowsQueuedByOtherCalls(t *testing.T) {
+	st, reg := open(t)
+	ctx := t.Context()
+	d, err := st.CreateDomain(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(key string) store.CommitResult {
+		t.Helper()
+		fid, err := st.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: key, DevIDs: []int{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d.ID, Key: key, Length: 1, DevIDs: []int{1}, Replicate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	commit("a")
+	second := commit("a") // replaces the first fid, queued for deletion
+	if second.ReplacedFid == 0 {
+		t.Fatal("second commit of key a replaced nothing")
+	}
+	if err := st.DeleteFile(ctx, second.File.Fid); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []store.Queue{store.QueueReplicate, store.QueueDelete} {
+		n, err := st.QueueLength(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := value(t, reg, "gomogile_queue_enqueued_total", map[string]string{"queue": q.String()}); got != float64(n) {
+			t.Errorf("gomogile_queue_enqueued_total{queue=%s} = %v; want %d, the rows queued", q, got, n)
+		}
+	}
+}
+
 // A second Wrap into the same registry is refused and registers nothing.
 func TestWrap_RegistryTaken(t *testing.T) {
 	st, reg := open(t)

@@ -46,14 +46,18 @@ func (m *Manager) effectiveLocked(jc *jobClass) int {
 
 // reconcileLocked starts or stops workers of every class to match their
 // effective counts. A stopped worker finishes its current item first.
-// m.mu is held and the Manager is open.
-func (m *Manager) reconcileLocked() {
+// m.mu is held and the Manager is open. Each class short of workers is
+// logged with the original's "Job X has only N, wants M" line, as after a
+// worker died or !want raised a count, unless atOpen: starting the workers
+// asked for is no shortfall, and Open used to log six such warnings every
+// start.
+func (m *Manager) reconcileLocked(atOpen bool) {
 	// The monitor first, then the others, as the original starts the rest
 	// after the monitor; the job master before the workers it gates.
 	for _, name := range []string{JobMonitor, JobReaper, JobMaster, JobReplicate, JobDelete, JobFsck} {
 		jc := m.classes[name]
 		want := m.effectiveLocked(jc)
-		if need := want - len(jc.workers); need > 0 {
+		if need := want - len(jc.workers); need > 0 && !atOpen {
 			m.log.Warn(fmt.Sprintf("Job %s has only %d, wants %d, making %d.", jc.name, len(jc.workers), want, need))
 		}
 		for len(jc.workers) < want {
@@ -105,7 +109,7 @@ func (m *Manager) SetWant(jobClass string, n int) error {
 	}
 	jc.want = n
 	if m.opened {
-		m.reconcileLocked()
+		m.reconcileLocked(false)
 	}
 	return nil
 }
@@ -139,7 +143,7 @@ func (m *Manager) Message(jobClass, msg string) int {
 			m.log.Warn(fmt.Sprintf("Child %d (%s) died: 0 (UNEXPECTED)", os.Getpid(), jc.name))
 		}
 		jc.workers = nil
-		m.reconcileLocked()
+		m.reconcileLocked(false)
 	case strings.HasPrefix(msg, ":wake_up"):
 		for _, w := range jc.workers {
 			select {

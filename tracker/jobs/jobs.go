@@ -140,6 +140,7 @@ type Manager struct {
 	ownHTTP bool // the client is ours: Close drops its idle connections
 	obs     *observations
 	watch   *watchers // nil: StreamPort <= 0
+	downLog *downLog  // the monitor's failure lines, one per change
 	host    string
 
 	mu        sync.Mutex
@@ -230,6 +231,7 @@ func New(st store.Store, opts Options) *Manager {
 		ns:      ns,
 		ownHTTP: opts.HTTPClient == nil,
 		obs:     newObservations(),
+		downLog: newDownLog(),
 		host:    host,
 		sent:    map[store.Queue]*atomic.Int64{},
 
@@ -283,7 +285,7 @@ func (m *Manager) Open(ctx context.Context) error {
 	m.leaseCtx, m.leaseStop = context.WithCancel(context.WithoutCancel(ctx))
 	m.workCtx, m.workStop = context.WithCancel(context.WithoutCancel(ctx))
 
-	m.reconcileLocked()
+	m.reconcileLocked(true)
 	return nil
 }
 

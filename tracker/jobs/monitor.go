@@ -277,9 +277,9 @@ func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*dev
 				if pu, perr := url.Parse(ue.url); perr == nil {
 					port = pu.Port()
 				}
-				log.Warn(fmt.Sprintf("Port %s not listening on %s (%s)?  Error was: %s", port, d.Host.IP, ue.url, ue.statusLine()))
+				m.downLog.failed(log, d.ID, fmt.Sprintf("Port %s not listening on %s (%s)?  Error was: %s", port, d.Host.IP, ue.url, ue.statusLine()))
 			default:
-				log.Warn("usage check failed", "dev", d.ID, "host", d.Host.IP, "err", err)
+				m.downLog.failed(log, d.ID, "usage check failed", "dev", d.ID, "host", d.Host.IP, "err", err)
 			}
 			m.obs.unreachable(d)
 			if ue != nil && ue.slow {
@@ -298,6 +298,7 @@ func (m *Manager) monitorHost(ctx context.Context, log *slog.Logger, devs []*dev
 			// backoff (restart_monitoring_if_needed).
 			m.watch.kick(d.Host.IP)
 		}
+		m.downLog.ok(log, d)
 		m.obs.setHost(d.HostID, true)
 		m.obs.update(d.ID, func(o *devObs) { o.totalKB, o.usedKB, o.hostID = totalKB, usedKB, d.HostID })
 		d.Obs = m.obs.observe(d.ID)

@@ -3,7 +3,11 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,5 +187,78 @@ func TestMonitorRound_WaitsForAFreshPass(t *testing.T) {
 	defer cancel2()
 	if err := m.MonitorRound(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("MonitorRound without a monitor = %v; want the deadline", err)
+	}
+}
+
+// A device that fails its usage check is logged once when it fails, then
+// as a reminder every so often with the number of checks not logged, and
+// once when it answers again; not on every pass (every 2.5 s per down
+// device, forever, before).
+func TestMonitor_DownDeviceLoggedOncePerChange(t *testing.T) {
+	c := newCluster(t)
+	n := c.addNode(1)
+	// dev2 is registered on the node, which does not have it: its usage
+	// request gets 404, the original's "not listening" line.
+	if _, err := c.st.CreateDevice(t.Context(), store.Device{ID: 2, HostID: n.host.ID, Status: store.DeviceAlive, Weight: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuf
+	o := fastOptions(t)
+	o.MonitorInterval = 20 * time.Millisecond
+	o.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	const every = 600 * time.Millisecond
+	m := jobs.New(c.st, o)
+	jobs.SetDownReminder(m, every)
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	down := func() (first, reminders int) {
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if !strings.Contains(l, "not listening on "+n.host.IP) || !strings.Contains(l, "/dev2/usage") {
+				continue
+			}
+			if strings.Contains(l, "repeated=") {
+				reminders++
+			} else {
+				first++
+			}
+		}
+		return first, reminders
+	}
+	var began time.Time
+	waitFor(t, 10*time.Second, "the first not-listening line", func() bool {
+		f, _ := down()
+		if f > 0 {
+			began = time.Now()
+		}
+		return f > 0
+	})
+	time.Sleep(2 * every)
+	first, reminders := down()
+	elapsed := time.Since(began)
+	if first != 1 {
+		t.Errorf("not-listening lines without a repeat count: %d; want 1\n%s", first, buf.String())
+	}
+	if max := int(elapsed/every) + 1; reminders > max {
+		t.Errorf("%d reminders in %v; want at most %d (one per %v)\n%s", reminders, elapsed, max, every, buf.String())
+	}
+	if reminders == 0 || strings.Contains(buf.String(), "repeated=0 ") {
+		t.Errorf("%d reminders in %v; want at least one, with a count of repeats\n%s", reminders, elapsed, buf.String())
+	}
+
+	// Back: said once.
+	if err := os.Mkdir(filepath.Join(n.docroot, "dev2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	back := func() int { return strings.Count(buf.String(), "dev2 on "+n.host.IP+" answers again") }
+	waitFor(t, 10*time.Second, "dev2 back", func() bool { return back() > 0 })
+	before := buf.String()
+	time.Sleep(every + every/2)
+	if got := back(); got != 1 {
+		t.Errorf("dev2 back said %d times; want 1\n%s", got, buf.String())
+	}
+	if after := buf.String()[len(before):]; strings.Contains(after, "not listening") {
+		t.Errorf("not-listening lines after dev2 came back:\n%s", after)
 	}
 }
