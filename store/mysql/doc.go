@@ -242,6 +242,17 @@
 // (TestGalera/NodeJoiningLaterFailsLocksSafe). A tracker started on the
 // new node is refused by Open.
 //
+// A Galera node applies what other nodes commit a moment after they have
+// answered their clients, so a session reading there may not yet see a
+// row another tracker committed through another node, nor find it to
+// update or delete. On a Galera node (wsrep_on, or a provider loaded) the
+// Store's sessions therefore read causally: each adds bits 1, 2 and 4 to
+// wsrep_sync_wait, so that a START TRANSACTION, SELECT, UPDATE, DELETE,
+// INSERT or REPLACE outside a transaction first waits until the node has
+// applied everything the cluster committed before it
+// (TestGalera_CausalReads). That costs such a statement a round trip
+// through the cluster; a single server is not asked.
+//
 // # Capabilities
 //
 //	LockMechanism  "session": the server frees locks when the session ends.
