@@ -48,7 +48,8 @@
 // Schema), READ COMMITTED isolation, and client-side
 // placeholder interpolation, so each statement costs one round trip. The
 // Store's pool runs one statement per query; a second pool with the same
-// settings allows several (multiStatements) and carries only the shared
+// settings (on a single server, not on Galera; see Galera clusters)
+// allows several (multiStatements) and carries only the shared
 // layer's statements that gain from it (sqlstore.Config.Batch): an
 // upload's fid and tempfile row in one round trip, its commit in two
 // instead of six, a replication's AddFileOn in two or three instead of
@@ -252,6 +253,15 @@
 // applied everything the cluster committed before it
 // (TestGalera_CausalReads). That costs such a statement a round trip
 // through the cluster; a single server is not asked.
+//
+// Nor does a Store on a Galera node open the batch pool: when another
+// node's commit aborts a transaction while a query of several statements
+// runs in it, MariaDB runs the query's remaining statements on outside the
+// transaction, each committed on its own, and may answer the query with
+// success (TestGalera_BatchAbortedMidQuery): two racing commits of one fid
+// were both told they won, the loser's later rows kept. Every statement
+// then goes in a query of its own (TestGalera_RacingCommitsOneWinner), as
+// without sqlstore.Config.Batch on any server.
 //
 // # Capabilities
 //
