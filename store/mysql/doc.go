@@ -254,6 +254,15 @@
 // (TestGalera_CausalReads). That costs such a statement a round trip
 // through the cluster; a single server is not asked.
 //
+// Nodes certify each transaction against the commits other nodes made
+// while it ran: the later of two that wrote one row fails with 1213 (at
+// its COMMIT, or at whatever statement follows its abort; an INSERT of a
+// key another node inserted meanwhile fails so too, not with 1062). Like
+// a deadlock that is retried, and since a row that trackers on several
+// nodes update can fail many attempts in a row, a Store on a Galera node
+// runs such a transaction up to 32 times instead of 8
+// (sqlstore.Config.ConflictAttempts; TestGalera_ConflictBudget).
+//
 // Nor does a Store on a Galera node open the batch pool: when another
 // node's commit aborts a transaction while a query of several statements
 // runs in it, MariaDB runs the query's remaining statements on outside the

@@ -139,6 +139,9 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
 	}
+	if w.galera() {
+		c.ConflictAttempts = galeraConflictAttempts
+	}
 	if d.Locks != nil {
 		// An outside lock service: no GET_LOCK session is ever opened,
 		// so a Galera cluster is no reason to refuse (galera.go).
