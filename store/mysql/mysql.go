@@ -56,8 +56,9 @@ func newStore(ctx context.Context, cfg sqlstore.Config) (store.Store, error) {
 // NewConfig connects to the database d names and returns what
 // sqlstore.New needs for a MySQL Store: the pool, the Dialect for that
 // database (NewDialect), the GET_LOCK lock backend on sessions of its own,
-// the capabilities, and, except on a Galera node, the Batch pool. A backend for a MySQL-like database builds on it:
-// it may replace the Dialect or the Locks before calling sqlstore.New.
+// the capabilities, and, except on a Galera node, the Batch pool. A
+// backend for a MySQL-like database builds on it: it may replace the
+// Dialect or the Locks before calling sqlstore.New.
 // Until then the caller owns cfg.DB, cfg.Batch and cfg.Locks and closes
 // them on failure.
 func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
