@@ -48,7 +48,8 @@
 // Schema), READ COMMITTED isolation, and client-side
 // placeholder interpolation, so each statement costs one round trip. The
 // Store's pool runs one statement per query; a second pool with the same
-// settings allows several (multiStatements) and carries only the shared
+// settings (on a single server, not on Galera; see Galera clusters)
+// allows several (multiStatements) and carries only the shared
 // layer's statements that gain from it (sqlstore.Config.Batch): an
 // upload's fid and tempfile row in one round trip, its commit in two
 // instead of six, a replication's AddFileOn in two or three instead of
@@ -241,6 +242,35 @@
 // store.ErrLockLost, and every Lock fails with ErrNodeLocalLocks
 // (TestGalera/NodeJoiningLaterFailsLocksSafe). A tracker started on the
 // new node is refused by Open.
+//
+// A Galera node applies what other nodes commit a moment after they have
+// answered their clients, so a session reading there may not yet see a
+// row another tracker committed through another node, nor find it to
+// update or delete. On a Galera node (wsrep_on, or a provider loaded) the
+// Store's sessions therefore read causally: each adds bits 1, 2 and 4 to
+// wsrep_sync_wait, so that a START TRANSACTION, SELECT, UPDATE, DELETE,
+// INSERT or REPLACE outside a transaction first waits until the node has
+// applied everything the cluster committed before it
+// (TestGalera_CausalReads). That costs such a statement a round trip
+// through the cluster; a single server is not asked.
+//
+// Nodes certify each transaction against the commits other nodes made
+// while it ran: the later of two that wrote one row fails with 1213 (at
+// its COMMIT, or at whatever statement follows its abort; an INSERT of a
+// key another node inserted meanwhile fails so too, not with 1062). Like
+// a deadlock that is retried, and since a row that trackers on several
+// nodes update can fail many attempts in a row, a Store on a Galera node
+// runs such a transaction up to 32 times instead of 8
+// (sqlstore.Config.ConflictAttempts; TestGalera_ConflictBudget).
+//
+// Nor does a Store on a Galera node open the batch pool: when another
+// node's commit aborts a transaction while a query of several statements
+// runs in it, MariaDB runs the query's remaining statements on outside the
+// transaction, each committed on its own, and may answer the query with
+// success (TestGalera_BatchAbortedMidQuery): two racing commits of one fid
+// were both told they won, the loser's later rows kept. Every statement
+// then goes in a query of its own (TestGalera_RacingCommitsOneWinner), as
+// without sqlstore.Config.Batch on any server.
 //
 // # Capabilities
 //

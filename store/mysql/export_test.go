@@ -18,6 +18,14 @@ import (
 
 var ServerLockName = serverLockName
 
+// SetGaleraConflictAttempts sets the attempt budget of Stores opened after it
+// on a Galera node, and returns a function that restores it.
+func SetGaleraConflictAttempts(n int) (restore func()) {
+	old := galeraConflictAttempts
+	galeraConflictAttempts = n
+	return func() { galeraConflictAttempts = old }
+}
+
 const (
 	DeadOwnerBound = deadOwnerBound
 	WatchEvery     = watchEvery

@@ -23,6 +23,16 @@ var ErrNodeLocalLocks = errors.New("mysql: GET_LOCK locks are node-local on a Ga
 // asks whether another node joined.
 const clusterCheckEvery = time.Second
 
+// galeraConflictAttempts is sqlstore.Config.ConflictAttempts on a Galera
+// node: a transaction that other nodes' commits keep aborting is run up to
+// 32 times, about 3.5 seconds of growing pauses, where a single server's
+// deadlocks get 8 (about 300ms). Nine workers over three nodes each
+// incrementing one setting twelve times (IncrServerSettingConcurrent's
+// load), twenty rounds: 23 increments ran out of 8 attempts, none out of 16
+// or 32; and an increment goes through a second of another node's updates
+// to its row (TestGalera_ConflictBudget).
+var galeraConflictAttempts = 32
+
 // lockDSNHint names the fix in every refusal and warning.
 const lockDSNHint = "set lock_dsn to a lock service outside the database (lock_dsn = etcd://host1:2379,host2:2379,host3:2379/prefix; see package store/etcd)"
 

@@ -45,7 +45,9 @@ func newStore(ctx context.Context, cfg sqlstore.Config) (store.Store, error) {
 			cfg.Locks.Close()
 		}
 		cfg.DB.Close()
-		cfg.Batch.Close()
+		if cfg.Batch != nil {
+			cfg.Batch.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -54,8 +56,9 @@ func newStore(ctx context.Context, cfg sqlstore.Config) (store.Store, error) {
 // NewConfig connects to the database d names and returns what
 // sqlstore.New needs for a MySQL Store: the pool, the Dialect for that
 // database (NewDialect), the GET_LOCK lock backend on sessions of its own,
-// and the capabilities. A backend for a MySQL-like database builds on it:
-// it may replace the Dialect or the Locks before calling sqlstore.New.
+// the capabilities, and, except on a Galera node, the Batch pool. A
+// backend for a MySQL-like database builds on it: it may replace the
+// Dialect or the Locks before calling sqlstore.New.
 // Until then the caller owns cfg.DB, cfg.Batch and cfg.Locks and closes
 // them on failure.
 func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
@@ -69,7 +72,8 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	if err != nil {
 		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
-	db, err := openPool(ctx, cfg.main)
+	var sess sessionSetup
+	db, err := openPool(ctx, cfg.main, sess)
 	if err != nil {
 		return sqlstore.Config{}, err
 	}
@@ -77,6 +81,20 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	if err != nil {
 		db.Close()
 		return sqlstore.Config{}, fmt.Errorf("mysql: %w", err)
+	}
+	w, err := readWsrep(ctx, db)
+	if err != nil {
+		db.Close()
+		return sqlstore.Config{}, fmt.Errorf("mysql: read the wsrep (Galera) status: %w", err)
+	}
+	if w.galera() {
+		// Every session reads causally (sessionSetup.causal); the pool's
+		// first one was made before that was known.
+		db.Close()
+		sess.causal = true
+		if db, err = openPool(ctx, cfg.main, sess); err != nil {
+			return sqlstore.Config{}, err
+		}
 	}
 	if err := checkOldSchema(ctx, db); err != nil {
 		db.Close()
@@ -92,14 +110,22 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		// over with one that passes the keys through as bytes.
 		db.Close()
 		cfg.main.Collation = c
-		if db, err = openPool(ctx, cfg.main); err != nil {
+		if db, err = openPool(ctx, cfg.main, sess); err != nil {
 			return sqlstore.Config{}, err
 		}
 	}
-	batch, err := batchPool(cfg.main)
-	if err != nil {
-		db.Close()
-		return sqlstore.Config{}, err
+	var batch *sql.DB
+	if !w.galera() {
+		// Not on Galera: there a transaction aborted by a conflict with
+		// another node's commit while a query of several statements runs
+		// has the query's remaining statements run on, each committed on
+		// its own, and the client may be told the query succeeded
+		// (TestGalera_BatchAbortedMidQuery). One statement per query
+		// leaves no statement to run after the abort.
+		if batch, err = batchPool(cfg.main, sess); err != nil {
+			db.Close()
+			return sqlstore.Config{}, err
+		}
 	}
 	c := sqlstore.Config{
 		DB:      db,
@@ -114,6 +140,9 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
 	}
+	if w.galera() {
+		c.ConflictAttempts = galeraConflictAttempts
+	}
 	if d.Locks != nil {
 		// An outside lock service: no GET_LOCK session is ever opened,
 		// so a Galera cluster is no reason to refuse (galera.go).
@@ -124,13 +153,14 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	return c, nil
 }
 
-// openPool opens and pings the Store's pool.
-func openPool(ctx context.Context, cfg *gomysql.Config) (*sql.DB, error) {
+// openPool opens and pings the Store's pool, its sessions set up as sess
+// says.
+func openPool(ctx context.Context, cfg *gomysql.Config, sess sessionSetup) (*sql.DB, error) {
 	mc, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
-	db := sql.OpenDB(readCommitted{mc})
+	db := sql.OpenDB(sess.connector(mc))
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -149,14 +179,14 @@ func openPool(ctx context.Context, cfg *gomysql.Config) (*sql.DB, error) {
 // allowed, so that Lease's transaction takes two round trips instead of
 // four. It connects on first use. The Store's own pool keeps one statement
 // per query: nothing but the shared layer's own SQL goes through this one.
-func batchPool(main *gomysql.Config) (*sql.DB, error) {
+func batchPool(main *gomysql.Config, sess sessionSetup) (*sql.DB, error) {
 	cfg := main.Clone()
 	cfg.MultiStatements = true
 	mc, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
-	db := sql.OpenDB(readCommitted{mc})
+	db := sql.OpenDB(sess.connector(mc))
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
 }
@@ -179,17 +209,48 @@ func checkOldSchema(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// readCommitted sets every pooled session to READ COMMITTED, the isolation
-// the shared SQL is written for on every backend (PostgreSQL's default):
-// each statement sees what is committed, and rows are locked only where a
-// statement locks them. InnoDB's default, REPEATABLE READ, would add gap
-// locks that make trackers inserting queue and file rows deadlock far more
-// often. The statement form works on MySQL 8 and MariaDB alike, unlike the
-// system variable, which is tx_isolation on MariaDB 10.11 and
+// sessionSetup is how every session of the Store's pools is set up when it
+// connects.
+//
+// Each runs at READ COMMITTED, the isolation the shared SQL is written for
+// on every backend (PostgreSQL's default): each statement sees what is
+// committed, and rows are locked only where a statement locks them.
+// InnoDB's default, REPEATABLE READ, would add gap locks that make
+// trackers inserting queue and file rows deadlock far more often. The
+// statement form works on MySQL 8 and MariaDB alike, unlike the system
+// variable, which is tx_isolation on MariaDB 10.11 and
 // transaction_isolation on MySQL 8.
-type readCommitted struct{ driver.Connector }
+//
+// causal, set on a Galera node, makes each session's reads causal
+// (causalReads).
+type sessionSetup struct {
+	causal bool
+}
 
-func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
+// causalReads is the statement that makes a session on a Galera node read
+// causally: before a transaction's START TRANSACTION, or an autocommit
+// SELECT, UPDATE, DELETE, INSERT or REPLACE (wsrep_sync_wait bits 1, 2 and
+// 4), the node first applies every transaction the cluster had committed
+// when the statement arrived. Without it a node answers from whatever it
+// has applied so far, so a tracker may not see, or may fail to update, a
+// row another tracker committed through another node a moment before: a
+// tempfile that "does not exist" at commit, a queue row rescheduled back
+// to its old time. Any bit the server's own setting adds (8, SHOW) is
+// kept. Each such statement costs the node a round trip through the
+// cluster first.
+const causalReads = "SET SESSION wsrep_sync_wait = @@session.wsrep_sync_wait | 7"
+
+func (s sessionSetup) connector(c driver.Connector) driver.Connector {
+	return sessionConnector{c, s}
+}
+
+// sessionConnector makes connections set up as s says.
+type sessionConnector struct {
+	driver.Connector
+	s sessionSetup
+}
+
+func (c sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, connectFailed(err)
@@ -199,9 +260,15 @@ func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("mysql: driver connection %T cannot execute statements", conn)
 	}
-	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
-		conn.Close()
-		return nil, connectFailed(err)
+	setup := []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}
+	if c.s.causal {
+		setup = append(setup, causalReads)
+	}
+	for _, q := range setup {
+		if _, err := ex.ExecContext(ctx, q, nil); err != nil {
+			conn.Close()
+			return nil, connectFailed(err)
+		}
 	}
 	return conn, nil
 }

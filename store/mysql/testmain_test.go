@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -8,5 +9,11 @@ import (
 )
 
 // TestMain removes the test containers this binary started, when it is
-// their last user (see testdb.Main).
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+// their last user (see testdb.Main), and the shared Galera cluster.
+func TestMain(m *testing.M) {
+	code := testdb.Main(m)
+	if err := stopSharedGalera(); err != nil {
+		fmt.Fprintln(os.Stderr, "galera:", err)
+	}
+	os.Exit(code)
+}

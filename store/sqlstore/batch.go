@@ -64,7 +64,7 @@ func (s *Store) runAll(ctx context.Context, q querier, sts []stmt) error {
 // lost during it is store.ErrUnknownOutcome. fn must not keep state
 // across attempts except through its return.
 func (s *Store) batchTx(ctx context.Context, fn func(conn *sql.Conn, begin string) ([]stmt, error)) error {
-	return attempts(ctx, func() (bool, error) { return s.batchTry(ctx, fn) })
+	return s.attempts(ctx, func() (bool, error) { return s.batchTry(ctx, fn) })
 }
 
 // batchTry is one attempt of batchTx; a failed one closes its connection

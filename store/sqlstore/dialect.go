@@ -339,6 +339,16 @@ type Config struct {
 	// has none earlier; a Lock call gets its wait timeout plus OpTimeout.
 	// 0 = none. Backends pass store.DSN.OpTimeout.
 	OpTimeout time.Duration
+	// ConflictAttempts is how many times in all a call runs a transaction
+	// or a read that keeps failing with a conflict (ErrKindRetry: a
+	// deadlock, a serialization or certification failure) before it
+	// returns the error; other retried failures (a connection lost or
+	// never made) get 8 attempts, as conflicts do when it is below that.
+	// A backend on a cluster whose nodes certify each transaction against
+	// the others' commits (Galera), where a row that many trackers update
+	// fails far more attempts than a single server's deadlocks do, raises
+	// it.
+	ConflictAttempts int
 	// MaxIdleConns and MaxOpenConns size DB's pool, which New sets:
 	// store.DefaultMaxIdleConns idle when 0, no open limit when 0.
 	// Backends pass store.DSN's fields of the same names.

@@ -285,7 +285,7 @@ func (s *Store) fidRetry(ctx context.Context, err error, autocommit bool, attemp
 		(kind == ErrKindConnLost || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
-	if attempt == maxAttempts-1 {
+	if s.lastAttempt(err, attempt) {
 		return err
 	}
 	if kind == ErrKindDuplicate {

@@ -70,7 +70,9 @@ type Store struct {
 	opTimeout time.Duration
 	// upgradedOld is Config.UpgradedOldSchema.
 	upgradedOld bool
-	fidInsert   fidInsert
+	// conflictAttempts is conflictAttempts(Config.ConflictAttempts).
+	conflictAttempts int
+	fidInsert        fidInsert
 
 	closed atomic.Bool
 
@@ -99,8 +101,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		caps:  cfg.Capabilities,
 		close: cfg.OnClose,
 
-		opTimeout:   cfg.OpTimeout,
-		upgradedOld: cfg.UpgradedOldSchema,
+		opTimeout:        cfg.OpTimeout,
+		upgradedOld:      cfg.UpgradedOldSchema,
+		conflictAttempts: conflictAttempts(cfg.ConflictAttempts),
 	}
 	s.fidInsert = s.newFidInsert()
 	// Every concurrent call beyond the idle limit opens a new connection
@@ -468,6 +471,21 @@ func invalid(format string, args ...any) error {
 
 const maxAttempts = 8
 
+// conflictAttempts is the budget of conflicts for Config.ConflictAttempts
+// n: never below maxAttempts.
+func conflictAttempts(n int) int { return max(n, maxAttempts) }
+
+// lastAttempt reports whether attempt (counted from 0) that failed with
+// err is the last one allowed: the Store's conflictAttempts-th when the
+// failure is a conflict, else the maxAttempts-th.
+func (s *Store) lastAttempt(err error, attempt int) bool {
+	n := maxAttempts
+	if s.classify(err) == ErrKindRetry {
+		n = s.conflictAttempts
+	}
+	return attempt >= n-1
+}
+
 // retryable reports whether a failed attempt may simply be run again.
 func (s *Store) retryable(err error) bool {
 	if err == nil || isSentinel(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -499,7 +517,7 @@ func (s *Store) read(ctx context.Context, fn func() error) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = fn()
-		if !s.retryable(err) || attempt == maxAttempts-1 {
+		if !s.retryable(err) || s.lastAttempt(err, attempt) {
 			return err
 		}
 		if serr := sleep(ctx, attempt); serr != nil {
@@ -513,17 +531,17 @@ func (s *Store) read(ctx context.Context, fn func() error) error {
 // again from the start; a connection lost at COMMIT is store.ErrUnknownOutcome.
 // fn must not keep state across attempts except through its return.
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return attempts(ctx, func() (bool, error) { return s.try(ctx, fn) })
+	return s.attempts(ctx, func() (bool, error) { return s.try(ctx, fn) })
 }
 
 // attempts runs try until it succeeds, fails for good (retry false), or
-// has run maxAttempts times, pausing between attempts.
-func attempts(ctx context.Context, try func() (retry bool, err error)) error {
+// has run as many times as lastAttempt allows, pausing between attempts.
+func (s *Store) attempts(ctx context.Context, try func() (retry bool, err error)) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		var retry bool
 		retry, err = try()
-		if err == nil || !retry || attempt == maxAttempts-1 {
+		if err == nil || !retry || s.lastAttempt(err, attempt) {
 			return err
 		}
 		if serr := sleep(ctx, attempt); serr != nil {
