@@ -36,7 +36,8 @@ import (
 type LockService interface {
 	// Acquire takes name, waiting at most timeout (0: try once, and that
 	// one try is made however late the call starts) and no longer than
-	// ctx. It fails with ErrLockTimeout (wrapped) when name stayed taken,
+	// ctx: it returns by then even when the service does not answer, and
+	// takes back whatever it left in the service in the background. It fails with ErrLockTimeout (wrapped) when name stayed taken,
 	// ctx's error when ctx ended first, ErrClosed after Close, or another
 	// error (the service unreachable: ErrUnavailable where it can tell).
 	// It must not be reentrant: a second Acquire of a name this service
@@ -64,7 +65,10 @@ type LockGrant interface {
 	// expiry). Release does not close it.
 	Lost() <-chan struct{}
 	// Release frees the grant: nil again after a release, ErrLockLost
-	// (wrapped) once the grant was lost, and nothing changed then.
+	// (wrapped) once the grant was lost, and nothing changed then. It
+	// returns by ctx's end: a service that could not answer by then
+	// finishes the release in the background (the name stays the
+	// Store's until it has) and Release reports the error.
 	Release(ctx context.Context) error
 }
 

@@ -66,6 +66,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -86,6 +88,7 @@ type Service struct {
 	stop   context.Context // ended by Close and Crash: every loop stops
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	bg     sync.WaitGroup // dropLater's: waited for after the client closes
 
 	mu      sync.Mutex
 	closed  bool
@@ -119,6 +122,10 @@ func (g *generation) isLost() bool {
 type gate struct {
 	slot  chan struct{}
 	users int
+	// dropping, while the slot is held by dropLater taking this Store's
+	// key back, is closed once it has: a try-once waits for that, which
+	// takes a round trip, rather than call the name held.
+	dropping chan struct{}
 }
 
 // Open connects with cfg (ParseConfig's) and takes the first lease.
@@ -250,7 +257,12 @@ func (s *Service) classify(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrNoLeader),
+		status.Code(err) == codes.Unavailable, status.Code(err) == codes.DeadlineExceeded:
+		// The cluster did not answer (an election, a partition): the
+		// request may or may not have applied, and a retry may succeed.
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err
@@ -284,6 +296,21 @@ func (s *Service) enter(ctx context.Context, name string, try bool, deadline tim
 	}
 	var err error
 	if try {
+		s.mu.Lock()
+		d := gt.dropping
+		s.mu.Unlock()
+		if d != nil {
+			select {
+			case <-d:
+			case <-ctx.Done():
+			case <-s.stop.Done():
+			}
+			select {
+			case gt.slot <- struct{}{}:
+				return gt, nil
+			default:
+			}
+		}
 		err = fmt.Errorf("%w: %q is held by this Store", store.ErrLockTimeout, name)
 	} else {
 		t := time.NewTimer(time.Until(deadline))
@@ -330,24 +357,16 @@ func (s *Service) Acquire(ctx context.Context, name string, timeout time.Duratio
 		return nil, err
 	}
 	m := concurrency.NewMutex(g.sess, s.key(name))
+	var pending chan error // a wait given up on: its outcome comes later
 	if try {
 		err = m.TryLock(ctx)
 		if errors.Is(err, concurrency.ErrLocked) {
-			err = fmt.Errorf("%w: %q is held", store.ErrLockTimeout, name)
+			// TryLock took its key out again.
+			s.leave(name, gt, true)
+			return nil, fmt.Errorf("%w: %q is held", store.ErrLockTimeout, name)
 		}
 	} else {
-		// Wait in etcd until the deadline, or until the lease is lost
-		// (the wait would end with ErrSessionExpired anyway).
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		go func() {
-			select {
-			case <-g.lost:
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
-		err = m.Lock(wctx)
-		cancel()
+		pending, err = s.wait(ctx, g, m, deadline)
 		switch {
 		case err == nil:
 		case g.isLost():
@@ -360,11 +379,13 @@ func (s *Service) Acquire(ctx context.Context, name string, timeout time.Duratio
 	}
 	if err == nil && g.isLost() {
 		// Granted on a lease that lapsed meanwhile: no grant.
-		_ = m.Unlock(context.WithoutCancel(ctx))
 		err = fmt.Errorf("etcd: the lease was lost while taking %q: %w", name, store.ErrUnavailable)
 	}
 	if err != nil {
-		s.leave(name, gt, true)
+		// Whatever happened, this Store's key for name may be in etcd,
+		// queued or even granted; it must go before the name is this
+		// Store's to take again, without holding the caller up.
+		s.dropLater(name, gt, g, m, pending)
 		if !errors.Is(err, store.ErrLockTimeout) && !errors.Is(err, store.ErrUnavailable) && ctx.Err() == nil {
 			err = s.classify(ctx, err)
 		}
@@ -374,6 +395,82 @@ func (s *Service) Acquire(ctx context.Context, name string, timeout time.Duratio
 	s.wg.Add(1)
 	go l.watch()
 	return l, nil
+}
+
+// wait takes m, waiting in etcd until deadline, ctx's end or g's loss,
+// whichever comes first. Mutex.Lock cleans up after a wait that ended
+// with a context of the client's own, without a deadline: during an
+// election (some 6 s) or a partition (until it heals) it would hold the
+// caller past its deadline. So the wait runs apart, and when wait gives
+// up on it, it also returns the channel its outcome will come on.
+func (s *Service) wait(ctx context.Context, g *generation, m *concurrency.Mutex, deadline time.Time) (chan error, error) {
+	wctx, cancel := context.WithCancel(s.stop)
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(wctx) }()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	var err error
+	select {
+	case err := <-done:
+		cancel()
+		return nil, err
+	case <-t.C:
+		err = context.DeadlineExceeded
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-g.lost:
+		err = store.ErrUnavailable
+	case <-s.stop.Done():
+		err = store.ErrClosed
+	}
+	cancel()
+	return done, err
+}
+
+// dropLater removes this Store's key for name from etcd in the background
+// (after pending, the outcome of a wait given up on, when there is one),
+// then frees the name in the Store: a key left behind under a live lease
+// would be granted to nobody, and a new Mutex on the same lease would
+// share it. It gives up once the lease is gone (its keys with it) or the
+// Service stops (Close revokes the lease).
+func (s *Service) dropLater(name string, gt *gate, g *generation, m *concurrency.Mutex, pending chan error) {
+	key := fmt.Sprintf("%s/%x", s.key(name), g.sess.Lease())
+	dropped := make(chan struct{})
+	s.mu.Lock()
+	gt.dropping = dropped
+	s.mu.Unlock()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer func() {
+			s.mu.Lock()
+			gt.dropping = nil
+			s.mu.Unlock()
+			s.leave(name, gt, true)
+			close(dropped)
+		}()
+		if pending != nil {
+			<-pending
+		}
+		for pause := 50 * time.Millisecond; ; pause = min(2*pause, s.cfg.TTL/3) {
+			if g.isLost() {
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.stop, s.cfg.TTL/3)
+			_, err := s.cli.Delete(ctx, key)
+			cancel()
+			if err == nil {
+				return
+			}
+			select {
+			case <-s.stop.Done():
+				return
+			case <-g.lost:
+				return
+			case <-time.After(pause):
+			}
+		}
+	}()
 }
 
 // grant is one lock held: an etcd Mutex on a generation's lease.
@@ -419,11 +516,14 @@ func (l *grant) Release(ctx context.Context) error {
 	if l.released {
 		return nil
 	}
-	if err := l.m.Unlock(ctx); err != nil {
-		return fmt.Errorf("etcd: release %q: %w", l.name, l.s.classify(ctx, err))
-	}
 	l.released = true
 	close(l.done)
+	if err := l.m.Unlock(ctx); err != nil {
+		// etcd did not answer in time: the key goes in the background,
+		// and the name is this Store's again once it went.
+		l.s.dropLater(l.name, l.gate, l.g, l.m, nil)
+		return fmt.Errorf("etcd: release %q (finishing in the background): %w", l.name, l.s.classify(ctx, err))
+	}
 	l.s.leave(l.name, l.gate, true)
 	return nil
 }
@@ -454,5 +554,7 @@ func (s *Service) Close() error {
 	}
 	s.cancel()
 	s.wg.Wait()
-	return s.cli.Close()
+	err := s.cli.Close()
+	s.bg.Wait() // a Mutex's own clean-up ends with the client
+	return err
 }

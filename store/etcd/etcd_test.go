@@ -198,3 +198,69 @@ func TestService_NotReentrantTokensGrow(t *testing.T) {
 	x.Release(t.Context())
 	y.Release(t.Context())
 }
+
+// A wait given up at its deadline returns then, even when etcd does not
+// answer the clean-up of the waiter's key (concurrency.Mutex does it with
+// a context of no deadline: during a partition it would hang until it
+// heals); the key still goes, so the name is free again for others.
+func TestService_WaitEndsAtDeadlineWhenCutOff(t *testing.T) {
+	lockDSN := testdb.Etcd(t)
+	c, err := testdb.EtcdCluster()
+	if err != nil || c == nil {
+		t.Skip("needs the private cluster, to put a proxy in front of one member")
+	}
+	p, err := faultproxy.Start(c.Members()[0].Addr(), faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	prefix := lockDSN[strings.LastIndex(lockDSN, "/"):]
+	a := open(t, "etcd://"+p.Addr()+prefix, 10) // 8 s before it would lose its lease
+	b := open(t, lockDSN, 10)
+
+	lb, err := b.Acquire(t.Context(), "n", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got := make(chan error, 1)
+	go func() {
+		g, err := a.Acquire(context.Background(), "n", 800*time.Millisecond)
+		if err == nil {
+			g.Release(context.Background())
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // a's key is queued behind b's
+	p.Blackhole(true)
+	var took time.Duration
+	select {
+	case err := <-got:
+		took = time.Since(start)
+		if !errors.Is(err, store.ErrLockTimeout) {
+			t.Errorf("wait on a held name, cut off = %v; want ErrLockTimeout", err)
+		}
+	case <-time.After(2500 * time.Millisecond):
+		took = time.Since(start)
+	}
+	p.Blackhole(false)
+	if took > 2*time.Second {
+		t.Fatalf("Acquire with an 800ms timeout returned %v after its call; want by its deadline", took.Round(time.Millisecond))
+	}
+	if err := lb.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// a's queued key went: b gets the name again, and so does a.
+	lb, err = b.Acquire(t.Context(), "n", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire after the cut waiter gave up: %v; its key was left in the queue", err)
+	}
+	if err := lb.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	la, err := a.Acquire(t.Context(), "n", 5*time.Second)
+	if err != nil {
+		t.Fatalf("the cut waiter's own Acquire after healing: %v", err)
+	}
+	la.Release(t.Context())
+}

@@ -37,4 +37,5 @@ func (s *Service) Crash() {
 	s.cancel()
 	s.cli.Close()
 	s.wg.Wait()
+	s.bg.Wait()
 }

@@ -71,13 +71,26 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	if err != nil {
 		// Not a grant without its token. A bump that applied unseen is
 		// harmless: tokens only have to grow.
-		_ = l.Release(context.WithoutCancel(ctx))
+		s.abandon(ctx, l)
 		return nil, s.wrap(op+": fencing token", err)
 	}
 	if s.closed.Load() {
 		// Close raced with the acquisition; do not leave it held.
-		_ = l.Release(context.WithoutCancel(ctx))
+		s.abandon(ctx, l)
 		return nil, fmt.Errorf("store: %s: %w", op, store.ErrClosed)
 	}
 	return &heldLock{s: s, inner: l, token: token}, nil
+}
+
+// abandon releases a grant Lock will not return. A database's own lock is
+// released past ctx's end, on its session. An outside lock service's is
+// released under ctx, so that the caller's deadline holds: a service that
+// cannot answer in time finishes the release in the background
+// (store.LockGrant.Release).
+func (s *Store) abandon(ctx context.Context, l BackendLock) {
+	if s.service != nil {
+		_ = l.Release(ctx)
+		return
+	}
+	_ = l.Release(context.WithoutCancel(ctx))
 }
