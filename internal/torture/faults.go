@@ -49,12 +49,13 @@ func newInjector(r *run) *injector {
 	if r.caps.CrossProcess {
 		in.kinds = append(in.kinds, faultSessions)
 	}
-	if r.driver == "postgres" || r.driver == "sqlite" {
-		// MySQL's locks belong to server sessions: there is no owner
-		// identity to duplicate.
+	if (r.driver == "postgres" || r.driver == "sqlite") && r.etcd == nil {
+		// MySQL's locks belong to server sessions, etcd's to a lease each
+		// Store takes: there is no owner identity to duplicate.
 		in.kinds = append(in.kinds, faultDupOwner)
 	}
 	in.kinds = append(in.kinds, r.infraKinds()...)
+	in.kinds = append(in.kinds, r.etcdKinds()...)
 	r.rep.Faults.Applicable = append([]string(nil), in.kinds...)
 	if len(r.cfg.Faults) > 0 {
 		var only []string
@@ -139,6 +140,8 @@ func (in *injector) fault(ctx context.Context, kind string) error {
 				return err
 			}
 		}
+	case faultEtcdKill, faultEtcdLeader, faultEtcdPartition:
+		return r.etcdFault(ctx, in.rng, kind)
 	}
 	return r.infraFault(ctx, in.rng, kind)
 }
