@@ -98,6 +98,9 @@ func TestNegativeControls(t *testing.T) {
 	}
 	for _, b := range []string{"sqlite", "mysql", "postgres"} {
 		for _, c := range torture.Controls() {
+			if c.Locks != "" {
+				continue // TestEtcdLocks runs it
+			}
 			t.Run(b+"/"+c.Name, func(t *testing.T) {
 				d := c.Duration
 				if d == 0 {
