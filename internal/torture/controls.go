@@ -36,9 +36,11 @@ func Controls() []Control {
 		{Name: "late-lost", Invariant: "locks: no two holders at once", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSessions}, Duration: 30 * time.Second},
 		{Name: "unfenced", Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultSessions}, Duration: 12 * time.Second},
 		// etcd's grants with the metadata database's fence unchecked: a
-		// holder paused or cut off from etcd past its lease writes after
-		// its successor's grant, which only the fence row would refuse.
-		{Name: "unfenced", Locks: LocksEtcd, Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop, faultEtcdPartition}, Duration: 20 * time.Second},
+		// holder paused past its lease writes after its successor's
+		// grant, which only the fence row would refuse. (A holder cut off
+		// from etcd sees Lost on its own clock before the lease can end,
+		// so an etcd partition seldom shows it.)
+		{Name: "unfenced", Locks: LocksEtcd, Invariant: "counters: guarded counters exact", FaultEvery: 300 * time.Millisecond, Faults: []string{faultSigstop}, Duration: 20 * time.Second},
 		{Name: "double-lease", Invariant: "queue: no row leased twice at once"},
 		{Name: "reused-fid", Invariant: "files: fids unique and increasing"},
 		{Name: "lost-commit", Invariant: "files: every acknowledged commit present exactly once"},

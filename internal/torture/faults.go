@@ -272,6 +272,17 @@ func (in *injector) sigstop(ctx context.Context) error {
 	if pause < time.Second {
 		pause = time.Second
 	}
+	if r.etcd != nil {
+		// DeadOwnerBound (the etcd TTL + 1s) + 500ms outlasts the workers'
+		// OpTimeout (3s): every write woken after it dies on its deadline,
+		// and the fence is never asked. An etcd lease is gone at most a
+		// leader's expiry pass (500ms) after its TTL, so pauses from TTL +
+		// 300ms up to the usual length leave some woken writes alive after
+		// another Store was granted their lock: those only the fence row
+		// refuses.
+		ttl := r.caps.DeadOwnerBound - time.Second
+		pause = ttl + 300*time.Millisecond + time.Duration(in.rng.Int64N(int64(pause-ttl-300*time.Millisecond)+1))
+	}
 	names := r.openNames(p)
 	r.signal(p, sigStop)
 	r.trouble(p.slot)
