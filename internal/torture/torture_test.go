@@ -213,19 +213,21 @@ func TestShortPgBouncer(t *testing.T) {
 	}
 }
 
-// With etcd locks: the short edition on MySQL, every kind including the
-// etcd member and leader kills and the etcd partitions, then the unfenced
-// control on etcd locks, which must erase a counter increment. Skipped
-// (failed under CI) without an etcd binary.
+// With etcd locks: the short edition on a private MariaDB, every kind
+// including the etcd member and leader kills and the etcd partitions, then
+// the unfenced control on etcd locks, which must erase a counter
+// increment. Skipped (failed under CI) without etcd or MariaDB binaries.
 func TestEtcdLocks(t *testing.T) {
-	if err := dbinstance.Available("etcd"); err != nil {
-		testdb.Unavailable(t, "etcd", err.Error())
+	for _, kind := range []string{"etcd", "mariadb"} {
+		if err := dbinstance.Available(kind); err != nil {
+			testdb.Unavailable(t, kind, err.Error())
+		}
 	}
 	t.Run("Short", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		rep, err := torture.Run(ctx, torture.Config{
-			DSN:        testdb.MySQL(t),
+			Private:    torture.PrivateMySQL,
 			Locks:      torture.LocksEtcd,
 			Duration:   15 * time.Second,
 			Workers:    3,
@@ -255,7 +257,7 @@ func TestEtcdLocks(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), c.Duration+90*time.Second)
 				var err error
 				rep, err = torture.Run(ctx, torture.Config{
-					DSN:        testdb.MySQL(t),
+					Private:    torture.PrivateMySQL,
 					Locks:      c.Locks,
 					Duration:   c.Duration,
 					Workers:    3,
