@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Stores, "stores", 0, "Stores per process (default 1; SQLite 3)")
 	fs.IntVar(&cfg.Workers, "workers", 4, "workers per Store")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 700*time.Millisecond, "make a fault this often, the applicable kinds in turn; 0 = never")
-	faults := fs.String("faults", "", "make only these fault kinds, comma-separated (e.g. sigstop,etcdpartition for the etcd unfenced control); default every kind that applies")
+	faults := fs.String("faults", "", "make only these fault kinds, comma-separated (e.g. sigstop, as the etcd unfenced control makes); default every kind that applies")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 3*time.Second, "each operation's deadline")
 	fs.StringVar(&cfg.Broken, "broken", "", "negative control: break the Stores this way (see --list-controls)")
 	listControls := fs.Bool("list-controls", false, "list the negative controls and the invariant each must trip")
