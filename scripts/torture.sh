@@ -7,11 +7,20 @@
 # transaction mode (the pooler deployment). Prints every run's summary line at
 # the end and fails if any run found a violation or could not run.
 #
-#   scripts/torture.sh [sqlite|mysql|postgres|all] [duration]
+# With LOCKS=etcd every run (but SQLite's, which keeps its locks in its
+# process) keeps its locks in a private 3-member etcd cluster, whose
+# members are killed (the leader too) and partitioned from the trackers.
+#
+#   [LOCKS=etcd] scripts/torture.sh [sqlite|mysql|postgres|all] [duration]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend="${1:-all}"
 duration="${2:-120s}"
+locks="${LOCKS:-}"
+case "$locks" in
+"" | etcd) ;;
+*) echo "torture: LOCKS=$locks: want etcd or nothing" >&2; exit 2 ;;
+esac
 go build -o bin/ ./cmd/gomogile-torture
 case "$backend" in
 sqlite) runs=(sqlite) ;;
@@ -26,16 +35,22 @@ status=0
 summaries=()
 for r in "${runs[@]}"; do
 	if [ "$r" = sqlite ]; then
+		if [ -n "$locks" ]; then
+			continue
+		fi
 		args=(--dsn "sqlite://$tmp/torture.db")
 	else
 		args=(--private "$r")
+		if [ -n "$locks" ]; then
+			args+=(--locks "$locks")
+		fi
 	fi
-	echo "== torture $r for $duration" >&2
+	echo "== torture $r${locks:+ with $locks locks} for $duration" >&2
 	if ! bin/gomogile-torture "${args[@]}" --duration "$duration" | tee "$tmp/$r.out"; then
 		status=1
 	fi
 	line="$(grep '^torture: backend=' "$tmp/$r.out" | tail -1 || true)"
-	summaries+=("$r: ${line:-no summary (the run could not be carried out)}")
+	summaries+=("$r${locks:+/$locks}: ${line:-no summary (the run could not be carried out)}")
 done
 printf '%s\n' "${summaries[@]}"
 exit $status

@@ -10,6 +10,7 @@
 //	gomogile-torture --dsn 'mysql://root@127.0.0.1:3306/torture' --duration 10m
 //	gomogile-torture --private postgres --duration 120s   # a private primary and standby, crashed and failed over at will
 //	gomogile-torture --private postgres-pgbouncer --duration 120s
+//	gomogile-torture --private mysql --locks etcd --duration 120s   # locks in a private etcd cluster, its members killed
 //
 // Run it on an empty database of its own: it creates domains, a host,
 // devices and files, and kills every other session of that database.
@@ -24,6 +25,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,11 +56,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var verbose bool
 	fs.StringVar(&cfg.DSN, "dsn", "", "database DSN (an empty database of its own; sqlite://, mysql://, postgres://, DBI:…)")
 	fs.StringVar(&cfg.Private, "private", "", "start a private server instead of --dsn: postgres (a primary with a standby), mysql or postgres-pgbouncer")
+	fs.StringVar(&cfg.Locks, "locks", "", "keep the locks outside the database: etcd (a private 3-member cluster, its members killed and partitioned at will)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long load and faults run")
 	fs.IntVar(&cfg.Procs, "procs", 3, "tracker processes (SQLite: 1, which owns the database)")
 	fs.IntVar(&cfg.Stores, "stores", 0, "Stores per process (default 1; SQLite 3)")
 	fs.IntVar(&cfg.Workers, "workers", 4, "workers per Store")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 700*time.Millisecond, "make a fault this often, the applicable kinds in turn; 0 = never")
+	faults := fs.String("faults", "", "make only these fault kinds, comma-separated (e.g. sigstop, as the etcd unfenced control makes); default every kind that applies")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 3*time.Second, "each operation's deadline")
 	fs.StringVar(&cfg.Broken, "broken", "", "negative control: break the Stores this way (see --list-controls)")
 	listControls := fs.Bool("list-controls", false, "list the negative controls and the invariant each must trip")
@@ -73,7 +77,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *listControls {
 		for _, c := range torture.Controls() {
-			fmt.Fprintf(stdout, "%-24s %s\n", c.Name, c.Invariant)
+			name := c.Name
+			if c.Locks != "" {
+				name += " (--locks " + c.Locks + ")"
+			}
+			fmt.Fprintf(stdout, "%-32s %s\n", name, c.Invariant)
 		}
 		return 0
 	}
@@ -83,6 +91,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Seed = seed
+	if *faults != "" {
+		cfg.Faults = strings.Split(*faults, ",")
+	}
 	lg := log.New(stderr, "", log.Ltime|log.Lmicroseconds)
 	if verbose {
 		cfg.Logf = lg.Printf

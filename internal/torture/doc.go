@@ -64,7 +64,19 @@
 //   - dupowner: a worker process of its own opens what a live process opens
 //     — its lock_owner identity on PostgreSQL, which must be refused with
 //     store.ErrDuplicate, its database file on SQLite (sqlite.ErrInUse).
-//     MySQL's session locks have no owner identity: it does not apply.
+//     MySQL's session locks have no owner identity: it does not apply;
+//     nor with etcd locks, where each Store takes a lease of its own.
+//   - etcdkill, etcdleader, etcdpartition (Config.Locks = LocksEtcd, the
+//     locks in a private 3-member etcd cluster, lock_dsn with a prefix of
+//     the run's own and a 2s session lease; fencing tokens are etcd
+//     revisions raised into the database's fence rows): SIGKILL of a
+//     follower, or of the leader (an election), restarted 0.3–2s later,
+//     one member at a time so a quorum stays; and one slot's proxies to
+//     every member (each slot reaches etcd through a proxy per member of
+//     its own, the coordinator directly) blackholed for 0.3–1s, a third
+//     of them past DeadOwnerBound. A probe of a killed holder's lock
+//     across a leader kill is not judged against DeadOwnerBound: the new
+//     leader extends every lease by its TTL.
 //
 // A seed drives every random choice; the interleaving of processes and
 // the database cannot be repeated.
@@ -132,9 +144,10 @@
 //
 // A run whose invariants hold ends with one line,
 //
-//	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=0 kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> max_lock_recovery_ms=<n>
+//	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=0 kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> etcdkill=<n> etcdleader=<n> etcdpartition=<n> max_lock_recovery_ms=<n>
 //
-// where a kind that does not apply prints "-"; behind the private
+// where a kind that does not apply prints "-" (the etcd kinds without etcd
+// locks); behind the private
 // PgBouncer it ends with " pooler_restarts=<n>".
 //
 // # Negative controls
@@ -146,8 +159,12 @@
 // invariant's violation. torture_test.go runs each briefly on every
 // backend, SQLite included: there, where nothing takes a lock from a live
 // holder, late-lost and unfenced make their locks expire after a 5ms lease.
+// A control with Locks set runs with those locks: unfenced on etcd locks
+// (Control.Locks = LocksEtcd; gomogile-torture --locks etcd --broken
+// unfenced) must show a stale write past etcd's grant of the lock to
+// another Store, which the database's fence row alone would refuse.
 //
 // cmd/gomogile-torture runs the program from the command line, as long as
 // asked; `make torture DURATION=120s BACKEND=postgres` runs it on each
-// backend.
+// backend, `make torture LOCKS=etcd` with etcd locks.
 package torture

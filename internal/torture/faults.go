@@ -49,12 +49,13 @@ func newInjector(r *run) *injector {
 	if r.caps.CrossProcess {
 		in.kinds = append(in.kinds, faultSessions)
 	}
-	if r.driver == "postgres" || r.driver == "sqlite" {
-		// MySQL's locks belong to server sessions: there is no owner
-		// identity to duplicate.
+	if (r.driver == "postgres" || r.driver == "sqlite") && r.etcd == nil {
+		// MySQL's locks belong to server sessions, etcd's to a lease each
+		// Store takes: there is no owner identity to duplicate.
 		in.kinds = append(in.kinds, faultDupOwner)
 	}
 	in.kinds = append(in.kinds, r.infraKinds()...)
+	in.kinds = append(in.kinds, r.etcdKinds()...)
 	r.rep.Faults.Applicable = append([]string(nil), in.kinds...)
 	if len(r.cfg.Faults) > 0 {
 		var only []string
@@ -139,6 +140,8 @@ func (in *injector) fault(ctx context.Context, kind string) error {
 				return err
 			}
 		}
+	case faultEtcdKill, faultEtcdLeader, faultEtcdPartition:
+		return r.etcdFault(ctx, in.rng, kind)
 	}
 	return r.infraFault(ctx, in.rng, kind)
 }
@@ -268,6 +271,17 @@ func (in *injector) sigstop(ctx context.Context) error {
 	pause := r.caps.DeadOwnerBound + 500*time.Millisecond
 	if pause < time.Second {
 		pause = time.Second
+	}
+	if r.etcd != nil {
+		// DeadOwnerBound (the etcd TTL + 1s) + 500ms outlasts the workers'
+		// OpTimeout (3s): every write woken after it dies on its deadline,
+		// and the fence is never asked. An etcd lease is gone at most a
+		// leader's expiry pass (500ms) after its TTL, so pauses from TTL +
+		// 300ms up to the usual length leave some woken writes alive after
+		// another Store was granted their lock: those only the fence row
+		// refuses.
+		ttl := r.caps.DeadOwnerBound - time.Second
+		pause = ttl + 300*time.Millisecond + time.Duration(in.rng.Int64N(int64(pause-ttl-300*time.Millisecond)+1))
 	}
 	names := r.openNames(p)
 	r.signal(p, sigStop)

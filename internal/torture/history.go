@@ -229,7 +229,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 		unjudged := 0
 		for _, pr := range probes {
 			killed := fromNanos(pr.S)
-			if r.srv.wasDown(killed, killed.Add(recBound)) {
+			if r.srv.wasDown(killed, killed.Add(recBound)) || r.electionDuring(killed, killed.Add(recBound)) {
 				// A crashed or failing-over server frees nothing on time:
 				// its own bound (the restart epoch) is judged by exclusion.
 				unjudged++
@@ -260,7 +260,7 @@ func (h *history) judge(ctx context.Context, st store.Store, remaining int64) er
 				slow = append(slow, fmt.Sprintf("%q, held by a process killed at %s, granted again only %v later", pr.N, stamp(killed), d.Round(time.Millisecond)))
 			}
 		}
-		rep.check("locks: a killed holder's lock freed within DeadOwnerBound", slow, fmt.Sprintf("%d probes after %d kills (%d during a database crash, not judged); worst %v; bound %v + %v slack",
+		rep.check("locks: a killed holder's lock freed within DeadOwnerBound", slow, fmt.Sprintf("%d probes after %d kills (%d during a database crash or an etcd election, not judged); worst %v; bound %v + %v slack",
 			len(probes), hl.kills, unjudged, rep.MaxLockRecovery.Round(time.Millisecond), r.caps.DeadOwnerBound, cfg.RecoverySlack))
 	}
 

@@ -78,6 +78,9 @@ func (r *run) slotDSN(slot int) string {
 	if r.driver == "postgres" {
 		dsn = withParams(dsn, "lock_owner", slotOwner(slot))
 	}
+	if r.etcd != nil {
+		dsn = withParams(dsn, "lock_dsn", r.slotLockDSN(slot))
+	}
 	if r.px == nil {
 		return dsn
 	}

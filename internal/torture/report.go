@@ -25,6 +25,7 @@ type Report struct {
 	Workers       int           // goroutines per Store
 	Broken        string        // the negative control the run was made with, if any
 	Private       string        // the private server mode, if any
+	LockService   string        // the outside lock service (Config.Locks: LocksEtcd), if any
 
 	// Ops counts operations by name and outcome kind ("ok", "unknown_outcome",
 	// "closed", "lock_lost", "lock_timeout", "not_found", "duplicate",
@@ -123,9 +124,10 @@ func (r *Report) OpsTotal() int64 {
 
 // Summary is the one-line result:
 //
-//	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=<n> kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> max_lock_recovery_ms=<n>
+//	torture: backend=<b> seconds=<s> ops=<n> faults=<n> violations=<n> kill9=<n> sigstop=<n> dbcrash=<n> partition=<n> delay=<n> ambiguous=<n> failover=<n> etcdkill=<n> etcdleader=<n> etcdpartition=<n> max_lock_recovery_ms=<n>
 //
-// with "-" for a fault kind the backend's run cannot make, and, behind a
+// with "-" for a fault kind the backend's run cannot make (the etcd kinds
+// without etcd locks), and, behind a
 // private PgBouncer, " pooler_restarts=<n>" at the end.
 func (r *Report) Summary() string {
 	kind := func(k string) string {
@@ -140,9 +142,10 @@ func (r *Report) Summary() string {
 	if r.Recoveries > 0 {
 		rec = fmt.Sprint(r.MaxLockRecovery.Milliseconds())
 	}
-	return fmt.Sprintf("torture: backend=%s seconds=%d ops=%d faults=%d violations=%d kill9=%s sigstop=%s dbcrash=%s partition=%s delay=%s ambiguous=%s failover=%s max_lock_recovery_ms=%s",
+	return fmt.Sprintf("torture: backend=%s seconds=%d ops=%d faults=%d violations=%d kill9=%s sigstop=%s dbcrash=%s partition=%s delay=%s ambiguous=%s failover=%s etcdkill=%s etcdleader=%s etcdpartition=%s max_lock_recovery_ms=%s",
 		r.Backend, int(r.Load.Round(time.Second).Seconds()), r.OpsTotal(), r.Faults.Total(), r.Violations(),
-		kind(faultKill9), kind(faultSigstop), kind(faultDBCrash), kind(faultPartition), kind(faultDelay), kind(faultAmbiguous), kind(faultFailover), rec) + r.poolerSummary()
+		kind(faultKill9), kind(faultSigstop), kind(faultDBCrash), kind(faultPartition), kind(faultDelay), kind(faultAmbiguous), kind(faultFailover),
+		kind(faultEtcdKill), kind(faultEtcdLeader), kind(faultEtcdPartition), rec) + r.poolerSummary()
 }
 
 func (r *Report) poolerSummary() string {

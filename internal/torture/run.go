@@ -26,8 +26,13 @@ type Config struct {
 	// DSN is the database, an empty one of its own; or Private names a
 	// private server (PrivatePostgres, PrivateMySQL, PrivatePgBouncer,
 	// PrivateFailover) the run starts, crashes and removes.
-	DSN      string
-	Private  string
+	DSN     string
+	Private string
+	// Locks, if LocksEtcd, keeps the Stores' named locks in a private etcd
+	// cluster the run starts and removes (lock_dsn, each slot through
+	// fault proxies of its own), and adds the etcd fault kinds; "" keeps
+	// the database's own locks.
+	Locks    string
 	Duration time.Duration // how long load and faults run (10s)
 	// Procs is the number of tracker processes (3; SQLite 1, since one
 	// process owns an SQLite database), Stores the Stores each opens (1;
@@ -146,8 +151,9 @@ type run struct {
 	writing map[string]map[int64]bool
 	// troubled is when a fault last touched a slot (-1: all of them).
 	troubled map[int]time.Time
-	px       *proxies // nil: no network faults
-	srv      *servers // private servers, nil when the DSN was given
+	px       *proxies   // nil: no network faults
+	srv      *servers   // private servers, nil when the DSN was given
+	etcd     *etcdLocks // Config.Locks = LocksEtcd: the private etcd cluster
 	// workerBase is the DSN the workers open before their proxies are put
 	// in: dsn, or the pooler's.
 	workerBase string
@@ -175,6 +181,27 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 		cfg.DSN = r.cfg.DSN
 	}
+	switch cfg.Locks {
+	case "":
+	case LocksEtcd:
+		if r.cfg.Logf == nil {
+			r.cfg.Logf = cfg.Logf
+			if r.cfg.Logf == nil {
+				r.cfg.Logf = func(string, ...any) {}
+			}
+		}
+		lockDSN, err := r.startEtcd(ctx)
+		defer r.etcd.cleanup()
+		if err != nil {
+			return Report{}, err
+		}
+		cfg.DSN = withParams(cfg.DSN, "lock_dsn", lockDSN)
+		if r.workerBase != "" {
+			r.workerBase = withParams(r.workerBase, "lock_dsn", lockDSN)
+		}
+	default:
+		return Report{}, fmt.Errorf("torture: locks %q: want %q or none: %w", cfg.Locks, LocksEtcd, store.ErrInvalid)
+	}
 	d, err := store.ParseDSN(cfg.DSN)
 	if err != nil {
 		return Report{}, fmt.Errorf("torture: %w", err)
@@ -188,6 +215,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		r.workerBase = workerDSN(r.workerBase, wd)
 	}
 	rep.Private = cfg.Private
+	rep.LockService = cfg.Locks
 	if err := r.setup(ctx); err != nil {
 		r.closeAdmin()
 		return rep, err
@@ -428,6 +456,10 @@ func (r *run) load(ctx context.Context) error {
 		return err
 	}
 	defer r.closeProxies()
+	if err := r.startEtcdProxies(); err != nil {
+		return err
+	}
+	defer r.closeEtcdProxies()
 	for i := 0; i < cfg.Procs; i++ {
 		if _, err := r.start(i, 0); err != nil {
 			r.stopAll()
@@ -464,6 +496,7 @@ func (r *run) load(ctx context.Context) error {
 	<-faultsDone
 	inj.close()
 	r.healProxies()
+	r.healEtcd()
 	r.probes.Wait()
 	r.rep.Load = time.Since(start)
 	r.stopAll()
