@@ -94,6 +94,7 @@ type Service struct {
 	closed  bool
 	crashed bool
 	gen     *generation      // the current lease; nil or lost: take a new one
+	taking  chan struct{}    // closed when the new lease one caller takes is ready
 	gates   map[string]*gate // per name: this Store's one holder or taker
 }
 
@@ -168,15 +169,43 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 }
 
 // current is the generation to grant on: the live one, or a new lease.
+// One caller takes a new lease at a time, the others wait for it as long
+// as their ctx lets them: no caller waits on another's deadline.
 func (s *Service) current(ctx context.Context) (*generation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, store.ErrClosed
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, store.ErrClosed
+		}
+		if s.gen != nil && !s.gen.isLost() {
+			g := s.gen
+			s.mu.Unlock()
+			return g, nil
+		}
+		if taking := s.taking; taking != nil {
+			s.mu.Unlock()
+			select {
+			case <-taking:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		taking := make(chan struct{})
+		s.taking = taking
+		s.mu.Unlock()
+		g, err := s.newGeneration(ctx)
+		s.mu.Lock()
+		s.taking = nil
+		s.mu.Unlock()
+		close(taking)
+		return g, err
 	}
-	if s.gen != nil && !s.gen.isLost() {
-		return s.gen, nil
-	}
+}
+
+// newGeneration takes a new lease and makes it the current generation.
+func (s *Service) newGeneration(ctx context.Context) (*generation, error) {
 	secs := int64(s.cfg.TTL / time.Second)
 	sent := time.Now()
 	lease, err := s.cli.Grant(ctx, secs)
@@ -188,6 +217,13 @@ func (s *Service) current(ctx context.Context) (*generation, error) {
 		return nil, fmt.Errorf("etcd: session: %w", s.classify(ctx, err))
 	}
 	g := &generation{sess: sess, lost: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		// Closed meanwhile: the lease is nobody's; it expires.
+		sess.Orphan()
+		return nil, store.ErrClosed
+	}
 	s.gen = g
 	s.wg.Add(1)
 	go s.keepAlive(g, lease.ID, sent.Add(time.Duration(lease.TTL)*time.Second))
@@ -260,6 +296,7 @@ func (s *Service) classify(ctx context.Context, err error) error {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
 		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrNoLeader),
+		errors.Is(err, rpctypes.ErrLeaseNotFound),
 		status.Code(err) == codes.Unavailable, status.Code(err) == codes.DeadlineExceeded:
 		// The cluster did not answer (an election, a partition): the
 		// request may or may not have applied, and a retry may succeed.
@@ -376,6 +413,12 @@ func (s *Service) Acquire(ctx context.Context, name string, timeout time.Duratio
 		case errors.Is(err, context.DeadlineExceeded):
 			err = fmt.Errorf("%w: %q still held after %v", store.ErrLockTimeout, name, timeout)
 		}
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		// The lease went at the server before this Service saw it go
+		// (revoked): its generation is lost, and the next call takes a
+		// new one.
+		g.lose()
 	}
 	if err == nil && g.isLost() {
 		// Granted on a lease that lapsed meanwhile: no grant.

@@ -264,3 +264,54 @@ func TestService_WaitEndsAtDeadlineWhenCutOff(t *testing.T) {
 	}
 	la.Release(t.Context())
 }
+
+// While one caller takes a new lease from a cluster that does not answer,
+// another returns by its own deadline rather than wait out the first's.
+func TestService_NewLeaseWaitBoundedByOwnContext(t *testing.T) {
+	lockDSN := testdb.Etcd(t)
+	c, err := testdb.EtcdCluster()
+	if err != nil || c == nil {
+		t.Skip("needs the private cluster, to put a proxy in front of one member")
+	}
+	p, err := faultproxy.Start(c.Members()[0].Addr(), faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	prefix := lockDSN[strings.LastIndex(lockDSN, "/"):]
+	a := open(t, "etcd://"+p.Addr()+prefix, 3)
+	g0, err := a.Acquire(t.Context(), "x", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease revoked at the server: the next grant needs a new one.
+	if err := a.KillSession(t.Context(), g0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g0.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost not closed 5 s after the lease was revoked")
+	}
+	p.Blackhole(true)
+	defer p.Blackhole(false)
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err := a.Acquire(ctx, "y", 0)
+		first <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the first is taking the new lease
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = a.Acquire(ctx, "z", 0)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Acquire with a 300ms context returned after %v (%v); want by its deadline, not the other caller's", took.Round(time.Millisecond), err)
+	}
+	if err == nil {
+		t.Errorf("Acquire cut off from etcd succeeded")
+	}
+	<-first
+}
