@@ -75,24 +75,32 @@ func open(t testing.TB, lockDSN string, ttl int) *etcd.Service {
 	return s
 }
 
+// openCutOffable opens a Service with the given ttl that reaches the
+// test binary's private etcd cluster through a fault proxy in front of one
+// member, so the test can cut it off; lockDSN names the same prefix on
+// every member directly, for the Services the cut does not touch.
+func openCutOffable(t *testing.T, ttl int) (a *etcd.Service, p *faultproxy.Proxy, lockDSN string) {
+	t.Helper()
+	c, err := testdb.EtcdCluster()
+	if err != nil {
+		testdb.Unavailable(t, "etcd", err.Error())
+	}
+	own := testdb.Etcd(t)
+	prefix := own[strings.LastIndex(own, "/"):]
+	p, err = faultproxy.Start(c.Members()[0].Addr(), faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return open(t, "etcd://"+p.Addr()+prefix, ttl), p, testdb.EtcdDSN(c, prefix)
+}
+
 // The promise of the package doc: a holder cut off from etcd (its
 // keep-alives go nowhere) sees Lost before any other Store is granted the
 // name, since it gives up at its own deadline, a fifth of the TTL before
 // the server lets the lease go.
 func TestService_LostBeforeRegrantWhenCutOff(t *testing.T) {
-	lockDSN := testdb.Etcd(t)
-	c, err := testdb.EtcdCluster()
-	if err != nil || c == nil {
-		t.Skip("needs the private cluster, to put a proxy in front of one member")
-	}
-	m := c.Members()[0]
-	p, err := faultproxy.Start(m.Addr(), faultproxy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	prefix := lockDSN[strings.LastIndex(lockDSN, "/"):]
-	a := open(t, "etcd://"+p.Addr()+prefix, 3)
+	a, p, lockDSN := openCutOffable(t, 3)
 	b := open(t, lockDSN, 3)
 
 	// Several rounds: a renewal hanging on the dead connection when the
@@ -204,18 +212,7 @@ func TestService_NotReentrantTokensGrow(t *testing.T) {
 // a context of no deadline: during a partition it would hang until it
 // heals); the key still goes, so the name is free again for others.
 func TestService_WaitEndsAtDeadlineWhenCutOff(t *testing.T) {
-	lockDSN := testdb.Etcd(t)
-	c, err := testdb.EtcdCluster()
-	if err != nil || c == nil {
-		t.Skip("needs the private cluster, to put a proxy in front of one member")
-	}
-	p, err := faultproxy.Start(c.Members()[0].Addr(), faultproxy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	prefix := lockDSN[strings.LastIndex(lockDSN, "/"):]
-	a := open(t, "etcd://"+p.Addr()+prefix, 10) // 8 s before it would lose its lease
+	a, p, lockDSN := openCutOffable(t, 10) // 8 s before it would lose its lease
 	b := open(t, lockDSN, 10)
 
 	lb, err := b.Acquire(t.Context(), "n", 0)
@@ -268,18 +265,7 @@ func TestService_WaitEndsAtDeadlineWhenCutOff(t *testing.T) {
 // While one caller takes a new lease from a cluster that does not answer,
 // another returns by its own deadline rather than wait out the first's.
 func TestService_NewLeaseWaitBoundedByOwnContext(t *testing.T) {
-	lockDSN := testdb.Etcd(t)
-	c, err := testdb.EtcdCluster()
-	if err != nil || c == nil {
-		t.Skip("needs the private cluster, to put a proxy in front of one member")
-	}
-	p, err := faultproxy.Start(c.Members()[0].Addr(), faultproxy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	prefix := lockDSN[strings.LastIndex(lockDSN, "/"):]
-	a := open(t, "etcd://"+p.Addr()+prefix, 3)
+	a, p, _ := openCutOffable(t, 3)
 	g0, err := a.Acquire(t.Context(), "x", 0)
 	if err != nil {
 		t.Fatal(err)
