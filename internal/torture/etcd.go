@@ -107,21 +107,22 @@ func (r *run) startEtcdProxies() error {
 // healEtcd ends the etcd faults: every slot reaches every member, and a
 // member killed last is running again.
 func (r *run) healEtcd() {
-	e := r.etcd
-	if e == nil {
-		return
-	}
-	e.wg.Wait()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, slot := range e.px {
-		for _, p := range slot {
-			p.Blackhole(false)
-		}
+	r.eachEtcdProxy(func(p *faultproxy.Proxy) { p.Blackhole(false) })
+}
+
+// closeEtcdProxies closes every slot's proxies, once the faults ended.
+func (r *run) closeEtcdProxies() {
+	r.eachEtcdProxy(func(p *faultproxy.Proxy) { _ = p.Close() })
+	if e := r.etcd; e != nil {
+		e.mu.Lock()
+		e.px = nil
+		e.mu.Unlock()
 	}
 }
 
-func (r *run) closeEtcdProxies() {
+// eachEtcdProxy calls f on every slot's proxy to every member, after the
+// faults still running have ended.
+func (r *run) eachEtcdProxy(f func(*faultproxy.Proxy)) {
 	e := r.etcd
 	if e == nil {
 		return
@@ -131,10 +132,9 @@ func (r *run) closeEtcdProxies() {
 	defer e.mu.Unlock()
 	for _, slot := range e.px {
 		for _, p := range slot {
-			_ = p.Close()
+			f(p)
 		}
 	}
-	e.px = nil
 }
 
 // slotLockDSN is the lock_dsn of slot's processes: every member, through
