@@ -114,34 +114,37 @@ func TestNegativeControls(t *testing.T) {
 				// about half of its 15 s runs showed it here, so a run is
 				// now 30 s, and three misses in a row, one CI run in ten,
 				// were no longer rare enough.)
-				var rep torture.Report
-				for attempt := 1; ; attempt++ {
-					ctx, cancel := context.WithTimeout(context.Background(), d+60*time.Second)
-					var err error
-					rep, err = torture.Run(ctx, torture.Config{
-						DSN:        backends[b](t),
-						Duration:   d,
-						Workers:    3,
-						FaultEvery: c.FaultEvery,
-						Faults:     c.Faults,
-						Seed:       uint64(7 + attempt),
-						Broken:     c.Name,
-					})
-					cancel()
-					if err != nil {
-						t.Fatalf("torture run: %v", err)
-					}
-					if ch, ok := rep.Check(c.Invariant); ok && !ch.OK {
-						break
-					}
-					if attempt == 5 {
-						t.Fatalf("negative control %s did not trip %q in %d runs; the last:\n%s", c.Name, c.Invariant, attempt, rep.String())
-					}
-					t.Logf("run %d: %s did not show: %s", attempt, c.Name, rep.Summary())
-				}
-				t.Logf("%s: %s", c.Name, rep.Summary())
+				tripControl(t, c, 5, d, 60*time.Second, func() torture.Config {
+					return torture.Config{DSN: backends[b](t)}
+				})
 			})
 		}
+	}
+}
+
+// tripControl runs negative control c for d (each run on what base
+// returns: a database of its own) until its invariant is reported
+// violated, failing t after attempts runs that did not show it.
+func tripControl(t *testing.T, c torture.Control, attempts int, d, slack time.Duration, base func() torture.Config) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cfg := base()
+		cfg.Duration, cfg.Workers, cfg.FaultEvery, cfg.Faults = d, 3, c.FaultEvery, c.Faults
+		cfg.Seed, cfg.Broken = uint64(7+attempt), c.Name
+		ctx, cancel := context.WithTimeout(context.Background(), d+slack)
+		rep, err := torture.Run(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("torture run: %v", err)
+		}
+		if ch, ok := rep.Check(c.Invariant); ok && !ch.OK {
+			t.Logf("%s: %s", c.Name, rep.Summary())
+			return
+		}
+		if attempt == attempts {
+			t.Fatalf("negative control %s (locks %q) did not trip %q in %d runs; the last:\n%s", c.Name, c.Locks, c.Invariant, attempt, rep.String())
+		}
+		t.Logf("run %d: %s did not show: %s", attempt, c.Name, rep.Summary())
 	}
 }
 
@@ -252,33 +255,9 @@ func TestEtcdLocks(t *testing.T) {
 		}
 		t.Run("Control/"+c.Name, func(t *testing.T) {
 			// As TestNegativeControls: it must show in one of three runs.
-			var rep torture.Report
-			for attempt := 1; ; attempt++ {
-				ctx, cancel := context.WithTimeout(context.Background(), c.Duration+90*time.Second)
-				var err error
-				rep, err = torture.Run(ctx, torture.Config{
-					Private:    torture.PrivateMySQL,
-					Locks:      c.Locks,
-					Duration:   c.Duration,
-					Workers:    3,
-					FaultEvery: c.FaultEvery,
-					Faults:     c.Faults,
-					Seed:       uint64(7 + attempt),
-					Broken:     c.Name,
-				})
-				cancel()
-				if err != nil {
-					t.Fatalf("torture run: %v", err)
-				}
-				if ch, ok := rep.Check(c.Invariant); ok && !ch.OK {
-					break
-				}
-				if attempt == 3 {
-					t.Fatalf("negative control %s on %s locks did not trip %q in %d runs; the last:\n%s", c.Name, c.Locks, c.Invariant, attempt, rep.String())
-				}
-				t.Logf("run %d: %s did not show: %s", attempt, c.Name, rep.Summary())
-			}
-			t.Logf("%s: %s", c.Name, rep.Summary())
+			tripControl(t, c, 3, c.Duration, 90*time.Second, func() torture.Config {
+				return torture.Config{Private: torture.PrivateMySQL, Locks: c.Locks}
+			})
 		})
 	}
 }
