@@ -50,6 +50,9 @@ type Dialect struct {
 	// keyCharset is the character set of file.dkey ("" before the table
 	// exists); latin1 makes Open talk latin1 (see rawBytesCollation).
 	keyCharset string
+	// galera is set on a Galera node: fenced writes then check their
+	// fences by writing the fence row (Fencing).
+	galera bool
 }
 
 var (
@@ -272,8 +275,21 @@ func mysqlErrno(err error) uint16 {
 // collation, and an InnoDB table (durable). LAST_INSERT_ID(expr) hands the
 // new token back in the OK packet, so the bump is one round trip; LOCK IN
 // SHARE MODE is understood by MariaDB and MySQL 8 alike.
-func (Dialect) Fencing() sqlstore.Fencing {
+//
+// On a Galera node a fenced write checks a lock service's fence by adding
+// one to the row's checks column where the row holds the fence's token
+// (sqlstore.Fencing.Check): a share lock is the node's own, and Galera
+// certifies what a transaction writes, not what it read, so only a write
+// of the row makes the write and a raise through another node conflict
+// (TestGalera_FenceCheckCertified). The column is there on every server;
+// elsewhere nothing writes it.
+func (d Dialect) Fencing() sqlstore.Fencing {
+	var check string
+	if d.galera {
+		check = "UPDATE gomogile_lock_fence SET checks = checks + 1 WHERE name = ? AND token = ?"
+	}
 	return sqlstore.Fencing{
+		Check: check,
 		Schema: "CREATE TABLE IF NOT EXISTS gomogile_fence (\n" +
 			"	name  VARBINARY(255) NOT NULL PRIMARY KEY,\n" +
 			"	token BIGINT NOT NULL\n" +
@@ -283,8 +299,9 @@ func (Dialect) Fencing() sqlstore.Fencing {
 		BumpByInsertID: true,
 		ShareLock:      " LOCK IN SHARE MODE",
 		ServiceSchema: "CREATE TABLE IF NOT EXISTS gomogile_lock_fence (\n" +
-			"	name  VARBINARY(255) NOT NULL PRIMARY KEY,\n" +
-			"	token BIGINT NOT NULL\n" +
+			"	name   VARBINARY(255) NOT NULL PRIMARY KEY,\n" +
+			"	token  BIGINT NOT NULL,\n" +
+			"	checks BIGINT NOT NULL DEFAULT 0\n" +
 			") ENGINE=InnoDB",
 		Raise: "INSERT INTO gomogile_lock_fence (name, token) VALUES (?, ?)\n" +
 			"	ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))",

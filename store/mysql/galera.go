@@ -174,3 +174,20 @@ func (b *lockBackend) refusal() error {
 	defer b.mu.Unlock()
 	return b.refused
 }
+
+// addFenceChecks adds gomogile_lock_fence's checks column (Dialect.Fencing)
+// to a table made before it existed; a new table is created with it.
+func addFenceChecks(ctx context.Context, db *sql.DB) error {
+	var tables, cols int
+	err := db.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'gomogile_lock_fence'),
+		(SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'gomogile_lock_fence' AND COLUMN_NAME = 'checks')`).Scan(&tables, &cols)
+	if err != nil || tables == 0 || cols > 0 {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "ALTER TABLE gomogile_lock_fence ADD COLUMN checks BIGINT NOT NULL DEFAULT 0")
+	if err != nil && mysqlErrno(err) != erDupFieldName {
+		return fmt.Errorf("mysql: add gomogile_lock_fence.checks: %w", err)
+	}
+	return nil
+}

@@ -105,6 +105,13 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		db.Close()
 		return sqlstore.Config{}, fmt.Errorf("mysql: inspect schema: %w", err)
 	}
+	if w.galera() {
+		dialect.galera = true
+		if err := addFenceChecks(ctx, db); err != nil {
+			db.Close()
+			return sqlstore.Config{}, err
+		}
+	}
 	if c := dialect.rawBytesCollation(); c != "" && !cfg.utf8 {
 		// The sessions' character set is fixed in the handshake: start
 		// over with one that passes the keys through as bytes.

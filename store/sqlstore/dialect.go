@@ -211,6 +211,18 @@ type Fencing struct {
 	// the token when the token is larger, and never lowers it.
 	ServiceSchema string
 	Raise         string
+	// Check, when set, is how a write's transaction checks a fence of
+	// gomogile_lock_fence instead of a read under ShareLock: one statement,
+	// the name and the fence's token as its two '?', that writes the
+	// name's row when it holds the token (one row affected) and touches
+	// nothing otherwise. A dialect sets it where a locking read does not
+	// order the write against a later raise: a Galera node's read locks
+	// are its own, and Galera certifies a transaction against the rows it
+	// writes only, so a raise committed through another node and not yet
+	// applied here would leave a write checked before it to commit after
+	// it. A check that writes the row conflicts with that raise, and
+	// certification refuses whichever of the two comes later.
+	Check string
 }
 
 // FenceEpochShift is where an epoch starts in a volatile fencing table's

@@ -123,9 +123,18 @@ func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi
 	}
 	q := "SELECT token FROM " + table + " WHERE name = ?" + s.d.Fencing().ShareLock
 	fc, own := s.locks.(FenceChecker)
+	check := s.d.Fencing().Check
 	for _, f := range store.Fences(ctx) {
 		var token sql.NullInt64
 		var err error
+		if s.service != nil && check != "" {
+			err = s.writeCheck(ctx, tx, begin+check, f)
+			begin = ""
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if own {
 			c := fc.FenceCheck(f.Name)
 			if multi {
@@ -153,4 +162,28 @@ func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi
 		}
 	}
 	return nil
+}
+
+// writeCheck checks fence f with the dialect's Fencing.Check, which writes
+// the fence row when it holds f's token; when it touched no row, it reads
+// the row (unlocked: the write is refused either way) to say why.
+func (s *Store) writeCheck(ctx context.Context, tx querier, q string, f store.Fence) error {
+	res, err := s.exec(ctx, tx, q, []byte(f.Name), f.Token)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 1 {
+		return err
+	}
+	var token int64
+	err = s.queryRow(ctx, tx, "SELECT token FROM gomogile_lock_fence WHERE name = ?", []byte(f.Name)).Scan(&token)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: lock %q has no token row (fence %d)", store.ErrFenced, f.Name, f.Token)
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: lock %q is at grant %d, the write's fence is grant %d",
+		store.ErrFenced, f.Name, token, f.Token)
 }
