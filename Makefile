@@ -35,7 +35,7 @@ load:
 	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
 	bin/gomogile-bench -chart docs/load.svg -save docs/load.txt $(LOAD_FLAGS)
 
-# The torture program's long edition: BACKEND=sqlite|mysql|postgres|all
+# The torture program's long edition: BACKEND=sqlite|mysql|postgres|galera|all (galera with LOCKS=etcd)
 # (postgres = a private server crashed at will, then behind PgBouncer, then
 # with a standby to fail over to), each run DURATION long. LOCKS=etcd keeps
 # the locks in a private etcd cluster (its members killed, the leader too,

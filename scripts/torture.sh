@@ -9,9 +9,12 @@
 #
 # With LOCKS=etcd every run (but SQLite's, which keeps its locks in its
 # process) keeps its locks in a private 3-member etcd cluster, whose
-# members are killed (the leader too) and partitioned from the trackers.
+# members are killed (the leader too) and partitioned from the trackers;
+# and a run on a private 3-node MariaDB Galera cluster is added (galera,
+# which needs the locks outside the database), its nodes killed and
+# rejoining.
 #
-#   [LOCKS=etcd] scripts/torture.sh [sqlite|mysql|postgres|all] [duration]
+#   [LOCKS=etcd] scripts/torture.sh [sqlite|mysql|postgres|galera|all] [duration]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend="${1:-all}"
@@ -26,14 +29,22 @@ case "$backend" in
 sqlite) runs=(sqlite) ;;
 mysql) runs=(mysql) ;;
 postgres) runs=(postgres postgres-pgbouncer) ;;
-all) runs=(sqlite mysql postgres postgres-pgbouncer) ;;
-*) echo "torture: BACKEND=$backend: want sqlite, mysql, postgres or all" >&2; exit 2 ;;
+galera) runs=(galera) ;;
+all) runs=(sqlite mysql postgres postgres-pgbouncer galera) ;;
+*) echo "torture: BACKEND=$backend: want sqlite, mysql, postgres, galera or all" >&2; exit 2 ;;
 esac
+if [ "$backend" = galera ] && [ -z "$locks" ]; then
+	echo "torture: BACKEND=galera needs LOCKS=etcd (a Galera node's GET_LOCK is its own)" >&2
+	exit 2
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 status=0
 summaries=()
 for r in "${runs[@]}"; do
+	if [ "$r" = galera ] && [ -z "$locks" ]; then
+		continue
+	fi
 	if [ "$r" = sqlite ]; then
 		if [ -n "$locks" ]; then
 			continue

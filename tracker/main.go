@@ -383,11 +383,11 @@ func (m *Main) Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer st.Close()
-	locks := "database"
+	locks, server := "database", "?"
 	if info, err := st.Info(ctx); err == nil {
-		locks = info.Locks
+		locks, server = info.Locks, info.ServerVersion
 	}
-	log.Info("database open", "dsn", dsn.Redacted(), "locks", locks)
+	log.Info("database open", "dsn", dsn.Redacted(), "server", server, "locks", locks)
 	reg := NewRegistry()
 	// Every store call of the commands and the workers is measured.
 	if st, err = storemetrics.Wrap(st, reg); err != nil {

@@ -11,6 +11,7 @@
 //	gomogile-torture --private postgres --duration 120s   # a private primary and standby, crashed and failed over at will
 //	gomogile-torture --private postgres-pgbouncer --duration 120s
 //	gomogile-torture --private mysql --locks etcd --duration 120s   # locks in a private etcd cluster, its members killed
+//	gomogile-torture --private galera --locks etcd --duration 120s  # a 3-node Galera cluster, its nodes killed and rejoining
 //
 // Run it on an empty database of its own: it creates domains, a host,
 // devices and files, and kills every other session of that database.
@@ -55,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var seed uint64
 	var verbose bool
 	fs.StringVar(&cfg.DSN, "dsn", "", "database DSN (an empty database of its own; sqlite://, mysql://, postgres://, DBI:…)")
-	fs.StringVar(&cfg.Private, "private", "", "start a private server instead of --dsn: postgres (a primary with a standby), mysql or postgres-pgbouncer")
+	fs.StringVar(&cfg.Private, "private", "", "start a private server instead of --dsn: postgres (a primary with a standby), mysql, postgres-pgbouncer or galera (3 nodes; with --locks etcd)")
 	fs.StringVar(&cfg.Locks, "locks", "", "keep the locks outside the database: etcd (a private 3-member cluster, its members killed and partitioned at will)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long load and faults run")
 	fs.IntVar(&cfg.Procs, "procs", 3, "tracker processes (SQLite: 1, which owns the database)")

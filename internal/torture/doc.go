@@ -61,6 +61,13 @@
 //     synchronous standby on the port the DSN names, so the pair fails over
 //     again and again within one run, among dbcrash (SIGKILL and restart of
 //     whichever node is primary) and every other kind.
+//   - On Private = galera (a 3-node MariaDB Galera cluster; Config.Locks
+//     must be LocksEtcd, as a Galera node's GET_LOCK is its own) slot i's
+//     processes, and its proxies, go to node i%3 + 1 and the coordinator
+//     to node 1, so that writes under one lock arrive through different
+//     nodes; dbcrash is the SIGKILL of node 2 or 3 and its restart, which
+//     rejoins the cluster by a state transfer; sessions are killed on
+//     node 1 only (KILL reaches the node's own sessions).
 //   - dupowner: a worker process of its own opens what a live process opens
 //     — its lock_owner identity on PostgreSQL, which must be refused with
 //     store.ErrDuplicate, its database file on SQLite (sqlite.ErrInUse).

@@ -53,7 +53,7 @@ func (r *run) startProxies() error {
 	r.px = &proxies{busy: map[int]bool{}}
 	for i := 0; i < r.cfg.Procs; i++ {
 		var slot []*faultproxy.Proxy
-		for _, target := range targets {
+		for _, target := range r.srv.slotTargets(i, targets) {
 			p, err := faultproxy.Start(target, faultproxy.Options{Protocol: proto})
 			if err != nil {
 				for _, p := range slot {
@@ -142,7 +142,7 @@ func (r *run) infraKinds() []string {
 func (r *run) infraFault(ctx context.Context, rng *rand.Rand, kind string) error {
 	switch kind {
 	case faultDBCrash:
-		return r.dbcrash(ctx)
+		return r.dbcrash(ctx, rng)
 	case faultFailover:
 		return r.failover(ctx)
 	}

@@ -167,6 +167,9 @@ type run struct {
 // Report.OK), not in the error.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	r := &run{open: map[string]map[int64]string{}, stopped: map[string]bool{}, hello: map[string]bool{}, dupSeen: map[string]bool{}, writing: map[string]map[int64]bool{}}
+	if cfg.Private == PrivateGalera && cfg.Locks != LocksEtcd {
+		return Report{}, fmt.Errorf("torture: private %s needs etcd locks (--locks etcd): a Galera node's GET_LOCK is its own: %w", PrivateGalera, store.ErrInvalid)
+	}
 	if cfg.Private != "" {
 		logf := cfg.Logf
 		if logf == nil {

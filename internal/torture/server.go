@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"sync"
@@ -24,6 +25,12 @@ const (
 	PrivatePostgres  = "postgres"
 	PrivateMySQL     = "mysql"              // a private MariaDB; dbcrash = SIGKILL and restart
 	PrivatePgBouncer = "postgres-pgbouncer" // a private PostgreSQL behind a private PgBouncer in transaction mode (a deployment: dbcrash, no standby)
+	// PrivateGalera is a private 3-node MariaDB Galera cluster, its locks
+	// in etcd (Config.Locks = LocksEtcd: Galera's GET_LOCK is per node).
+	// Slot i's processes open node i%3 + 1, the coordinator node 1; dbcrash
+	// = SIGKILL of node 2 or 3 (one at a time, so a quorum stays) and its
+	// restart, rejoining the cluster by a state transfer.
+	PrivateGalera = "galera"
 )
 
 // servers is a run's private servers.
@@ -32,6 +39,10 @@ type servers struct {
 	pg      *dbinstance.Postgres // the primary
 	standby *dbinstance.Postgres // PrivatePostgres: the standby
 	my      *dbinstance.MariaDB
+	galera  *dbinstance.Galera
+	// crashed is PrivateGalera's node down after its dbcrash, nil when
+	// every node runs.
+	crashed *dbinstance.GaleraNode
 	bouncer *dbinstance.PgBouncer
 	nodes   []string // PrivatePostgres: the nodes' addresses, in the DSN's order
 	// PrivatePgBouncer: the parent of the pooler's instance directory,
@@ -105,8 +116,15 @@ func (r *run) startServers(ctx context.Context) error {
 		}
 		s.my = my
 		r.cfg.DSN = my.DSN("test")
+	case PrivateGalera:
+		g, err := dbinstance.StartGalera(ctx, dbinstance.GaleraOptions{Logf: logf})
+		if err != nil {
+			return fmt.Errorf("torture: private galera: %w", err)
+		}
+		s.galera = g
+		r.cfg.DSN = g.Nodes()[0].DSN("test")
 	default:
-		return fmt.Errorf("torture: unknown private server %q (want %s, %s or %s)", mode, PrivatePostgres, PrivateMySQL, PrivatePgBouncer)
+		return fmt.Errorf("torture: unknown private server %q (want %s, %s, %s or %s)", mode, PrivatePostgres, PrivateMySQL, PrivatePgBouncer, PrivateGalera)
 	}
 	return nil
 }
@@ -145,9 +163,23 @@ func (s *servers) cleanup() {
 	if s.my != nil {
 		errs = append(errs, s.my.Cleanup())
 	}
+	if s.galera != nil {
+		errs = append(errs, s.galera.Cleanup())
+	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(os.Stderr, "torture: clean up private servers:", err)
 	}
+}
+
+// slotTargets are the servers slot's proxies lead to: on PrivateGalera
+// the slot's own node (slot i, node i%3 + 1), so that the processes write
+// through every node; else targets, the DSN's.
+func (s *servers) slotTargets(slot int, targets []string) []string {
+	if s == nil || s.galera == nil {
+		return targets
+	}
+	nodes := s.galera.Nodes()
+	return []string{nodes[slot%len(nodes)].Addr()}
 }
 
 // primaryNode is the index, in the DSN's host list, of the node that is
@@ -253,6 +285,17 @@ func (s *servers) restart(ctx context.Context) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		switch {
+		case s.galera != nil:
+			s.mu.Lock()
+			n := s.crashed
+			s.mu.Unlock()
+			if n != nil {
+				if err = n.Start(sctx); err == nil {
+					s.mu.Lock()
+					s.crashed = nil
+					s.mu.Unlock()
+				}
+			}
 		case s.my != nil:
 			err = s.my.Start(sctx)
 		case s.pg != nil:
@@ -272,6 +315,13 @@ func (s *servers) ensureUp(ctx context.Context) error {
 		return nil
 	}
 	switch {
+	case s.galera != nil:
+		s.mu.Lock()
+		down := s.crashed != nil
+		s.mu.Unlock()
+		if down {
+			return s.restart(ctx)
+		}
 	case s.my != nil && !s.my.Running():
 		return s.restart(ctx)
 	case s.pg != nil && !s.pg.Running():
@@ -282,12 +332,22 @@ func (s *servers) ensureUp(ctx context.Context) error {
 
 // crash SIGKILLs the database server and starts it again (crash
 // recovery), after a moment down.
-func (r *run) dbcrash(ctx context.Context) error {
+func (r *run) dbcrash(ctx context.Context, rng *rand.Rand) error {
 	s := r.srv
 	from := time.Now()
 	var err error
 	down := 300 * time.Millisecond
 	switch {
+	case s.galera != nil:
+		// Node 2 or 3: node 1 is the coordinator's, which judges the run.
+		n := s.galera.Nodes()[1+rng.IntN(2)]
+		s.mu.Lock()
+		s.crashed = n
+		s.mu.Unlock()
+		if err = n.Kill(); err == nil {
+			sleepCtx(ctx, down)
+			err = s.restart(ctx)
+		}
 	case s.my != nil:
 		if err = s.my.Kill(); err == nil {
 			sleepCtx(ctx, down)
@@ -307,7 +367,11 @@ func (r *run) dbcrash(ctx context.Context) error {
 		return err
 	}
 	r.countFault(faultDBCrash)
-	r.cfg.Logf("torture: database crashed and restarted in %v", time.Since(from).Round(time.Millisecond))
+	what := "database"
+	if s.galera != nil {
+		what = "a Galera node"
+	}
+	r.cfg.Logf("torture: %s crashed and restarted in %v", what, time.Since(from).Round(time.Millisecond))
 	return nil
 }
 

@@ -216,6 +216,34 @@ func TestShortPgBouncer(t *testing.T) {
 	}
 }
 
+// On a 3-node Galera cluster with etcd locks, the processes writing
+// through every node: every kind, dbcrash killing node 2 or 3 and having
+// it rejoin. What it guards most is fencing across nodes: a stale holder's
+// write through one node after the next grant was fenced in through
+// another (TestGalera_FenceCheckCertified in store/mysql).
+func TestShortGalera(t *testing.T) {
+	if err := dbinstance.Available("etcd"); err != nil {
+		testdb.Unavailable(t, "etcd", err.Error())
+	}
+	rep := private(t, torture.PrivateGalera, "galera", 25*time.Second, func(c torture.Config) torture.Config {
+		c.Locks = torture.LocksEtcd
+		c.FaultEvery = 400 * time.Millisecond
+		return c
+	})
+	if !strings.Contains(rep.Summary(), " dbcrash=") || strings.Contains(rep.Summary(), " dbcrash=-") {
+		t.Errorf("summary %q: no node was killed", rep.Summary())
+	}
+}
+
+// Galera's GET_LOCK is per node: the run refuses to start without etcd
+// locks, before it starts anything.
+func TestGaleraNeedsLockService(t *testing.T) {
+	_, err := torture.Run(context.Background(), torture.Config{Private: torture.PrivateGalera, Duration: time.Second})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "--locks etcd") {
+		t.Fatalf("Run on private galera without etcd locks: %v; want ErrInvalid naming --locks etcd", err)
+	}
+}
+
 // With etcd locks: the short edition on a private MariaDB, every kind
 // including the etcd member and leader kills and the etcd partitions, then
 // the unfenced control on etcd locks, which must erase a counter

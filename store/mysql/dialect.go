@@ -207,7 +207,15 @@ func (Dialect) Least(a, b string) string { return "LEAST(" + a + ", " + b + ")" 
 // indexes already serve Lease's ORDER BY nexttry, fid.
 func (Dialect) Schema() []string { return schema }
 
-func (Dialect) VersionQuery() string { return "SELECT VERSION()" }
+func (d Dialect) VersionQuery() string {
+	if d.galera {
+		// Info, the start-up log and the status page say where the
+		// metadata lives: "10.11.6-MariaDB (Galera, 3 nodes)", the size
+		// as the node sees it now.
+		return "SELECT CONCAT(VERSION(), ' (Galera, ', COALESCE((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'), '?'), ' nodes)')"
+	}
+	return "SELECT VERSION()"
+}
 
 // Classify sorts driver errors for the shared layer. A connection that
 // was never made, or that go-sql-driver found dead before writing to it

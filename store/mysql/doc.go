@@ -231,7 +231,13 @@
 // it starts, so a Store with lock_dsn, which starts no GET_LOCK session,
 // is not refused: Stores on two nodes then exclude each other through
 // etcd, and their fence is an InnoDB table Galera replicates
-// (TestGalera/LockDSNExcludesAcrossNodes).
+// (TestGalera/LockDSNExcludesAcrossNodes). A fenced write checks its fence
+// there by writing the fence row (its checks column), not with a share
+// lock: a read's lock is the node's own and Galera certifies what a
+// transaction writes, so a write checked through one node while a later
+// grant's fence was raised through another would otherwise be replayed
+// and commit after it; writing the row makes certification refuse the
+// later of the two (TestGalera_FenceCheckCertified).
 //
 // A Galera cluster of one node is a single server as far as locks go: Open
 // accepts it and logs a warning. Such a Store then asks every second

@@ -228,6 +228,12 @@ func TestGalera(t *testing.T) {
 		if got := x.Capabilities().LockService; got != "etcd" {
 			t.Fatalf("LockService = %q; want etcd", got)
 		}
+		// Info (the start-up log's and the status page's) names the
+		// topology and the lock service.
+		info, err := y.Info(ctx)
+		if err != nil || !strings.HasSuffix(info.ServerVersion, "(Galera, 3 nodes)") || !strings.HasPrefix(info.Locks, "etcd ") {
+			t.Errorf("Info on node 2 = %+v, %v; want a server version ending in (Galera, 3 nodes) and etcd locks", info, err)
+		}
 		lx := mustLock(t, x, "mgfs:fid:1", 0)
 		if ly, err := y.Lock(ctx, "mgfs:fid:1", 0); !errors.Is(err, store.ErrLockTimeout) {
 			if err == nil {
