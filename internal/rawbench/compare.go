@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -32,14 +34,23 @@ const (
 type Result struct {
 	Op        string
 	Ours, Raw float64
+	// OursRT and RawRT are the database round trips of one operation,
+	// counted on the wire; 0 where they were not counted.
+	OursRT, RawRT float64
 }
 
 // Line is the result as the machine-readable line make bench prints.
 func (r Result) Line(backend string) string {
+	var line string
 	if r.Raw == 0 {
-		return fmt.Sprintf("bench: backend=%s op=%s ours_us=%.1f raw_us=- ratio=-", backend, r.Op, r.Ours)
+		line = fmt.Sprintf("bench: backend=%s op=%s ours_us=%.1f raw_us=- ratio=-", backend, r.Op, r.Ours)
+	} else {
+		line = fmt.Sprintf("bench: backend=%s op=%s ours_us=%.1f raw_us=%.1f ratio=%.2f", backend, r.Op, r.Ours, r.Raw, r.Ours/r.Raw)
 	}
-	return fmt.Sprintf("bench: backend=%s op=%s ours_us=%.1f raw_us=%.1f ratio=%.2f", backend, r.Op, r.Ours, r.Raw, r.Ours/r.Raw)
+	if r.OursRT > 0 {
+		line += fmt.Sprintf(" ours_rt=%.1f raw_rt=%.1f", r.OursRT, r.RawRT)
+	}
+	return line
 }
 
 // op is one compared operation. Each function runs one iteration i, its
@@ -104,6 +115,9 @@ func compare(b *testing.B, label, dsn string, reset func(b *testing.B), w io.Wri
 			}
 		}
 		r := Result{Op: o.name, Ours: median(ours), Raw: median(raw)}
+		if rt := e.roundTrips[o.name]; rt != nil {
+			r.OursRT, r.RawRT = rt(b, dsn)
+		}
 		out = append(out, r)
 		fmt.Fprintln(w, r.Line(e.label))
 	}
@@ -139,6 +153,10 @@ type cmpEnv struct {
 	db      *sql.DB
 	q       func(string) string
 	now     string // the dialect's SQL for the database clock
+	// roundTrips counts, per operation name, the round trips of one
+	// operation through the Store and one as raw SQL, on a Store of its
+	// own opened on dsn; operations without an entry are not counted.
+	roundTrips map[string]func(b *testing.B, dsn string) (ours, raw float64)
 	backend string // the dialect's name
 	label   string // backend= of the lines
 	dmid    int
@@ -273,18 +291,75 @@ func (e *cmpEnv) lockOp(b *testing.B) (op, error) {
 		return o, err
 	}
 	b.Cleanup(func() { c.Close() })
-	o.raw = func(ctx context.Context, i int) (time.Duration, error) {
-		return timed(func() error {
-			var v any // void from PostgreSQL, 1 from MySQL
-			for _, q := range pair {
-				if err := c.QueryRowContext(ctx, q).Scan(&v); err != nil {
-					return err
-				}
+	rawPair := func(ctx context.Context, c *sql.Conn) error {
+		var v any // void from PostgreSQL, 1 from MySQL
+		for _, q := range pair {
+			if err := c.QueryRowContext(ctx, q).Scan(&v); err != nil {
+				return err
 			}
-			return nil
-		})
+		}
+		return nil
+	}
+	o.raw = func(ctx context.Context, i int) (time.Duration, error) {
+		return timed(func() error { return rawPair(ctx, c) })
+	}
+	e.roundTrips = map[string]func(*testing.B, string) (float64, float64){
+		o.name: func(b *testing.B, dsn string) (float64, float64) { return lockRoundTrips(b, dsn, rawPair) },
 	}
 	return o, nil
+}
+
+// lockRoundTrips counts the round trips of a Lock+Release cycle, and of
+// the raw pair (rawPair), through a proxy on the wire: the mean of
+// PassOps cycles each, after a first one that opens the sessions. A
+// Store's background traffic in the meantime (a watcher's ping, a lease
+// renewal) counts too, so the mean may lie a little above the cycle's own.
+func lockRoundTrips(b *testing.B, dsn string, rawPair func(context.Context, *sql.Conn) error) (ours, raw float64) {
+	ctx := b.Context()
+	p, pdsn, err := faultproxy.Through(dsn, faultproxy.Options{})
+	if err != nil {
+		b.Logf("lock round trips not counted: %v", err)
+		return 0, 0
+	}
+	defer p.Close()
+	s, err := store.Open(ctx, pdsn)
+	if err != nil {
+		b.Fatalf("store.Open through a proxy: %v", err)
+	}
+	defer s.Close()
+	cycle := func() {
+		l, err := s.Lock(ctx, "bench:rt", time.Second)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		if err != nil {
+			b.Fatalf("lock cycle through a proxy: %v", err)
+		}
+	}
+	count := func(f func()) float64 {
+		f()
+		before := p.Stats().RoundTrips
+		for range PassOps {
+			f()
+		}
+		return float64(p.Stats().RoundTrips-before) / PassOps
+	}
+	ours = count(cycle)
+	db, ok := sqlaccess.DB(s)
+	if !ok {
+		return ours, 0
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	raw = count(func() {
+		if err := rawPair(ctx, c); err != nil {
+			b.Fatalf("raw lock pair through a proxy: %v", err)
+		}
+	})
+	return ours, raw
 }
 
 // leaseOp compares Lease(n) of the replicate queue with its floor: the
