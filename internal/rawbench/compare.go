@@ -149,17 +149,17 @@ func median(v []float64) float64 {
 }
 
 type cmpEnv struct {
-	s       *sqlstore.Store
-	db      *sql.DB
-	q       func(string) string
-	now     string // the dialect's SQL for the database clock
+	s   *sqlstore.Store
+	db  *sql.DB
+	q   func(string) string
+	now string // the dialect's SQL for the database clock
 	// roundTrips counts, per operation name, the round trips of one
 	// operation through the Store and one as raw SQL, on a Store of its
 	// own opened on dsn; operations without an entry are not counted.
 	roundTrips map[string]func(b *testing.B, dsn string) (ours, raw float64)
-	backend string // the dialect's name
-	label   string // backend= of the lines
-	dmid    int
+	backend    string // the dialect's name
+	label      string // backend= of the lines
+	dmid       int
 }
 
 func timed(f func() error) (time.Duration, error) {

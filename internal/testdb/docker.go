@@ -388,7 +388,13 @@ type usedContainer struct {
 //	func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 //
 // without which its containers would outlive the run.
+//
+// Main also runs the child process of TryOnceAfterPause in place of the
+// tests, when this binary was started as one.
 func Main(m *testing.M) int {
+	if dsn := os.Getenv(tryOnceEnv); dsn != "" {
+		return tryOnceChild(dsn)
+	}
 	used.Lock()
 	used.mainCalled = true
 	used.Unlock()

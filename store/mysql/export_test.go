@@ -225,16 +225,3 @@ func openEdited(ctx context.Context, dsn string, edit func(*lockBackend)) (store
 	edit(cfg.Locks.(*lockBackend))
 	return newStore(ctx, cfg)
 }
-
-// StoreFencing is the fencing SQL of the dialect s runs on.
-func StoreFencing(s store.Store) (sqlstore.Fencing, error) {
-	p, ok := sqlaccess.Of(s)
-	if !ok {
-		return sqlstore.Fencing{}, fmt.Errorf("%T has no SQL parts", s)
-	}
-	d, ok := p.Dialect.(sqlstore.Dialect)
-	if !ok {
-		return sqlstore.Fencing{}, fmt.Errorf("%T is not a sqlstore.Dialect", p.Dialect)
-	}
-	return d.Fencing(), nil
-}

@@ -45,10 +45,11 @@ func TestGalera_FenceCheckCertified(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	fencing, err := mysql.StoreFencing(x)
+	d, err := mysql.StoreDialect(x)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fencing := d.Fencing()
 	const name = "mgfs:fid:1"
 	lx, err := x.Lock(ctx, name, 0)
 	if err != nil {

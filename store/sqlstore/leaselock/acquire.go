@@ -60,6 +60,9 @@ func (w *wait) attempt(ctx context.Context, inc *incarnation) (l *lock, again bo
 	if err != nil {
 		return nil, false, err
 	}
+	if res == tryAcquired || res == tryTaken || res == tryGated {
+		w.tried = true
+	}
 	switch res {
 	case tryAcquired:
 		return l, false, nil

@@ -25,6 +25,12 @@ type wait struct {
 	start    time.Time
 	backoff  time.Duration // the next poll interval
 	timer    *time.Timer   // nil until the first pause
+	// tried is set once a try met the name's row: the name was taken,
+	// gated, or granted. Until then the wait goes on past its deadline,
+	// to ctx's end: a try the Store could not make (its own lease overdue
+	// or being registered again, as in a process the machine held back)
+	// says nothing of the name, and Lock(name, 0) is one real try.
+	tried bool
 }
 
 // newWait begins one Acquire's wait for name; end must follow.
@@ -79,10 +85,15 @@ func (w *wait) mark(ctx context.Context, holder int64) (again bool) {
 // (ready, while there is no incarnation) or the end of ctx or the Store.
 func (w *wait) pause(ctx context.Context, inc *incarnation, ready <-chan struct{}, why error) error {
 	now := time.Now()
-	if !now.Before(w.deadline) {
+	d := w.backoff
+	switch {
+	case now.Before(w.deadline):
+		d = min(d, w.deadline.Sub(now))
+	case w.tried, inc == nil && why != nil:
+		// Refused by the name's holder, or no owner could be registered
+		// (the database unreachable: waiting on would only hide it).
 		return w.timedOut(inc, why)
 	}
-	d := min(w.backoff, w.deadline.Sub(now))
 	w.backoff = w.b.nextBackoff(w.backoff, now.Sub(w.start))
 	if w.timer == nil {
 		w.timer = time.NewTimer(d)
