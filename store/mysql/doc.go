@@ -176,23 +176,28 @@
 //     with it may act before looking at Lost: only fencing keeps its writes
 //     out.
 //
-// Fencing tokens are kept by the lock backend (sqlstore.FenceChecker), not
-// in the shared gomogile_fence table, so a grant costs no durable commit: a
+// Fencing tokens are written by the lock backend's grants into
+// gomogile_lock_holder (MEMORY), not into a durable table, so a grant
+// costs no durable commit; a fenced write checks them as every backend's
+// are, with sqlstore's one check, with the SQL of Dialect.Fencing: a
 // grant's token comes from a counter in the sentinel row of
 // gomogile_lock_holder and is written into the grant's row, in the
 // transaction that holds the name's row of gomogile_fence_stripe (InnoDB,
 // 1024 rows that never change) FOR UPDATE, and a fenced write takes the
-// same row LOCK IN SHARE MODE before it reads the token: the grant waits
+// same row LOCK IN SHARE MODE (Fencing.Order) before it reads the token: the grant waits
 // for a write under the old token to commit, or the write reads the new
 // token and is refused (TestFence_WriteInFlightHoldsBackNextGrant). A
 // write under the fence of a holding that ended in a clean release finds
 // no row and is refused too. The sentinel is written only with a new
-// epoch of gomogile_fence_epoch (InnoDB, committed before the sentinel),
-// its counter starting at epoch << 40, so tokens grow across the restarts
-// that empty the MEMORY table (conformance's FenceTokensAcrossRestart). A
-// lock cycle is three round trips on the lock's session: GET_LOCK with the
-// holder-row read after it, the holder row with its token, the row's
-// DELETE with RELEASE_LOCK.
+// epoch of gomogile_fence_epoch (InnoDB, committed before the sentinel;
+// Fencing.NewEpoch, run by sqlstore.NewFenceEpoch as every backend's
+// epochs are), its counter starting at epoch << 40, so tokens grow across
+// the restarts that empty the MEMORY table (conformance's
+// FenceTokensAcrossRestart). A lock cycle is two round trips on the
+// lock's session (make bench's ours_rt): GET_LOCK with the holder-row read
+// after it and the claim of the row with its token, in one query; the
+// row's DELETE with RELEASE_LOCK. A grant that must wait out a grace first
+// claims in a round trip of its own.
 //
 // Errors: a lock call fails with store.ErrLockTimeout when the timeout
 // passed, with the caller's context error when that ended it, with

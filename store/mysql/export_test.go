@@ -189,14 +189,6 @@ func KillSession(s store.Store, name string, id uint64) error {
 	return nil
 }
 
-// FenceCheck is the check a fenced write on s runs for name's fence.
-func FenceCheck(s store.Store, name string) (sqlstore.FenceCheck, error) {
-	_, b, err := backendOf(s)
-	if err != nil {
-		return sqlstore.FenceCheck{}, err
-	}
-	return b.FenceCheck(name), nil
-}
 
 // OpenIgnoringCluster opens a Store as Driver.Open does, with every Galera
 // check of its lock backend off, to show what the checks prevent.

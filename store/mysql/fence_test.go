@@ -27,9 +27,9 @@ func TestFence_WriteInFlightHoldsBackNextGrant(t *testing.T) {
 	// The check a fenced write makes first in its transaction (the lock
 	// backend's locking read, then the token), left open as a write paused
 	// after it would be.
-	tx, c := openFencedWrite(t, h, a, "fence-order")
+	tx, read, key := openFencedWrite(t, h, a, "fence-order")
 	var tok int64
-	if err := tx.QueryRowContext(ctx, c.Read, c.ReadArgs...).Scan(&tok); err != nil {
+	if err := tx.QueryRowContext(ctx, read, key).Scan(&tok); err != nil {
 		t.Fatal(err)
 	}
 	if tok != l.Token() {
@@ -99,24 +99,25 @@ func emptyHarness(t *testing.T) *harness {
 	return h
 }
 
-// openFencedWrite opens, on h's own pool, a transaction that has made the
-// locking read a fenced write under name's lock makes first, and leaves it
-// open (rolled back at the test's end).
-func openFencedWrite(t *testing.T, h *harness, s store.Store, name string) (*sql.Tx, sqlstore.FenceCheck) {
+// openFencedWrite opens, on h's own pool, a transaction that has taken
+// the lock a fenced write under name's lock takes first (the shared
+// check's Order, with s's dialect), and leaves it open (rolled back at the
+// test's end); read and key are the check's read that follows.
+func openFencedWrite(t *testing.T, h *harness, s store.Store, name string) (tx *sql.Tx, read string, key any) {
 	t.Helper()
-	c, err := mysql.FenceCheck(s, name)
-	if err != nil {
-		t.Fatal(err)
+	order, read, key := mustDialect(t, s).Fencing().OwnCheck(name)
+	if order == "" {
+		t.Fatal("no Order in MySQL's fencing: nothing orders a fenced write against the next grant")
 	}
 	tx, err := h.admin.BeginTx(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tx.Rollback() })
-	if _, err := tx.ExecContext(t.Context(), c.Lock, c.LockArgs...); err != nil {
+	if _, err := tx.ExecContext(t.Context(), order, key); err != nil {
 		t.Fatal(err)
 	}
-	return tx, c
+	return tx, read, key
 }
 
 func mustDialect(t *testing.T, s store.Store) sqlstore.Dialect {
@@ -141,6 +142,7 @@ func TestFence_TokensFromBeforeEpochs(t *testing.T) {
 	}
 	s.Close()
 	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS gomogile_fence (name VARBINARY(255) NOT NULL PRIMARY KEY, token BIGINT NOT NULL) ENGINE=InnoDB",
 		"DROP TABLE gomogile_lock_holder",
 		"CREATE TABLE gomogile_lock_holder (name VARBINARY(64) NOT NULL PRIMARY KEY, conn BIGINT UNSIGNED NOT NULL, seen_free DOUBLE NULL) ENGINE=MEMORY",
 		"INSERT INTO gomogile_lock_holder (name, conn) VALUES ('', 0)",
@@ -213,3 +215,26 @@ func (l fakeLock) Name() string                  { return l.name }
 func (l fakeLock) Token() int64                  { return l.token }
 func (l fakeLock) Lost() <-chan struct{}         { return nil }
 func (l fakeLock) Release(context.Context) error { return nil }
+
+// The grants of MySQL's own locks keep their tokens in the lock holder
+// table: Open creates no gomogile_fence table that nothing would read.
+func TestFence_NoUnreadTable(t *testing.T) {
+	ctx := t.Context()
+	h := newHarness(t)
+	if _, err := h.admin.ExecContext(ctx, "DROP TABLE IF EXISTS gomogile_fence"); err != nil {
+		t.Fatal(err)
+	}
+	s := h.open(t)
+	l, err := s.Lock(ctx, "no-unread", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	var n int
+	if err := h.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'gomogile_fence'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("Open created gomogile_fence, which MySQL's own locks never read")
+	}
+}

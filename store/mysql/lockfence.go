@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// Fencing tokens (sqlstore.FenceChecker). A grant's token comes from a
+// Fencing tokens, the grant's side (the check is sqlstore's, with the SQL
+// of Dialect.Fencing). A grant's token comes from a
 // counter in the sentinel row of holderTable and is written into the
 // grant's row, so a bump is no durable commit: the rows are MEMORY, like
 // the GET_LOCKs they describe. Tokens still grow across the server
@@ -27,7 +29,7 @@ import (
 // them. A grant writes its token with that row locked FOR UPDATE, in a
 // transaction that changes no InnoDB row (so its COMMIT flushes nothing);
 // a fenced write takes the same row LOCK IN SHARE MODE first in its own
-// transaction and only then reads the token. So the grant waits for a
+// transaction (Fencing.Order) and only then reads the token. So the grant waits for a
 // write under the old token to commit, or the write reads the new token
 // and is refused. A name whose holding ended in a clean release has no
 // row, and a write under its fence is refused too.
@@ -84,54 +86,23 @@ func fenceStripe(key string) int {
 	return int(crc32.ChecksumIEEE([]byte(key)) % fenceStripes)
 }
 
-// newFenceEpoch adds one to the fencing epoch, durably, and writes the
-// sentinel row with the new epoch's floor as its counter (or raises an
-// existing sentinel's counter to it), on ex: a lock session, or the
-// Store's pool (the epoch comes back in the OK packet, so the two
-// statements need not share a session).
-func newFenceEpoch(ctx context.Context, ex interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}) error {
-	res, err := ex.ExecContext(ctx, "INSERT INTO "+fenceEpochTable+" (id, epoch) VALUES (1, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE epoch = LAST_INSERT_ID(epoch + 1)")
-	if err != nil {
-		return fmt.Errorf("new fencing epoch: %w", err)
-	}
-	epoch, err := res.LastInsertId()
-	if err == nil && epoch <= 0 {
-		err = fmt.Errorf("epoch %d is not positive", epoch)
-	}
-	if err == nil {
-		_, err = ex.ExecContext(ctx, "INSERT INTO "+holderTable+" (name, conn, token) VALUES ('', 0, ?) ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))", epoch<<sqlstore.FenceEpochShift)
-	}
-	if err != nil {
-		return fmt.Errorf("new fencing epoch: %w", err)
-	}
-	return nil
+// fenceEpoch is Fencing.NewEpoch: one more epoch in fenceEpochTable,
+// durably, its floor (epoch << sqlstore.FenceEpochShift) written into the
+// sentinel row of holderTable as its counter (or raising an existing
+// sentinel's counter to it), and the counter read back. The statements
+// share LAST_INSERT_ID, so they run on one session (sqlstore.NewFenceEpoch).
+var fenceEpoch = []string{
+	"INSERT INTO " + fenceEpochTable + " (id, epoch) VALUES (1, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE epoch = LAST_INSERT_ID(epoch + 1)",
+	"INSERT INTO " + holderTable + " (name, conn, token) VALUES ('', 0, LAST_INSERT_ID() << " + strconv.Itoa(sqlstore.FenceEpochShift) + ") ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))",
+	"SELECT token FROM " + holderTable + " WHERE name = ''",
 }
 
-// renewEpochFrom starts a new fencing epoch once a grant's token is in
-// the upper half of its epoch's range, so the range never runs out. A
-// failure leaves it to the next grant.
-func (s *session) renewEpochFrom(ctx context.Context, token int64) {
-	if sqlstore.FenceEpochHalfUsed(token) {
-		_ = newFenceEpoch(ctx, s.conn)
-	}
+// newFenceEpoch starts a new epoch on session c (a lock session, or one
+// of the Store's pool).
+func newFenceEpoch(ctx context.Context, c sqlstore.Session) error {
+	_, err := sqlstore.NewFenceEpoch(ctx, c, sqlstore.Fencing{NewEpoch: fenceEpoch})
+	return err
 }
-
-// FenceCheck implements sqlstore.FenceChecker. COUNT(*) makes a missing
-// stripe row (an operator's DELETE) a refusal rather than an unordered
-// check.
-func (b *lockBackend) FenceCheck(name string) sqlstore.FenceCheck {
-	key := serverLockName(b.database, name)
-	return sqlstore.FenceCheck{
-		Lock:     "SELECT COUNT(*) FROM " + fenceStripeTable + " WHERE id = ? LOCK IN SHARE MODE INTO @gomogile_stripe",
-		LockArgs: []any{fenceStripe(key)},
-		Read:     "SELECT token FROM " + holderTable + " WHERE name = ? AND @gomogile_stripe = 1",
-		ReadArgs: []any{key},
-	}
-}
-
-var _ sqlstore.FenceChecker = (*lockBackend)(nil)
 
 // errNoStripe: the grant found its fenceStripeTable row missing.
 var errNoStripe = errors.New("fencing stripe row missing")
@@ -185,7 +156,6 @@ func (s *session) claimRow(ctx context.Context, name, key string) (int64, error)
 		case token <= 0:
 			return 0, fmt.Errorf("fencing token %d for %q is not positive", token, name)
 		}
-		s.renewEpochFrom(ctx, token)
 		return token, nil
 	}
 }

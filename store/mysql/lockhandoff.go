@@ -39,6 +39,16 @@ const holderTableDDL = "CREATE TABLE IF NOT EXISTS " + holderTable + ` (
 	token     BIGINT NOT NULL DEFAULT 0
 ) ENGINE=MEMORY`
 
+// newFenceEpoch starts a new fencing epoch on a session of the pool.
+func (b *lockBackend) newFenceEpoch(ctx context.Context) error {
+	c, err := b.admin.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return newFenceEpoch(ctx, c)
+}
+
 // startHolders creates holderTable, and sweeps it (sweepHolders) where it
 // was there already. A holder table made here and now has lost no rows,
 // so it gets its sentinel at once. A holder table an older gomogile made
@@ -53,7 +63,7 @@ func (b *lockBackend) startHolders(ctx context.Context) error {
 		if _, err := b.admin.ExecContext(ctx, holderTableDDL); err != nil {
 			return fmt.Errorf("mysql: create %s: %w", holderTable, err)
 		}
-		if err := newFenceEpoch(ctx, b.admin); err != nil {
+		if err := b.newFenceEpoch(ctx); err != nil {
 			return fmt.Errorf("mysql: %w", err)
 		}
 		return nil
@@ -69,7 +79,7 @@ func (b *lockBackend) startHolders(ctx context.Context) error {
 		return fmt.Errorf("mysql: %w", err)
 	}
 	if old > 0 {
-		if err := newFenceEpoch(ctx, b.admin); err != nil {
+		if err := b.newFenceEpoch(ctx); err != nil {
 			return fmt.Errorf("mysql: %w", err)
 		}
 	}

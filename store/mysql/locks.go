@@ -298,9 +298,7 @@ type acquisition struct {
 // waited out its grace and a fresh one is to wait for the lock anew.
 func (a *acquisition) granted(ctx context.Context, look holderLook, fence int64) (l *lock, again bool, err error) {
 	b, s := a.b, a.s
-	if fence > 0 {
-		s.renewEpochFrom(ctx, fence)
-	} else {
+	if fence == 0 {
 		fence, err = b.claim(ctx, s, a.name, a.key, a.deadline, look)
 	}
 	switch {

@@ -105,6 +105,7 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		db.Close()
 		return sqlstore.Config{}, fmt.Errorf("mysql: inspect schema: %w", err)
 	}
+	dialect.database = database
 	if w.galera() {
 		dialect.galera = true
 		if err := addFenceChecks(ctx, db); err != nil {

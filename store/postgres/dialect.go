@@ -319,15 +319,16 @@ BEGIN
 END
 $$`,
 		Bump: fenceBump("CAST(? AS BYTEA)", ""),
-		NewEpoch: `WITH e AS (
+		NewEpoch: []string{`WITH e AS (
 	INSERT INTO gomogile_fence_epoch (id, epoch) VALUES (1, 1)
 	ON CONFLICT (id) DO UPDATE SET epoch = gomogile_fence_epoch.epoch + 1
 	RETURNING epoch
 )
 INSERT INTO gomogile_fence (name, token) SELECT ''::bytea, epoch << ` + shift + ` FROM e
 ON CONFLICT (name) DO UPDATE SET token = GREATEST(gomogile_fence.token, EXCLUDED.token)
-RETURNING token`,
-		ShareLock: " FOR SHARE",
+RETURNING token`},
+		ShareLock:        " FOR SHARE",
+		ServiceShareLock: " FOR SHARE",
 		ServiceSchema: `CREATE TABLE IF NOT EXISTS gomogile_lock_fence (
 	name  BYTEA NOT NULL PRIMARY KEY,
 	token BIGINT NOT NULL

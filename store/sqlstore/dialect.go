@@ -167,6 +167,14 @@ func collated(d Dialect, col string) bool {
 // write would get through: either the table is durable (logged, every bump
 // a durable commit), or its rows are volatile and NewEpoch keeps tokens
 // growing across whatever empties them.
+//
+// Whatever issues a grant's token (the shared layer's Bump, the lock
+// backend's own grant statement, an outside lock service), a fenced write
+// checks it one way, in its own transaction (Store.checkFences): Order,
+// if set, then "SELECT token FROM gomogile_fence (or Table) WHERE name =
+// ?" + ShareLock; for an outside lock service's grants "SELECT token FROM
+// gomogile_lock_fence WHERE name = ?" + ServiceShareLock, or Check where
+// the dialect sets it.
 type Fencing struct {
 	// Schema creates gomogile_fence (name, token) idempotently: name a
 	// binary primary key of up to 255 bytes (the shared layer passes it as
@@ -176,32 +184,53 @@ type Fencing struct {
 	// Bump is one statement, with the name as its only '?', that inserts
 	// the name with token 1 or adds one to its token, and yields the new
 	// token: as its single-column result row, or when BumpByInsertID is set
-	// as the statement's LastInsertId (MySQL's LAST_INSERT_ID(expr)).
+	// as the statement's LastInsertId (MySQL's LAST_INSERT_ID(expr)). It
+	// is "" where the lock backend's grants always bump the token
+	// themselves (FencedLock), in a statement that orders them as Order
+	// says: a grant without a token is then refused.
 	Bump           string
 	BumpByInsertID bool
+	// Table, when set, is the table the backend's own grants keep their
+	// tokens in, in place of gomogile_fence (Schema is then ""): a table
+	// of the lock backend's with name and token columns and the floor row
+	// under the empty name, read as gomogile_fence is. Key, when set, maps
+	// a lock name to that table's key (the backend's own naming of locks);
+	// by default the name goes as bytes.
+	Table string
+	Key   func(name string) any
+	// Order, when set, is one statement without a result set, the key as
+	// its only '?', that a fenced write runs first in its transaction: a
+	// lock that a grant of the name cannot pass until the write commits,
+	// where the fence table itself cannot hold one (a MEMORY table's locks
+	// last a statement). The lock backend's grant takes the same lock for
+	// writing before it bumps.
+	Order string
 	// ShareLock is appended to "SELECT token FROM gomogile_fence WHERE name
 	// = ?" inside a write's transaction: a locking read that keeps the row's
-	// token from changing until COMMIT (" FOR SHARE"), or "" when the
+	// token from changing until COMMIT (" FOR SHARE"), "" when the
 	// transaction already excludes every other writer (SQLite's BEGIN
-	// IMMEDIATE).
+	// IMMEDIATE), or with Order a condition that makes the read find no
+	// row where Order found none to lock.
 	ShareLock string
 	// NewEpoch, when set, says the table's rows are volatile: not made
-	// durable by each bump (an UNLOGGED table, which crash recovery and a
-	// standby's promotion empty), so a bump costs no log flush. Tokens then
-	// grow across the loss of the rows through epochs: a durable counter
-	// that only NewEpoch moves, and a floor row of the table itself, under
-	// the empty name (no lock has it; store.CheckLock refuses it), holding
-	// epoch << FenceEpochShift. Bump must then yield the larger of the
-	// name's token + 1 and the floor + 1, and nothing at all while the
-	// floor row is missing; the shared layer then runs NewEpoch, one
-	// statement without placeholders that adds one to the epoch, durably
-	// (a logged table, a synchronous commit), and writes the floor row with
-	// the new epoch << FenceEpochShift (keeping a larger one), and bumps
-	// again. A floor row that is there was written after a durable epoch
-	// that every earlier token lies below, and rows lost with it take the
-	// floor row with them, so the next token after any loss is above every
-	// token handed out before it.
-	NewEpoch string
+	// durable by each bump (an UNLOGGED or MEMORY table, which crash
+	// recovery, a restart or a standby's promotion empty), so a bump costs
+	// no log flush. Tokens then grow across the loss of the rows through
+	// epochs: a durable counter that only NewEpoch moves, and a floor row
+	// of the table itself, under the empty name (no lock has it;
+	// store.CheckLock refuses it), holding epoch << FenceEpochShift. A bump
+	// must then yield the larger of the name's token + 1 and the floor +
+	// 1, or a number above the floor from a counter kept in the floor row,
+	// and nothing at all while the floor row is missing; NewFenceEpoch
+	// then runs NewEpoch, statements without placeholders run in order on
+	// one session, that add one to the epoch, durably (a logged table, a
+	// synchronous commit), and write the floor row with the new epoch <<
+	// FenceEpochShift (keeping a larger one), the last of them returning
+	// the floor; and the bump is tried again. A floor row that is there
+	// was written after a durable epoch that every earlier token lies
+	// below, and rows lost with it take the floor row with them, so the
+	// next token after any loss is above every token handed out before it.
+	NewEpoch []string
 	// ServiceSchema creates gomogile_lock_fence idempotently, shaped as
 	// gomogile_fence but always durable (a logged, replicated table: an
 	// InnoDB or ordinary table, never MEMORY or UNLOGGED): the fence of
@@ -211,6 +240,9 @@ type Fencing struct {
 	// the token when the token is larger, and never lowers it.
 	ServiceSchema string
 	Raise         string
+	// ServiceShareLock is ShareLock for gomogile_lock_fence (which needs
+	// no Order: it is a table with row locks).
+	ServiceShareLock string
 	// Check, when set, is how a write's transaction checks a fence of
 	// gomogile_lock_fence instead of a read under ShareLock: one statement,
 	// the name and the fence's token as its two '?', that writes the
@@ -306,31 +338,6 @@ type BackendLock interface {
 type FencedLock interface {
 	BackendLock
 	FenceToken() int64
-}
-
-// FenceChecker is a LockBackend that keeps its locks' fencing tokens
-// itself, instead of the Dialect's Fencing table: each of its grants is a
-// FencedLock with a token larger than every earlier grant's of the name,
-// across server restarts too, and it says how a fenced write checks one.
-// The shared layer then neither bumps nor reads gomogile_fence for it.
-type FenceChecker interface {
-	LockBackend
-	// FenceCheck is how a fenced write's transaction checks the fence of
-	// name, first thing in the transaction.
-	FenceCheck(name string) FenceCheck
-}
-
-// FenceCheck is a FenceChecker's check of one fence: Lock, a statement
-// with no result set, takes a lock that no later grant of the name can
-// pass until the write's transaction ends (a locking read of a row the
-// grant locks for update); Read, run after it in the same transaction,
-// returns one row with the token of the name's newest grant, NULL, or no
-// row when nothing vouches for one (the write is then refused).
-type FenceCheck struct {
-	Lock     string
-	LockArgs []any
-	Read     string
-	ReadArgs []any
 }
 
 // Config is what a backend hands to New.

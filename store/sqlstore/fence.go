@@ -1,28 +1,31 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/gomogile/gomogile/store"
 )
 
 // Fencing tokens, implemented once for every SQL backend.
 //
-// Each grant of a lock bumps the name's row of gomogile_fence in one
-// autocommit statement, after the backend granted it (or in the statement
-// that granted it: FencedLock), and the new value is the grant's token;
-// the rows are durable, or volatile in epochs (Fencing.NewEpoch). A write
-// made under store.WithFence reads each fence's row first in its own
-// transaction with a locking read, and refuses with store.ErrFenced unless
-// the row still holds the fence's token. A lock backend that keeps its
-// tokens itself (FenceChecker) supplies that locking read and the token's.
-// The share lock held until COMMIT orders the write against a later grant:
-// that grant's bump waits for the write to commit, and its Lock call does
-// not return before the bump, so the next holder's writes all come after.
+// A grant's token comes from one of three sources: the shared layer bumps
+// the name's row of gomogile_fence in one autocommit statement after the
+// backend granted it (Fencing.Bump); the lock backend bumps it in the
+// statement that granted it (FencedLock: PostgreSQL's acquire, MySQL's
+// claim after GET_LOCK); or an outside lock service issues it and the
+// Store raises gomogile_lock_fence's row to it (raiseFence). The rows are
+// durable, or volatile in epochs (Fencing.NewEpoch, NewFenceEpoch). A
+// write made under store.WithFence checks each fence first in its own
+// transaction (checkFences), one way for every source: it reads the row,
+// behind a lock that a later grant's bump or raise cannot pass until the
+// write commits (Fencing.Order, ShareLock), and refuses with
+// store.ErrFenced unless the row still holds the fence's token. That grant
+// waits for the write to commit, and its Lock call does not return before
+// its token is in, so the next holder's writes all come after.
 
 // bumpFence gives name its next token, on the pool. Names go to the
 // database as bytes (a lock name may hold a NUL, which PostgreSQL text
@@ -43,7 +46,7 @@ func (s *Store) bumpFence(ctx context.Context, name string) (int64, error) {
 			case ok:
 				s.renewFenceEpoch(ctx, token)
 				return nil
-			case f.NewEpoch == "" || round > 0:
+			case len(f.NewEpoch) == 0 || round > 0:
 				return fmt.Errorf("fencing bump for %q returned nothing", name)
 			}
 			// The floor row is gone: crash recovery, a promotion or an
@@ -70,22 +73,54 @@ func FenceEpochHalfUsed(token int64) bool {
 
 // renewFenceEpoch starts a new epoch once token is FenceEpochHalfUsed.
 func (s *Store) renewFenceEpoch(ctx context.Context, token int64) {
-	if s.d.Fencing().NewEpoch != "" && FenceEpochHalfUsed(token) {
+	if len(s.d.Fencing().NewEpoch) > 0 && FenceEpochHalfUsed(token) {
 		_ = s.newFenceEpoch(ctx)
 	}
 }
 
-// newFenceEpoch runs Fencing.NewEpoch.
+// newFenceEpoch starts a new epoch on a session of the pool.
 func (s *Store) newFenceEpoch(ctx context.Context) error {
-	var floor int64
-	err := s.db.QueryRowContext(ctx, s.d.Fencing().NewEpoch).Scan(&floor)
-	if err == nil && floor <= 0 {
-		err = fmt.Errorf("new fencing epoch: floor %d is not positive", floor)
-	}
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("new fencing epoch: %w", err)
 	}
-	return nil
+	defer conn.Close()
+	_, err = NewFenceEpoch(ctx, conn, s.d.Fencing())
+	return err
+}
+
+// Session is one database session: a *sql.Conn, or a lock backend's own.
+type Session interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// NewFenceEpoch starts a new fencing epoch on session c: f.NewEpoch's
+// statements in order, the last returning the new floor, which it returns.
+// The shared layer runs it when a bump finds no floor row and once a token
+// is FenceEpochHalfUsed; a lock backend whose grants bump the token
+// themselves (FencedLock) runs it, on its own session, where its bump
+// found no floor row.
+func NewFenceEpoch(ctx context.Context, c Session, f Fencing) (int64, error) {
+	if len(f.NewEpoch) == 0 {
+		return 0, errors.New("new fencing epoch: the dialect's tokens have no epochs")
+	}
+	var floor int64
+	var err error
+	last := len(f.NewEpoch) - 1
+	for _, q := range f.NewEpoch[:last] {
+		if _, err = c.ExecContext(ctx, q); err != nil {
+			return 0, fmt.Errorf("new fencing epoch: %w", err)
+		}
+	}
+	err = c.QueryRowContext(ctx, f.NewEpoch[last]).Scan(&floor)
+	if err == nil && floor <= 0 {
+		err = fmt.Errorf("floor %d is not positive", floor)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("new fencing epoch: %w", err)
+	}
+	return floor, nil
 }
 
 // bump runs one autocommit statement that yields a new counter value, as
@@ -113,37 +148,34 @@ func (s *Store) bump(ctx context.Context, query string, byInsertID bool, args ..
 
 // checkFences refuses the transaction tx when a fence of ctx is stale. It
 // runs first in every write's transaction; reads never call it. begin, if
-// not empty, is sent ahead of the first fence's read in the same query (a
+// not empty, is sent ahead of the first fence's check in the same query (a
 // Config.Batch connection's START TRANSACTION); multi says tx takes several
 // statements in one query (a Config.Batch connection).
 func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi bool) error {
-	table := "gomogile_fence"
-	if s.service != nil {
-		table = "gomogile_lock_fence"
-	}
-	q := "SELECT token FROM " + table + " WHERE name = ?" + s.d.Fencing().ShareLock
-	fc, own := s.locks.(FenceChecker)
-	check := s.d.Fencing().Check
-	for _, f := range store.Fences(ctx) {
+	f := s.d.Fencing()
+	for _, fence := range store.Fences(ctx) {
+		order, read, name := f.OwnCheck(fence.Name)
+		if s.service != nil {
+			order, read, name = "", "SELECT token FROM gomogile_lock_fence WHERE name = ?"+f.ServiceShareLock, []byte(fence.Name)
+		}
 		var token sql.NullInt64
 		var err error
-		if s.service != nil && check != "" {
-			err = s.writeCheck(ctx, tx, begin+check, f)
+		switch {
+		case s.service != nil && f.Check != "":
+			err = s.writeCheck(ctx, tx, begin+f.Check, fence)
 			begin = ""
 			if err != nil {
 				return err
 			}
 			continue
-		}
-		if own {
-			c := fc.FenceCheck(f.Name)
-			if multi {
-				err = s.queryRow(ctx, tx, begin+c.Lock+"; "+c.Read, append(slices.Clone(c.LockArgs), c.ReadArgs...)...).Scan(&token)
-			} else if _, err = s.exec(ctx, tx, begin+c.Lock, c.LockArgs...); err == nil {
-				err = s.queryRow(ctx, tx, c.Read, c.ReadArgs...).Scan(&token)
+		case order != "" && multi:
+			err = s.queryRow(ctx, tx, begin+order+"; "+read, name, name).Scan(&token)
+		case order != "":
+			if _, err = s.exec(ctx, tx, begin+order, name); err == nil {
+				err = s.queryRow(ctx, tx, read, name).Scan(&token)
 			}
-		} else {
-			err = s.queryRow(ctx, tx, begin+q, []byte(f.Name)).Scan(&token)
+		default:
+			err = s.queryRow(ctx, tx, begin+read, name).Scan(&token)
 		}
 		begin = ""
 		if err == nil && !token.Valid {
@@ -153,15 +185,27 @@ func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi
 		case errors.Is(err, sql.ErrNoRows):
 			// A token exists only once its row did: the row went (the
 			// table was emptied), so nothing vouches for the grant.
-			return fmt.Errorf("%w: lock %q has no token row (fence %d)", store.ErrFenced, f.Name, f.Token)
+			return fmt.Errorf("%w: lock %q has no token row (fence %d)", store.ErrFenced, fence.Name, fence.Token)
 		case err != nil:
 			return err
-		case token.Int64 != f.Token:
+		case token.Int64 != fence.Token:
 			return fmt.Errorf("%w: lock %q is at grant %d, the write's fence is grant %d",
-				store.ErrFenced, f.Name, token.Int64, f.Token)
+				store.ErrFenced, fence.Name, token.Int64, fence.Token)
 		}
 	}
 	return nil
+}
+
+// OwnCheck is how a fenced write checks its fence of a lock name granted
+// by the database's own locks: order, when not "", then read, which
+// returns the token of the name's newest grant; each takes key as its
+// only argument.
+func (f Fencing) OwnCheck(name string) (order, read string, key any) {
+	key = []byte(name)
+	if f.Key != nil {
+		key = f.Key(name)
+	}
+	return f.Order, "SELECT token FROM " + cmp.Or(f.Table, "gomogile_fence") + " WHERE name = ?" + f.ShareLock, key
 }
 
 // writeCheck checks fence f with the dialect's Fencing.Check, which writes

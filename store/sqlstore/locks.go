@@ -49,7 +49,6 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	if fl, ok := l.(FencedLock); ok {
 		token = fl.FenceToken()
 	}
-	_, own := s.locks.(FenceChecker)
 	switch {
 	case s.service != nil:
 		// The service's token, raised into the durable fence before the
@@ -59,12 +58,11 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 		} else {
 			err = s.raiseFence(ctx, name, token)
 		}
-	case own && token <= 0:
-		err = fmt.Errorf("backend granted %q without a fencing token", name)
-	case own:
-		// The backend keeps its tokens, and their epochs.
 	case token > 0:
+		// Bumped by the grant itself (FencedLock).
 		s.renewFenceEpoch(ctx, token)
+	case s.d.Fencing().Bump == "":
+		err = fmt.Errorf("backend granted %q without a fencing token", name)
 	default:
 		token, err = s.bumpFence(ctx, name)
 	}
