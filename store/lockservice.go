@@ -26,13 +26,19 @@ import (
 // partitioned) cannot write after its successor's grant was fenced in,
 // whatever the service or the network did.
 
-// LockService is what a lock service's driver gives a Store: grants of
-// named locks under one owner identity and one liveness (an etcd session's
-// lease, say) for the Store's life.
+// LockService is the driver interface of named locks, as database/sql's
+// driver.Conn is of statements: what a lock mechanism gives a Store —
+// grants of named locks under one owner identity and one liveness (an etcd
+// session's lease, a PostgreSQL owner's lease, MySQL sessions watched, the
+// process itself) for the Store's life. Every mechanism is one: an outside
+// lock service's driver (lock_dsn; RegisterLockService), and each SQL
+// backend's own locks (store/sqlstore's Config.Locks).
 //
-// The Store does the rest: it checks names and timeouts before calling
-// Acquire (a valid UTF-8 name of 1 to 255 bytes, CheckLock), bounds every
-// call with its deadline, fences, and closes the service last.
+// The Store does the rest, once for every mechanism: it checks names and
+// timeouts before calling Acquire (a valid UTF-8 name of 1 to 255 bytes,
+// CheckLock), refuses calls after its Close, bounds every call with its
+// deadline, wraps errors once, fences (a grant's Token into the fence the
+// database keeps), counts, and closes the mechanism before its database.
 type LockService interface {
 	// Acquire takes name, waiting at most timeout (0: try once, and that
 	// one try is made however late the call starts) and no longer than
@@ -57,7 +63,10 @@ type LockService interface {
 type LockGrant interface {
 	Name() string
 	// Token is the grant's fencing token, issued by the service: larger
-	// than every earlier grant's of the same name, by any owner, ever.
+	// than every earlier grant's of the same name, by any owner, ever. A
+	// database's own mechanism whose grant bumped no token returns 0, and
+	// the Store bumps one in the database after the grant; an outside
+	// service must issue one.
 	Token() int64
 	// Lost is closed when the service can no longer vouch for the grant:
 	// the owner's liveness lapsed or was revoked, or will lapse before

@@ -30,9 +30,9 @@ func init() { store.Register(Scheme, Driver{}) }
 
 // Driver opens pglike Stores.
 type Driver struct {
-	// WrapLocks, if set, replaces the lock backend New would use, e.g. to
-	// instrument it; nil keeps PostgreSQL's lease locks.
-	WrapLocks func(sqlstore.LockBackend) sqlstore.LockBackend
+	// WrapLocks, if set, replaces the lock mechanism New would use, e.g.
+	// to instrument it; nil keeps PostgreSQL's lease locks.
+	WrapLocks func(store.LockService) store.LockService
 }
 
 // Dialect is PostgreSQL's, under this backend's name.

@@ -29,10 +29,10 @@ import (
 const envVariant = "PGLIKE_TEST_VARIANT"
 
 func init() {
-	store.Register("pglike-leaky", pglike.Driver{WrapLocks: func(b sqlstore.LockBackend) sqlstore.LockBackend {
+	store.Register("pglike-leaky", pglike.Driver{WrapLocks: func(b store.LockService) store.LockService {
 		return &leakyLocks{wrapped{b}}
 	}})
-	store.Register("pglike-shared", pglike.Driver{WrapLocks: func(b sqlstore.LockBackend) sqlstore.LockBackend {
+	store.Register("pglike-shared", pglike.Driver{WrapLocks: func(b store.LockService) store.LockService {
 		return &sharedLocks{wrapped{b}}
 	}})
 }
@@ -84,27 +84,27 @@ func TestBrokenVariantsFail(t *testing.T) {
 	}
 }
 
-// wrapped forwards a lock backend's optional interfaces, which embedding
-// the LockBackend interface alone would hide.
-type wrapped struct{ sqlstore.LockBackend }
+// wrapped forwards a lock mechanism's optional interfaces, which embedding
+// the store.LockService interface alone would hide.
+type wrapped struct{ store.LockService }
 
 func (w wrapped) Start(ctx context.Context) error {
-	if s, ok := w.LockBackend.(sqlstore.LockStarter); ok {
+	if s, ok := w.LockService.(sqlstore.LockStarter); ok {
 		return s.Start(ctx)
 	}
 	return nil
 }
 
-func (w wrapped) KillSession(ctx context.Context, l sqlstore.BackendLock) error {
-	return w.LockBackend.(sqlstore.LockFaults).KillSession(ctx, l)
+func (w wrapped) KillSession(ctx context.Context, l store.LockGrant) error {
+	return w.LockService.(sqlstore.LockFaults).KillSession(ctx, l)
 }
 
-func (w wrapped) Crash() { w.LockBackend.(sqlstore.LockFaults).Crash() }
+func (w wrapped) Crash() { w.LockService.(sqlstore.LockFaults).Crash() }
 
 // leakyLocks are correct locks that leave one goroutine behind per grant.
 type leakyLocks struct{ wrapped }
 
-func (b *leakyLocks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
+func (b *leakyLocks) Acquire(ctx context.Context, name string, timeout time.Duration) (store.LockGrant, error) {
 	l, err := b.wrapped.Acquire(ctx, name, timeout)
 	if err == nil {
 		go func() { select {} }()
@@ -115,11 +115,11 @@ func (b *leakyLocks) Acquire(ctx context.Context, name string, timeout time.Dura
 // sharedLocks grant every name to everyone at once.
 type sharedLocks struct{ wrapped }
 
-func (b *sharedLocks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
+func (b *sharedLocks) Acquire(ctx context.Context, name string, timeout time.Duration) (store.LockGrant, error) {
 	return &sharedLock{name: name, lost: make(chan struct{})}, nil
 }
 
-func (b *sharedLocks) KillSession(ctx context.Context, l sqlstore.BackendLock) error {
+func (b *sharedLocks) KillSession(ctx context.Context, l store.LockGrant) error {
 	close(l.(*sharedLock).lost)
 	return nil
 }
@@ -130,6 +130,7 @@ type sharedLock struct {
 }
 
 func (l *sharedLock) Name() string                  { return l.name }
+func (l *sharedLock) Token() int64                  { return 0 }
 func (l *sharedLock) Lost() <-chan struct{}         { return l.lost }
 func (l *sharedLock) Release(context.Context) error { return nil }
 

@@ -24,7 +24,7 @@ type Dialect interface {
 type Parts struct {
 	DB      *sql.DB
 	Dialect Dialect
-	Locks   any // the sqlstore.LockBackend the backend supplied
+	Locks   any // the lock mechanism the Store uses (a store.LockService)
 }
 
 var partsOf func(store.Store) (Parts, bool)

@@ -1,13 +1,13 @@
 package mysql
 
 import (
-	"strconv"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"

@@ -56,7 +56,7 @@ func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
 
 // LockSessionID is the CONNECTION_ID of the session holding l for s.
 func LockSessionID(s store.Store, l store.Lock) (uint64, error) {
-	if h, ok := l.(interface{ Unwrap() sqlstore.BackendLock }); ok {
+	if h, ok := l.(interface{ Unwrap() store.LockGrant }); ok {
 		if ml, ok := h.Unwrap().(*lock); ok {
 			return ml.sessionID(), nil
 		}
@@ -106,11 +106,15 @@ func Crash(s store.Store) error {
 
 // StoreDialect is the dialect s was opened with.
 func StoreDialect(s store.Store) (sqlstore.Dialect, error) {
-	if _, _, err := backendOf(s); err != nil {
-		return nil, err
+	p, ok := sqlaccess.Of(s)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
 	}
-	p, _ := sqlaccess.Of(s)
-	return p.Dialect.(sqlstore.Dialect), nil
+	d, ok := p.Dialect.(sqlstore.Dialect)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a sqlstore.Dialect", p.Dialect)
+	}
+	return d, nil
 }
 
 // FreezeWatchers stops s's watchers and leaves its lock sessions open and
@@ -188,7 +192,6 @@ func KillSession(s store.Store, name string, id uint64) error {
 	b.killSession(serverLockName(b.database, name), id)
 	return nil
 }
-
 
 // OpenIgnoringCluster opens a Store as Driver.Open does, with every Galera
 // check of its lock backend off, to show what the checks prevent.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
@@ -104,7 +105,7 @@ func (b *lockBackend) killSession(key string, id uint64) {
 
 // KillSession KILLs, from the Store's pool, the session pinned to l, as an
 // operator would (sqlstore.LockFaults); its watcher then reports the loss.
-func (b *lockBackend) KillSession(ctx context.Context, l sqlstore.BackendLock) error {
+func (b *lockBackend) KillSession(ctx context.Context, l store.LockGrant) error {
 	ml, ok := l.(*lock)
 	if !ok || ml.b != b {
 		return fmt.Errorf("mysql: kill lock session: %T is not a lock of this backend", l)

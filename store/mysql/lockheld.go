@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 const (
@@ -35,11 +34,11 @@ type lock struct {
 	state int
 }
 
-var _ sqlstore.FencedLock = (*lock)(nil)
+var _ store.LockGrant = (*lock)(nil)
 
 func (l *lock) Name() string { return l.name }
 
-func (l *lock) FenceToken() int64 { return l.fence }
+func (l *lock) Token() int64 { return l.fence }
 
 func (l *lock) Lost() <-chan struct{} { return l.lost }
 

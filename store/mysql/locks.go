@@ -69,7 +69,7 @@ const (
 	handoffGrace = watchEvery + pingTimeout + 300*time.Millisecond
 )
 
-// lockBackend implements sqlstore.LockBackend with GET_LOCK.
+// lockBackend implements store.LockService (sqlstore.Config.Locks) with GET_LOCK.
 //
 // Each held lock pins its own session from a *sql.DB used for nothing else
 // and configured to keep no idle connections of its own: a connection that
@@ -106,7 +106,7 @@ type lockBackend struct {
 	refused error
 }
 
-var _ sqlstore.LockBackend = (*lockBackend)(nil)
+var _ store.LockService = (*lockBackend)(nil)
 
 // LockStats implements the optional method that sqlstore.Store.LockStats
 // forwards: each held lock pins one session.
@@ -199,7 +199,13 @@ func (b *lockBackend) Close() error {
 // name and timeout were checked by sqlstore.Store.Lock (store.CheckLock),
 // the only caller; what is MySQL's own about names, GET_LOCK's 64-character
 // limit and its case rules, serverLockName's hash takes care of.
-func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
+// Describe implements store.LockService.
+func (b *lockBackend) Describe() string { return "database (MySQL GET_LOCK)" }
+
+// DeadOwnerBound implements store.LockService.
+func (b *lockBackend) DeadOwnerBound() time.Duration { return deadOwnerBound }
+
+func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.LockGrant, error) {
 	a := &acquisition{
 		b:        b,
 		name:     name,

@@ -19,7 +19,7 @@ import (
 // DefaultLockLease is the owner lease when the DSN sets no lock_lease.
 const DefaultLockLease = leaselock.DefaultLease
 
-// lockBackend is the sqlstore.LockBackend of one Store: package
+// lockBackend is the lock mechanism (sqlstore.Config.Locks) of one Store: package
 // leaselock's machinery running this package's SQL (locksql.go) through
 // lockDB.
 type lockBackend struct {

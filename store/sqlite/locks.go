@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // lockTable is the lock namespace of one database file in this process,
@@ -41,16 +40,26 @@ type lockBackend struct {
 	closed bool
 }
 
-var _ sqlstore.LockBackend = (*lockBackend)(nil)
+var _ store.LockService = (*lockBackend)(nil)
 
 func newLockBackend(t *lockTable) *lockBackend {
 	return &lockBackend{table: t, held: map[*lock]struct{}{}, done: make(chan struct{})}
 }
 
 // Acquire takes the name's token, waiting at most timeout.
-func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
+// Describe implements store.LockService.
+func (b *lockBackend) Describe() string { return "database (SQLite, in-process)" }
+
+// DeadOwnerBound implements store.LockService: a Store's locks go with it.
+func (b *lockBackend) DeadOwnerBound() time.Duration { return 0 }
+
+// Token implements store.LockGrant: 0, the Store bumps the token in the
+// database after the grant (sqlstore's Fencing.Bump).
+func (l *lock) Token() int64 { return 0 }
+
+func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.LockGrant, error) {
 	sem := b.table.sem(name)
-	take := func() (sqlstore.BackendLock, error) {
+	take := func() (store.LockGrant, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.closed {

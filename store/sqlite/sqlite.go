@@ -200,7 +200,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		f.release()
 		return nil, err
 	}
-	var locks sqlstore.LockBackend
+	var locks store.LockService
 	if dsn.Locks == nil {
 		locks = newLockBackend(f.f.locks)
 	}

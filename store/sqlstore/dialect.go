@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -186,8 +185,8 @@ type Fencing struct {
 	// token: as its single-column result row, or when BumpByInsertID is set
 	// as the statement's LastInsertId (MySQL's LAST_INSERT_ID(expr)). It
 	// is "" where the lock backend's grants always bump the token
-	// themselves (FencedLock), in a statement that orders them as Order
-	// says: a grant without a token is then refused.
+	// themselves (a grant's Token above 0), in a statement that orders them
+	// as Order says: a grant without a token is then refused.
 	Bump           string
 	BumpByInsertID bool
 	// Table, when set, is the table the backend's own grants keep their
@@ -307,44 +306,19 @@ func NotSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// LockBackend is what a backend supplies for named locks. The shared layer
-// validates names and timeouts with store.CheckLock, refuses calls after
-// Close, and fences, so a backend implements only acquisition and its own
-// release (on the handle: there is no release by name).
-type LockBackend interface {
-	// Acquire takes name for this Store, waiting at most timeout (0 = try
-	// once), honouring ctx. It fails with store.ErrLockTimeout (wrapped) or
-	// ctx's error. It must not be reentrant.
-	Acquire(ctx context.Context, name string, timeout time.Duration) (BackendLock, error)
-	// Close releases every lock this backend still holds and stops its
-	// background work (renewal, watchers).
-	Close() error
-}
-
-// BackendLock is one lock a LockBackend granted: store.Lock without the
-// fencing token, which the shared layer adds (one token table for every
-// backend, so a backend's lock code need not know about fencing).
-type BackendLock interface {
-	Name() string
-	Lost() <-chan struct{}
-	Release(ctx context.Context) error
-}
-
-// FencedLock is a BackendLock whose grant bumped its name's fencing token
-// itself, in the statement that granted it (with the SQL of the Dialect's
-// Fencing.Bump), saving the shared layer's own bump a round trip.
-// FenceToken returns that token, or 0 when the grant bumped none (the
-// shared layer then bumps, as for any other BackendLock).
-type FencedLock interface {
-	BackendLock
-	FenceToken() int64
-}
-
 // Config is what a backend hands to New.
 type Config struct {
 	DB      *sql.DB
 	Dialect Dialect
-	Locks   LockBackend
+	// Locks is the database's own lock mechanism, a store.LockService as
+	// an outside lock service is: the Store checks names and timeouts,
+	// bounds every call with its deadline, refuses calls after Close,
+	// fences and closes it, so it only grants, reports loss and releases.
+	// A grant's Token is the token the grant's own statement bumped (with
+	// the SQL of the Dialect's Fencing), or 0 for the Store to bump the
+	// name's token after the grant (Fencing.Bump). Optional: LockStarter,
+	// LockFaults, and a LockStats() store.LockStats method.
+	Locks store.LockService
 	// LockDSN, when set, names an outside lock service (store.DSN.Locks):
 	// New opens it and keeps the Store's locks there, and Locks must be
 	// nil (the backend starts no lock mechanism of its own).

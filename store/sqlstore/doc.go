@@ -2,7 +2,8 @@
 // SQL backends (store/sqlite, store/mysql, store/postgres). The metadata
 // operations, the schema bootstrap, fid allocation, transaction retries,
 // error wrapping and the bookkeeping around named locks are written once
-// here; a backend supplies a [Dialect], an open *sql.DB and a [LockBackend],
+// here; a backend supplies a [Dialect], an open *sql.DB and its lock
+// mechanism (Config.Locks, a store.LockService),
 // and calls [New].
 //
 // [New] is the one lifecycle of every backend: it migrates the schema, then
@@ -58,12 +59,13 @@
 //     value it matches on, so a MySQL connection without CLIENT_FOUND_ROWS
 //     gives the same results.
 //   - Lock names and timeouts have been checked with store.CheckLock, calls
-//     after Close are refused: a LockBackend only acquires, and releases
-//     through its own handles. The
-//     handle Store.Lock returns wraps the backend's; its method
-//     Unwrap() BackendLock gives the backend's back (for harnesses that must
-//     reach a lock's session).
-//   - Close calls LockBackend.Close, then Config.OnClose, then DB.Close,
+//     after Close are refused, every call is bounded by its deadline: a
+//     lock mechanism (a store.LockService, the database's own as an
+//     outside one) only grants, reports loss and releases through its own
+//     handles. The handle Store.Lock returns wraps the grant; its method
+//     Unwrap() store.LockGrant gives the grant back (for harnesses that
+//     must reach a lock's session).
+//   - Close calls Config.Locks' Close, then Config.OnClose, then DB.Close,
 //     once, whatever state the Store is in.
 //
 // And must provide:

@@ -7,27 +7,27 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-// LockStarter is implemented by a LockBackend that has work to start once
+// LockStarter is implemented by a lock mechanism (Config.Locks) that has work to start once
 // the schema exists (registering a lease owner, starting its renewer). New
 // calls Start after migrating and before returning the Store, so a backend
 // needs no second step after New; Close stops it again before the database
-// closes (LockBackend.Close).
+// closes (its Close).
 type LockStarter interface {
 	Start(ctx context.Context) error
 }
 
-// LockFaults is implemented by a LockBackend that can cause the faults the
-// conformance suite needs (conformance.Faults, which Store implements
-// through it). They are for tests and fault drills only: each breaks the
-// Store for real.
+// LockFaults is implemented by a lock mechanism (the database's own or an
+// outside lock service) that can cause the faults the conformance suite
+// needs (conformance.Faults, which Store implements through it). They are
+// for tests and fault drills only: each breaks the Store for real.
 type LockFaults interface {
-	// KillSession ends at the database, as a crash or an operator would,
-	// whatever holds l (the pinned connection, the lease's renewer
-	// session), without telling the rest of the backend: l.Lost must close
-	// on its own and another Store must get the lock within the backend's
-	// DeadOwnerBound.
-	KillSession(ctx context.Context, l BackendLock) error
-	// Crash stops the backend's background work and drops its sessions
+	// KillSession ends at the database or the service, as a crash or an
+	// operator would, whatever keeps g alive (the pinned connection, the
+	// lease's renewer session, an etcd lease), without telling the rest of
+	// the mechanism: g.Lost must close on its own and another Store must
+	// get the lock within the mechanism's DeadOwnerBound.
+	KillSession(ctx context.Context, g store.LockGrant) error
+	// Crash stops the mechanism's background work and drops its sessions
 	// without releasing anything, as a tracker process that dies; the
 	// Store closes its pool right after.
 	Crash()

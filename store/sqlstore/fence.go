@@ -15,8 +15,8 @@ import (
 // A grant's token comes from one of three sources: the shared layer bumps
 // the name's row of gomogile_fence in one autocommit statement after the
 // backend granted it (Fencing.Bump); the lock backend bumps it in the
-// statement that granted it (FencedLock: PostgreSQL's acquire, MySQL's
-// claim after GET_LOCK); or an outside lock service issues it and the
+// statement that granted it (the grant's Token: PostgreSQL's acquire,
+// MySQL's claim after GET_LOCK); or an outside lock service issues it and the
 // Store raises gomogile_lock_fence's row to it (raiseFence). The rows are
 // durable, or volatile in epochs (Fencing.NewEpoch, NewFenceEpoch). A
 // write made under store.WithFence checks each fence first in its own
@@ -99,7 +99,7 @@ type Session interface {
 // statements in order, the last returning the new floor, which it returns.
 // The shared layer runs it when a bump finds no floor row and once a token
 // is FenceEpochHalfUsed; a lock backend whose grants bump the token
-// themselves (FencedLock) runs it, on its own session, where its bump
+// themselves runs it, on its own session, where its bump
 // found no floor row.
 func NewFenceEpoch(ctx context.Context, c Session, f Fencing) (int64, error) {
 	if len(f.NewEpoch) == 0 {
@@ -155,13 +155,13 @@ func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi
 	f := s.d.Fencing()
 	for _, fence := range store.Fences(ctx) {
 		order, read, name := f.OwnCheck(fence.Name)
-		if s.service != nil {
+		if s.outside {
 			order, read, name = "", "SELECT token FROM gomogile_lock_fence WHERE name = ?"+f.ServiceShareLock, []byte(fence.Name)
 		}
 		var token sql.NullInt64
 		var err error
 		switch {
-		case s.service != nil && f.Check != "":
+		case s.outside && f.Check != "":
 			err = s.writeCheck(ctx, tx, begin+f.Check, fence)
 			begin = ""
 			if err != nil {

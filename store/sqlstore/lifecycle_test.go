@@ -16,7 +16,7 @@ import (
 // recLocks records the lifecycle calls New and Close make on a real lock
 // backend, and what the database held when Start ran.
 type recLocks struct {
-	sqlstore.LockBackend
+	store.LockService
 	cfg      sqlstore.Config
 	calls    *[]string
 	startErr error
@@ -32,12 +32,12 @@ func (r *recLocks) Start(ctx context.Context) error {
 	if r.startErr != nil {
 		return r.startErr
 	}
-	return r.LockBackend.(sqlstore.LockStarter).Start(ctx)
+	return r.LockService.(sqlstore.LockStarter).Start(ctx)
 }
 
 func (r *recLocks) Close() error {
 	*r.calls = append(*r.calls, "locks.Close")
-	return r.LockBackend.Close()
+	return r.LockService.Close()
 }
 
 func newRec(t *testing.T, startErr error) (sqlstore.Config, *recLocks, *[]string) {
@@ -51,7 +51,7 @@ func newRec(t *testing.T, startErr error) (sqlstore.Config, *recLocks, *[]string
 		t.Fatal(err)
 	}
 	calls := &[]string{}
-	r := &recLocks{LockBackend: cfg.Locks, cfg: cfg, calls: calls, startErr: startErr}
+	r := &recLocks{LockService: cfg.Locks, cfg: cfg, calls: calls, startErr: startErr}
 	cfg.Locks = r
 	cfg.OnClose = func() error { *calls = append(*calls, "OnClose"); return nil }
 	return cfg, r, calls

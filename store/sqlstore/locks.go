@@ -8,19 +8,19 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-// heldLock is the handle Lock returns: the backend's lock and its fencing
-// token.
+// heldLock is the handle Lock returns: the lock mechanism's grant and its
+// fencing token.
 type heldLock struct {
 	s     *Store
-	inner BackendLock
+	inner store.LockGrant
 	token int64
 }
 
-func (h *heldLock) Name() string          { return h.inner.Name() }
-func (h *heldLock) Lost() <-chan struct{} { return h.inner.Lost() }
-func (h *heldLock) String() string        { return fmt.Sprintf("lock %q", h.inner.Name()) }
-func (h *heldLock) Token() int64          { return h.token }
-func (h *heldLock) Unwrap() BackendLock   { return h.inner }
+func (h *heldLock) Name() string            { return h.inner.Name() }
+func (h *heldLock) Lost() <-chan struct{}   { return h.inner.Lost() }
+func (h *heldLock) String() string          { return fmt.Sprintf("lock %q", h.inner.Name()) }
+func (h *heldLock) Token() int64            { return h.token }
+func (h *heldLock) Unwrap() store.LockGrant { return h.inner }
 func (h *heldLock) Release(ctx context.Context) error {
 	ctx, cancel := h.s.bound(ctx, 0)
 	defer cancel()
@@ -45,21 +45,18 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
-	var token int64
-	if fl, ok := l.(FencedLock); ok {
-		token = fl.FenceToken()
-	}
+	token := l.Token()
 	switch {
-	case s.service != nil:
+	case s.outside:
 		// The service's token, raised into the durable fence before the
 		// holder can write under it.
-		if token = l.(store.LockGrant).Token(); token <= 0 {
+		if token <= 0 {
 			err = fmt.Errorf("lock service granted %q without a fencing token", name)
 		} else {
 			err = s.raiseFence(ctx, name, token)
 		}
 	case token > 0:
-		// Bumped by the grant itself (FencedLock).
+		// Bumped by the grant itself.
 		s.renewFenceEpoch(ctx, token)
 	case s.d.Fencing().Bump == "":
 		err = fmt.Errorf("backend granted %q without a fencing token", name)
@@ -85,8 +82,8 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 // released under ctx, so that the caller's deadline holds: a service that
 // cannot answer in time finishes the release in the background
 // (store.LockGrant.Release).
-func (s *Store) abandon(ctx context.Context, l BackendLock) {
-	if s.service != nil {
+func (s *Store) abandon(ctx context.Context, l store.LockGrant) {
+	if s.outside {
 		_ = l.Release(ctx)
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -16,7 +15,9 @@ import (
 // to each grant's token before Lock returns (raiseFence); a fenced write
 // checks that row as it checks gomogile_fence (checkFences). A grant the
 // service made before a newer one was raised can never raise the row back,
-// so its writes are refused whenever they come.
+// so its writes are refused whenever they come. The service is a
+// store.LockService as the database's own mechanism is: the Store uses
+// either the same way (locks.go), and only fences differently.
 
 // ownLocks is what gomogile_meta's lock_service row holds for a database
 // whose Stores keep their locks in the database itself.
@@ -25,52 +26,6 @@ const ownLocks = "database"
 // lockServiceKey is gomogile_meta's row naming where the database's
 // trackers keep their locks.
 const lockServiceKey = "lock_service"
-
-// serviceLocks is a store.LockService as a LockBackend. Its grants carry the
-// service's tokens (store.LockGrant.Token), which Lock raises into
-// gomogile_lock_fence.
-type serviceLocks struct{ ls store.LockService }
-
-func (b serviceLocks) Acquire(ctx context.Context, name string, timeout time.Duration) (BackendLock, error) {
-	g, err := b.ls.Acquire(ctx, name, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return g, nil
-}
-
-func (b serviceLocks) Close() error { return b.ls.Close() }
-
-// serviceFaults is what a lock service offers the conformance suite's
-// faults (conformance.Faults, through Store): the end of a grant's
-// liveness at the service (an etcd lease revoked), and the crash of the
-// owner (its liveness no longer kept, nothing released).
-type serviceFaults interface {
-	KillSession(ctx context.Context, g store.LockGrant) error
-	Crash()
-}
-
-func (b serviceLocks) KillSession(ctx context.Context, l BackendLock) error {
-	f, ok := b.ls.(serviceFaults)
-	g, isGrant := l.(store.LockGrant)
-	if !ok || !isGrant {
-		return fmt.Errorf("lock service %T offers no fault hooks: %w", b.ls, store.ErrInvalid)
-	}
-	return f.KillSession(ctx, g)
-}
-
-func (b serviceLocks) Crash() {
-	if f, ok := b.ls.(serviceFaults); ok {
-		f.Crash()
-	}
-}
-
-func (b serviceLocks) LockStats() store.LockStats {
-	if ls, ok := b.ls.(interface{ LockStats() store.LockStats }); ok {
-		return ls.LockStats()
-	}
-	return store.LockStats{}
-}
 
 // openLockService opens the outside lock service d, after claiming the
 // database for it (claimLockService).
@@ -82,8 +37,7 @@ func (s *Store) openLockService(ctx context.Context, d *store.DSN) error {
 	if err != nil {
 		return err
 	}
-	s.service = ls
-	s.locks = serviceLocks{ls}
+	s.locks, s.outside = ls, true
 	s.caps.LockMechanism = "service"
 	s.caps.LockService = d.Driver
 	s.caps.DeadOwnerBound = ls.DeadOwnerBound()

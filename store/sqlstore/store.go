@@ -60,10 +60,11 @@ type Store struct {
 	db    *sql.DB
 	batch *sql.DB // Config.Batch, or nil
 	d     Dialect
-	locks LockBackend
-	// service is the outside lock service locks wraps (Config.LockDSN),
-	// nil for the database's own locks.
-	service store.LockService
+	// locks grants the Store's named locks: the database's own mechanism
+	// (Config.Locks) or, when outside is set, the lock service lock_dsn
+	// names (Config.LockDSN).
+	locks   store.LockService
+	outside bool
 	caps    store.Capabilities
 	close   func() error
 	// opTimeout is the default deadline of every call (Config.OpTimeout).
@@ -307,8 +308,8 @@ func (s *Store) Info(ctx context.Context) (store.Info, error) {
 		return store.Info{}, err
 	}
 	info := store.Info{Driver: s.d.Name(), Locks: "database"}
-	if s.service != nil {
-		info.Locks = s.service.Describe()
+	if s.outside {
+		info.Locks = s.locks.Describe()
 	}
 	err := s.read(ctx, func() error {
 		return s.db.QueryRowContext(ctx, s.d.Rebind(s.d.VersionQuery())).Scan(&info.ServerVersion)

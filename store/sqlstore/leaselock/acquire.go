@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // Acquire and its tries: each try is one DB.Acquire under the current
@@ -24,8 +23,8 @@ const (
 	tryGated // the lock epoch is younger than a lease
 )
 
-// Acquire implements sqlstore.LockBackend.
-func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (sqlstore.BackendLock, error) {
+// Acquire implements store.LockService.
+func (b *Locks) Acquire(ctx context.Context, name string, timeout time.Duration) (store.LockGrant, error) {
 	w := b.newWait(name, timeout)
 	defer w.end()
 	for {

@@ -50,7 +50,7 @@ type DB interface {
 	// reports the holder otherwise. It may also, with the row it inserted
 	// and in the same statement, bump the name's fencing token as the
 	// backend's sqlstore.Fencing.Bump does, and report the new token in
-	// Attempt.Fence; the lock then carries it (sqlstore.FencedLock) and
+	// Attempt.Fence; the lock then carries it (its store.LockGrant Token) and
 	// saves sqlstore a round trip. 0 leaves the bump to sqlstore.
 	Acquire(ctx context.Context, name []byte, owner, token int64, lease time.Duration) (Attempt, error)
 	// Release deletes the row (name, owner, token) and reports whether it

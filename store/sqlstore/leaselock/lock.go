@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // A held lock: its row (name, owner, token), Lost, and Release.
@@ -34,11 +33,11 @@ type lock struct {
 	state lockState // guarded by b.mu
 }
 
-var _ sqlstore.FencedLock = (*lock)(nil)
+var _ store.LockGrant = (*lock)(nil)
 
 func (l *lock) Name() string          { return l.name }
 func (l *lock) Lost() <-chan struct{} { return l.lost }
-func (l *lock) FenceToken() int64     { return l.fence }
+func (l *lock) Token() int64          { return l.fence }
 
 // Release implements store.Lock.
 func (l *lock) Release(ctx context.Context) error {

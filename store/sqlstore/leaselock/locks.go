@@ -39,7 +39,7 @@ const (
 	closeTimeout = 5 * time.Second
 )
 
-// Locks is the sqlstore.LockBackend of one Store: one owner incarnation at
+// Locks is the lock mechanism (a store.LockService, sqlstore.Config.Locks) of one Store: one owner incarnation at
 // a time, renewed by a background goroutine on its own session, plus an
 // optional listener session. It also implements sqlstore.LockStarter and
 // sqlstore.LockFaults.
@@ -70,10 +70,18 @@ type Locks struct {
 }
 
 var (
-	_ sqlstore.LockBackend = (*Locks)(nil)
+	_ store.LockService    = (*Locks)(nil)
 	_ sqlstore.LockStarter = (*Locks)(nil)
 	_ sqlstore.LockFaults  = (*Locks)(nil)
 )
+
+// Describe implements store.LockService.
+func (b *Locks) Describe() string {
+	return fmt.Sprintf("database (lease table, lock_lease %v)", b.cfg.Lease)
+}
+
+// DeadOwnerBound implements store.LockService (Config.DeadOwnerBound).
+func (b *Locks) DeadOwnerBound() time.Duration { return b.cfg.DeadOwnerBound() }
 
 // New returns the lock backend of one Store on db; nothing runs until
 // Start (which sqlstore.New calls once the schema exists).
@@ -122,7 +130,7 @@ func (b *Locks) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close implements sqlstore.LockBackend: it stops the background work and
+// Close implements store.LockService: it stops the background work and
 // deletes this Store's owner row and locks.
 func (b *Locks) Close() error {
 	b.mu.Lock()
@@ -183,7 +191,7 @@ func (b *Locks) evictSelf() {
 // KillSession ends the renewer's session, whose death forfeits every lock
 // of the Store, and the listener's, through the DB's SessionKiller
 // (sqlstore.LockFaults).
-func (b *Locks) KillSession(ctx context.Context, _ sqlstore.BackendLock) error {
+func (b *Locks) KillSession(ctx context.Context, _ store.LockGrant) error {
 	k, ok := b.db.(SessionKiller)
 	if !ok {
 		return fmt.Errorf("%s: kill lock session: %T cannot end sessions: %w", b.cfg.Name, b.db, store.ErrInvalid)
