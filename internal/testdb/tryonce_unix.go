@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,76 +31,41 @@ const tryOnceEnv = "GOMOGILE_TEST_TRYONCE_DSN"
 // while this process holds no Store on it.
 func TryOnceAfterPause(t *testing.T, dsn string, pause time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), tryOnceEnv+"="+dsn)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	select {
-	case line := <-lines:
-		if line != "ready" {
-			t.Fatalf("child: %q; want ready", line)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("child not ready within 60s")
+	c := StartChild(t, []string{"-test.run=^$"}, tryOnceEnv+"="+dsn)
+	if line := c.Next(60 * time.Second); line != "ready" {
+		t.Fatalf("child: %q; want ready", line)
 	}
 	for range 4 {
 		time.Sleep(300 * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := c.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(pause)
-		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := c.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	stdin.Close()
+	c.Stdin.Close()
 	var refused []string
 	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("child exited without its count; refusals: %q", refused)
-			}
-			rest, done := strings.CutPrefix(line, "done ")
-			if !done {
-				refused = append(refused, line)
-				continue
-			}
-			t.Logf("child: %s after 4 pauses of %v", rest, pause)
-			if rest == "granted=0" {
-				t.Errorf("no try was granted")
-			}
-			if len(refused) > 0 {
-				t.Errorf("%d try-once locks of a free name refused after a pause, the first: %s", len(refused), refused[0])
-			}
-			return
-		case <-time.After(60 * time.Second):
-			t.Fatalf("child did not finish; refusals so far: %q", refused)
+		line := c.Next(60 * time.Second)
+		rest, done := strings.CutPrefix(line, "done ")
+		switch {
+		case line == "(exited)" || line == "(nothing)":
+			t.Fatalf("child %s without its count; refusals: %q", strings.Trim(line, "()"), refused)
+		case !done:
+			refused = append(refused, line)
+			continue
 		}
+		t.Logf("child: %s after 4 pauses of %v", rest, pause)
+		if rest == "granted=0" {
+			t.Errorf("no try was granted")
+		}
+		if len(refused) > 0 {
+			t.Errorf("%d try-once locks of a free name refused after a pause, the first: %s", len(refused), refused[0])
+		}
+		return
 	}
 }
 

@@ -3,18 +3,17 @@
 package mysql_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -62,51 +61,14 @@ func TestLock_PausedHolder(t *testing.T) {
 	}
 	h := newHarness(t)
 	b := h.open(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHolderProcess$")
-	cmd.Env = append(os.Environ(), envHolder+"=paused", envHolderDSN+"="+h.dsn)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	lines := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(d time.Duration) string {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				return "(exited)"
-			}
-			return l
-		case <-time.After(d):
-			return "(nothing)"
-		}
-	}
+	c := testdb.StartChild(t, []string{"-test.run=^TestHolderProcess$"}, envHolder+"=paused", envHolderDSN+"="+h.dsn)
+	next := c.Next
 	if l := next(30 * time.Second); l != "held" {
 		t.Fatalf("holder process: %s", l)
 	}
 	// Let its watcher ping once more, so the silence starts now.
 	time.Sleep(300 * time.Millisecond)
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := c.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -122,7 +84,7 @@ func TestLock_PausedHolder(t *testing.T) {
 		t.Errorf("granted %v into the pause; want no sooner than %v", granted, least)
 	}
 	resumed := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := c.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	if l := next(5 * time.Second); !strings.HasPrefix(l, "lost") {

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -74,49 +73,16 @@ func TestLocks_PausedDuplicateLearnsLoss(t *testing.T) {
 	}
 	s0.Close()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLocks_ChildHolder$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childDSNEnv+"="+dsn)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(sigCont)
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	c := testdb.StartChild(t, []string{"-test.run=^TestLocks_ChildHolder$", "-test.count=1"}, childDSNEnv+"="+dsn)
 	next := func(within time.Duration) string {
 		t.Helper()
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("child exited early")
-			}
-			return line
-		case <-time.After(within):
+		switch line := c.Next(within); line {
+		case "(exited)":
+			t.Fatalf("child exited early")
+		case "(nothing)":
 			t.Fatalf("no word from the child within %v", within)
+		default:
+			return line
 		}
 		return ""
 	}
@@ -124,7 +90,7 @@ func TestLocks_PausedDuplicateLearnsLoss(t *testing.T) {
 		t.Fatalf("child: %q; want held", got)
 	}
 
-	if err := cmd.Process.Signal(sigStop); err != nil {
+	if err := c.Cmd.Process.Signal(sigStop); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
@@ -132,7 +98,7 @@ func TestLocks_PausedDuplicateLearnsLoss(t *testing.T) {
 	t.Logf("successor opened %v into the pause (lease %v)", time.Since(stopped), lease)
 	l := lock(t, successor, "paused", 0)
 
-	if err := cmd.Process.Signal(sigCont); err != nil {
+	if err := c.Cmd.Process.Signal(sigCont); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
