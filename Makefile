@@ -24,9 +24,12 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./store/...
 
 # The load generator: upload + get_paths through the Go client, 1/8/32
-# clients, 1 and 2 trackers, every backend on a fresh database each; one
-# line per cell (also in docs/load.txt) and the chart in docs/load.svg. LOAD_FLAGS adds flags
-# (e.g. LOAD_FLAGS='-backends sqlite -iterations 200').
+# clients, 1, 2 and 4 trackers, every backend on a fresh database each; one
+# line per cell (also in docs/load.txt) and the chart in docs/load.svg; then
+# the same with the locks in a private etcd cluster on MySQL, PostgreSQL and
+# a private 3-node Galera cluster, each tracker on a node of its own
+# (docs/load-cluster.txt). LOAD_FLAGS adds flags to both
+# (e.g. LOAD_FLAGS='-iterations 200').
 LOAD_FLAGS ?=
 load:
 	bash scripts/test-servers.sh
@@ -34,6 +37,9 @@ load:
 	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
 	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
 	bin/gomogile-bench -chart docs/load.svg -save docs/load.txt $(LOAD_FLAGS)
+	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
+	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
+	bin/gomogile-bench -locks etcd -backends mysql,postgres,galera -save docs/load-cluster.txt $(LOAD_FLAGS)
 
 # The torture program's long edition: BACKEND=sqlite|mysql|postgres|galera|all (galera with LOCKS=etcd)
 # (postgres = a private server crashed at will, then behind PgBouncer, then

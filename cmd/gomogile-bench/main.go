@@ -46,6 +46,7 @@ import (
 	"github.com/gomogile/gomogile/internal/freshdb"
 	"github.com/gomogile/gomogile/internal/load"
 
+	_ "github.com/gomogile/gomogile/store/etcd" // -locks etcd
 	_ "github.com/gomogile/gomogile/store/mysql"
 	_ "github.com/gomogile/gomogile/store/postgres"
 	_ "github.com/gomogile/gomogile/store/sqlite"
@@ -71,9 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("gomogile-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	backends := fs.String("backends", strings.Join(load.Backends, ","), "backends, comma-separated (with -tracker-addr: one label for the lines)")
+	backends := fs.String("backends", strings.Join(load.Backends, ","), "backends, comma-separated: sqlite, mysql, postgres, galera (a private 3-node cluster, with -locks etcd; with -tracker-addr: one label for the lines)")
 	clients := fs.String("clients", "1,8,32", "concurrent clients per cell, comma-separated")
-	trackers := fs.String("trackers", "1,2", "trackers on one database per cell, comma-separated")
+	trackers := fs.String("trackers", "1,2,4", "trackers on one database per cell, comma-separated")
+	locks := fs.String("locks", "", "keep the trackers' locks in a private 3-member etcd cluster (etcd); backend galera needs it")
 	iterations := fs.Int("iterations", 1000, "iterations (upload + get_paths) per cell, over all its clients")
 	duration := fs.Duration("duration", 0, "run each cell this long instead of -iterations")
 	trackerAddr := fs.String("tracker-addr", "", "measure the tracker(s) at these addresses (comma-separated) instead of starting ours")
@@ -104,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Dir:          *dir,
 		MySQL:        env(freshdb.EnvMySQL, defaultMySQL),
 		Postgres:     env(freshdb.EnvPostgres, defaultPostgres),
+		Locks:        *locks,
 		Out:          stdout,
 	}
 	var err error

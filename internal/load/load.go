@@ -32,6 +32,10 @@
 // internal/sqlaccess counts its statements, BEGINs, COMMITs and ROLLBACKs,
 // which are what the wire would carry, during the timed run itself.
 //
+// With Config.Locks = "etcd" the trackers keep their locks in a private
+// etcd cluster the run starts (private.go), and backend Galera is a private
+// 3-node Galera cluster, each cell's tracker i on node i%3 + 1.
+//
 // Against an external tracker (Config.TrackerAddrs, e.g. the original
 // Perl MogileFS 2.73) it starts only the storage node, registers it there
 // and reports rt_per_upload=- since it cannot see that tracker's database.
@@ -78,6 +82,10 @@ type Config struct {
 	// MySQL and Postgres name the servers the fresh databases are made
 	// on (DSNs of package store).
 	MySQL, Postgres string
+	// Locks, when "etcd", keeps the trackers' locks in a private 3-member
+	// etcd cluster (lock_dsn) started for the run; the lines' backend is
+	// then "<backend>/etcd". Backend Galera needs it.
+	Locks string
 	// TrackerAddrs, when set, are an external tracker's addresses: no
 	// tracker is started and Backends is one label for the lines.
 	TrackerAddrs []string
@@ -148,9 +156,20 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	} else {
 		for _, b := range cfg.Backends {
-			if !slices.Contains(Backends, b) {
-				return nil, fmt.Errorf("load: unknown backend %q (want %s)", b, strings.Join(Backends, ", "))
+			if !slices.Contains(Backends, b) && b != Galera {
+				return nil, fmt.Errorf("load: unknown backend %q (want %s or %s)", b, strings.Join(Backends, ", "), Galera)
 			}
+		}
+	}
+	var priv privates
+	defer func() {
+		if err := priv.cleanup(); err != nil {
+			cfg.Logf("load: private servers: %v", err)
+		}
+	}()
+	if len(cfg.TrackerAddrs) == 0 {
+		if err := priv.start(ctx, cfg); err != nil {
+			return nil, err
 		}
 	}
 	dir := cfg.Dir
@@ -183,7 +202,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		for _, t := range cfg.Trackers {
 			for _, c := range cfg.Clients {
 				cell++
-				rs, err := runCell(ctx, cfg, n, log, filepath.Join(dir, fmt.Sprintf("cell%d", cell)), b, t, c)
+				rs, err := runCell(ctx, cfg, &priv, n, log, filepath.Join(dir, fmt.Sprintf("cell%d", cell)), b, t, c)
 				if err != nil {
 					return out, fmt.Errorf("%w (backend=%s trackers=%d clients=%d; daemons' log %s)", err, b, t, c, logFile.Name())
 				}
@@ -223,7 +242,7 @@ type cellDB struct {
 // A driver is a kind of client: the Go client, or the Perl script.
 type clientsRun func(context.Context, Config, []string, int) (Result, error)
 
-func runCell(ctx context.Context, cfg Config, n *node, log io.Writer, dir, backend string, trackers, clients int) (_ []Result, err error) {
+func runCell(ctx context.Context, cfg Config, priv *privates, n *node, log io.Writer, dir, backend string, trackers, clients int) (_ []Result, err error) {
 	drivers := []string{"go"}
 	runs := map[string]clientsRun{"go": goClients, "perl": perlClients}
 	if cfg.PerlClient != "" {
@@ -245,9 +264,13 @@ func runCell(ctx context.Context, cfg Config, n *node, log io.Writer, dir, backe
 		}
 		return rs, nil
 	}
-	db, err := cellDatabase(ctx, cfg, dir, backend, trackers)
+	db, err := cellDatabase(ctx, cfg, priv, dir, backend, trackers)
 	if err != nil {
 		return nil, err
+	}
+	label := backend
+	if cfg.Locks != "" {
+		label += "/" + cfg.Locks
 	}
 	defer func() { err = errors.Join(err, db.cleanup()) }()
 
@@ -281,7 +304,7 @@ func runCell(ctx context.Context, cfg Config, n *node, log io.Writer, dir, backe
 		}
 	}
 	err = withTrackers(ctx, cfg, n, log, db.dsns, func(addrs []string) error {
-		cfg.Logf("load: backend=%s trackers=%d clients=%d: trackers %s ready", backend, trackers, clients, strings.Join(addrs, ","))
+		cfg.Logf("load: backend=%s trackers=%d clients=%d: trackers %s ready", label, trackers, clients, strings.Join(addrs, ","))
 		for _, d := range drivers {
 			var before int64
 			if db.count != nil {
@@ -291,7 +314,7 @@ func runCell(ctx context.Context, cfg Config, n *node, log io.Writer, dir, backe
 			if err != nil {
 				return err
 			}
-			r.Backend, r.Trackers, r.Clients, r.Driver = backend, trackers, clients, d
+			r.Backend, r.Trackers, r.Clients, r.Driver = label, trackers, clients, d
 			if db.count != nil {
 				r.RTPerUpload = float64(db.count()-before) / float64(r.Ops)
 			} else {
@@ -347,8 +370,35 @@ var sqliteStatements = sync.OnceValue(func() *statements {
 	return s
 })
 
-// cellDatabase makes the cell's fresh database.
-func cellDatabase(ctx context.Context, cfg Config, dir, backend string, trackers int) (cellDB, error) {
+// cellDatabase makes the cell's fresh database, and each tracker's DSN
+// of it (with the cell's lock_dsn when the locks are in etcd).
+func cellDatabase(ctx context.Context, cfg Config, priv *privates, dir, backend string, trackers int) (cellDB, error) {
+	priv.cells++
+	db, err := freshCellDatabase(ctx, cfg, priv, dir, backend, trackers)
+	if err != nil || priv.etcd == nil {
+		return db, err
+	}
+	cell := priv.cells
+	for i := range db.dsns {
+		db.dsns[i] = priv.withLocks(db.dsns[i], cell)
+	}
+	if proxied := db.proxied; proxied != nil {
+		db.proxied = func() ([]string, counter, func(), error) {
+			dsns, count, closeAll, err := proxied()
+			for i := range dsns {
+				dsns[i] = priv.withLocks(dsns[i], cell)
+			}
+			return dsns, count, closeAll, err
+		}
+	}
+	return db, nil
+}
+
+// freshCellDatabase is cellDatabase without the locks.
+func freshCellDatabase(ctx context.Context, cfg Config, priv *privates, dir, backend string, trackers int) (cellDB, error) {
+	if backend == Galera {
+		return galeraCellDatabase(ctx, priv, trackers)
+	}
 	if backend == "sqlite" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return cellDB{}, fmt.Errorf("load: %w", err)
@@ -377,22 +427,30 @@ func cellDatabase(ctx context.Context, cfg Config, dir, backend string, trackers
 	for range trackers {
 		db.dsns = append(db.dsns, dsn)
 	}
-	db.proxied = func() ([]string, counter, func(), error) {
+	db.proxied = proxiedDSNs(db.dsns)
+	return db, nil
+}
+
+// proxiedDSNs is a cell's proxied for trackers opening dsns: each through
+// a counting proxy of its own.
+func proxiedDSNs(dsns []string) func() ([]string, counter, func(), error) {
+	dsns = slices.Clone(dsns) // the cell may add parameters to its own
+	return func() ([]string, counter, func(), error) {
 		var proxies []*faultproxy.Proxy
 		closeAll := func() {
 			for _, p := range proxies {
 				_ = p.Close()
 			}
 		}
-		var dsns []string
-		for range trackers {
-			p, through, err := faultproxy.Through(dsn, faultproxy.Options{})
+		var through []string
+		for _, dsn := range dsns {
+			p, t, err := faultproxy.Through(dsn, faultproxy.Options{})
 			if err != nil {
 				closeAll()
 				return nil, nil, nil, fmt.Errorf("load: %w", err)
 			}
 			proxies = append(proxies, p)
-			dsns = append(dsns, through)
+			through = append(through, t)
 		}
 		count := func() int64 {
 			var n int64
@@ -401,9 +459,8 @@ func cellDatabase(ctx context.Context, cfg Config, dir, backend string, trackers
 			}
 			return n
 		}
-		return dsns, count, closeAll, nil
+		return through, count, closeAll, nil
 	}
-	return db, nil
 }
 
 // payload is every upload's content.

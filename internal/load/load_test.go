@@ -5,9 +5,14 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/dbinstance"
+	"github.com/gomogile/gomogile/internal/testdb"
+	_ "github.com/gomogile/gomogile/store/etcd"
+	_ "github.com/gomogile/gomogile/store/mysql"
 	_ "github.com/gomogile/gomogile/store/sqlite"
 )
 
@@ -72,5 +77,33 @@ func TestParseLine(t *testing.T) {
 		if r, ok := ParseLine(bad); ok {
 			t.Errorf("ParseLine(%q) = %+v, true; want false", bad, r)
 		}
+	}
+}
+
+// Trackers on a private Galera cluster, each through a node of its own,
+// their locks in a private etcd cluster: a cell runs, its round trips are
+// counted through one proxy per tracker, and the line names both.
+func TestRun_GaleraWithEtcdLocks(t *testing.T) {
+	for _, kind := range []string{"galera", "etcd"} {
+		if err := dbinstance.Available(kind); err != nil {
+			testdb.Unavailable(t, kind, err.Error())
+		}
+	}
+	rs, err := Run(t.Context(), Config{Backends: []string{Galera}, Locks: "etcd", Clients: []int{2}, Trackers: []int{3},
+		Iterations: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Backend != "galera/etcd" || rs[0].Ops != 60 || rs[0].RTPerUpload <= 0 {
+		t.Errorf("results %+v; want one galera/etcd cell of 60 iterations with counted round trips", rs)
+	}
+}
+
+// A Galera backend without a lock service is refused before anything
+// starts: a Galera node's GET_LOCK is its own.
+func TestRun_GaleraNeedsEtcdLocks(t *testing.T) {
+	_, err := Run(t.Context(), Config{Backends: []string{Galera}, Clients: []int{1}, Trackers: []int{1}, Iterations: 1})
+	if err == nil || !strings.Contains(err.Error(), "-locks etcd") {
+		t.Fatalf("Run on galera without etcd locks: %v; want a refusal naming -locks etcd", err)
 	}
 }
