@@ -322,6 +322,41 @@ func readWsrep(ctx context.Context, db *sql.DB) (WsrepStatus, error) {
 	return st, nil
 }
 
+// WaitDatabase waits until every node knows database: the other nodes
+// apply a CREATE DATABASE after the node that ran it answered, and a
+// Store opened on one of them before then fails with 1049, "Unknown
+// database".
+func (g *Galera) WaitDatabase(ctx context.Context, database string) error {
+	for _, n := range g.Nodes() {
+		db, err := n.socketDB()
+		if err != nil {
+			return err
+		}
+		err = waitSchema(ctx, db, database)
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("dbinstance: galera node %d: %w", n.Index(), err)
+		}
+	}
+	return nil
+}
+
+// waitSchema polls until db's server knows database.
+func waitSchema(ctx context.Context, db *sql.DB, database string) error {
+	for {
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", database).Scan(&n)
+		if err == nil && n == 1 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("database %s not seen: %w (last error %v)", database, ctx.Err(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // socketDB is a pool on the node's socket as root.
 func (n *GaleraNode) socketDB() (*sql.DB, error) {
 	cfg := gomysql.NewConfig()

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/url"
 	"strings"
@@ -104,37 +103,15 @@ func (p *privates) galeraDatabase(ctx context.Context) (dsns []string, drop fres
 		return nil, nil, err
 	}
 	name := strings.TrimPrefix(u.Path, "/")
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := p.galera.WaitDatabase(wctx, name); err != nil {
+		return nil, drop, err
+	}
 	for _, n := range nodes {
-		db, err := sql.Open("mysql", n.DriverDSN(""))
-		if err != nil {
-			return nil, drop, err
-		}
-		err = waitSchema(ctx, db, name)
-		db.Close()
-		if err != nil {
-			return nil, drop, fmt.Errorf("node %d: %w", n.Index(), err)
-		}
 		dsns = append(dsns, n.DSN(name))
 	}
 	return dsns, drop, nil
-}
-
-// waitSchema polls until db's server knows database.
-func waitSchema(ctx context.Context, db *sql.DB, database string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		var n int
-		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", database).Scan(&n)
-		if err == nil && n == 1 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("database %s not seen: %w (last error %v)", database, ctx.Err(), err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // galeraCellDatabase is a Galera cell's fresh database: tracker i opens it

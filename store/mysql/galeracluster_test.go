@@ -91,10 +91,8 @@ func galeraDatabase(t *testing.T, g *dbinstance.Galera) string {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
-	for _, n := range nodes {
-		if err := waitDatabase(ctx, openNodeDB(t, n, "", "wsrep_sync_wait", "1"), name); err != nil {
-			t.Fatalf("node %d: %v", n.Index(), err)
-		}
+	if err := g.WaitDatabase(ctx, name); err != nil {
+		t.Fatal(err)
 	}
 	return name
 }
@@ -119,20 +117,4 @@ func openNodeDB(t testing.TB, n *dbinstance.GaleraNode, database string, vars ..
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-// waitDatabase polls until db's server knows database.
-func waitDatabase(ctx context.Context, db *sql.DB, database string) error {
-	for {
-		var n int
-		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", database).Scan(&n)
-		if err == nil && n == 1 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("database %s not seen: %w (last error %v)", database, ctx.Err(), err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
