@@ -166,12 +166,21 @@ func (r *run) etcdFault(ctx context.Context, rng *rand.Rand, kind string) error 
 	case faultEtcdKill, faultEtcdLeader:
 		return r.etcdKill(ctx, rng, kind == faultEtcdLeader)
 	case faultEtcdPartition:
-		slot := rng.IntN(r.cfg.Procs)
+		// A slot not cut off already: a turn that found only cut-off
+		// slots would make no fault, and a short run might then make
+		// none of this kind.
 		e.mu.Lock()
-		if e.cutOff[slot] {
+		var free []int
+		for slot := range r.cfg.Procs {
+			if !e.cutOff[slot] {
+				free = append(free, slot)
+			}
+		}
+		if len(free) == 0 {
 			e.mu.Unlock()
 			return nil
 		}
+		slot := free[rng.IntN(len(free))]
 		e.cutOff[slot] = true
 		ps := e.px[slot]
 		e.mu.Unlock()
@@ -205,13 +214,27 @@ func (r *run) etcdFault(ctx context.Context, rng *rand.Rand, kind string) error 
 // 0.3–2s, once the others have a leader; one member at a time.
 func (r *run) etcdKill(ctx context.Context, rng *rand.Rand, leader bool) error {
 	e := r.etcd
-	e.mu.Lock()
-	if e.memberOut {
+	// One member at a time: wait for the last one killed to be back
+	// (a few seconds at most) rather than skip the turn, which in a short
+	// run could leave a kind never made.
+	wait := time.NewTimer(15 * time.Second)
+	defer wait.Stop()
+	for {
+		e.mu.Lock()
+		if !e.memberOut {
+			e.memberOut = true
+			e.mu.Unlock()
+			break
+		}
 		e.mu.Unlock()
-		return nil
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wait.C:
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	e.memberOut = true
-	e.mu.Unlock()
 	release := func() {
 		e.mu.Lock()
 		e.memberOut = false
