@@ -149,6 +149,16 @@ func (e *Etcd) logf(format string, args ...any) {
 // initial cluster.
 func (e *Etcd) Members() []*EtcdMember { return slices.Clone(e.members) }
 
+// DSN is the lock_dsn (package store/etcd) naming every member, with
+// prefix ("/name", or "").
+func (e *Etcd) DSN(prefix string) string {
+	var hosts []string
+	for _, m := range e.members {
+		hosts = append(hosts, m.Addr())
+	}
+	return "etcd://" + strings.Join(hosts, ",") + prefix
+}
+
 // Endpoints are the members' client URLs (http://127.0.0.1:port).
 func (e *Etcd) Endpoints() []string {
 	var eps []string

@@ -77,11 +77,7 @@ func (p *privates) withLocks(dsn string, cell int) string {
 	if p.etcd == nil {
 		return dsn
 	}
-	var hosts []string
-	for _, m := range p.etcd.Members() {
-		hosts = append(hosts, m.Addr())
-	}
-	lock := fmt.Sprintf("etcd://%s/gomogile-load/cell%d", strings.Join(hosts, ","), cell)
+	lock := p.etcd.DSN(fmt.Sprintf("/gomogile-load/cell%d", cell))
 	sep := "?"
 	if strings.Contains(dsn, "?") {
 		sep = "&"

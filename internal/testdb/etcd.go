@@ -64,13 +64,7 @@ func EtcdCluster() (*dbinstance.Etcd, error) {
 }
 
 // EtcdDSN is the lock_dsn naming every member of c, with prefix.
-func EtcdDSN(c *dbinstance.Etcd, prefix string) string {
-	var hosts []string
-	for _, m := range c.Members() {
-		hosts = append(hosts, m.Addr())
-	}
-	return "etcd://" + strings.Join(hosts, ",") + prefix
-}
+func EtcdDSN(c *dbinstance.Etcd, prefix string) string { return c.DSN(prefix) }
 
 // stopEtcd removes the shared cluster (Main).
 func stopEtcd() error {

@@ -162,12 +162,16 @@ func (s *Store) checkFences(ctx context.Context, tx querier, begin string, multi
 		var err error
 		switch {
 		case s.outside && f.Check != "":
-			err = s.writeCheck(ctx, tx, begin+f.Check, fence)
-			begin = ""
-			if err != nil {
-				return err
+			var ok bool
+			if ok, err = s.writeCheck(ctx, tx, begin+f.Check, fence); ok {
+				begin = ""
+				continue
 			}
-			continue
+			if err == nil {
+				// Refused: read the row (unlocked: the write is refused
+				// either way) to say why.
+				err = s.queryRow(ctx, tx, read, name).Scan(&token)
+			}
 		case order != "" && multi:
 			err = s.queryRow(ctx, tx, begin+order+"; "+read, name, name).Scan(&token)
 		case order != "":
@@ -209,25 +213,12 @@ func (f Fencing) OwnCheck(name string) (order, read string, key any) {
 }
 
 // writeCheck checks fence f with the dialect's Fencing.Check, which writes
-// the fence row when it holds f's token; when it touched no row, it reads
-// the row (unlocked: the write is refused either way) to say why.
-func (s *Store) writeCheck(ctx context.Context, tx querier, q string, f store.Fence) error {
+// the fence row when it holds f's token: ok says it did.
+func (s *Store) writeCheck(ctx context.Context, tx querier, q string, f store.Fence) (ok bool, err error) {
 	res, err := s.exec(ctx, tx, q, []byte(f.Name), f.Token)
 	if err != nil {
-		return err
+		return false, err
 	}
 	n, err := res.RowsAffected()
-	if err != nil || n == 1 {
-		return err
-	}
-	var token int64
-	err = s.queryRow(ctx, tx, "SELECT token FROM gomogile_lock_fence WHERE name = ?", []byte(f.Name)).Scan(&token)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: lock %q has no token row (fence %d)", store.ErrFenced, f.Name, f.Token)
-	case err != nil:
-		return err
-	}
-	return fmt.Errorf("%w: lock %q is at grant %d, the write's fence is grant %d",
-		store.ErrFenced, f.Name, token, f.Token)
+	return err == nil && n == 1, err
 }
