@@ -63,6 +63,14 @@ type DSN struct {
 	// taken out of Params, or of WithLockDSN); nil: the database's own
 	// locks. A backend that honours it starts no lock mechanism of its own.
 	Locks *DSN
+	// Replicas are the read replicas the replica parameters name (one
+	// URL-escaped DSN of the same backend each, common to every backend
+	// and taken out of Params); ReplicaMaxLag is replica_max_lag, 0 when
+	// not given (a Store then uses DefaultReplicaMaxLag). See "Read replicas" in
+	// replica.go: a backend without Capabilities.ReadReplicas is refused
+	// them.
+	Replicas      []*DSN
+	ReplicaMaxLag time.Duration
 }
 
 // AllHosts is the host list to connect to: Hosts, whose first entry is
@@ -135,7 +143,8 @@ type DSNParser interface {
 // [DefaultOpTimeout], 0 for none) is read here for every backend and moved
 // to DSN.OpTimeout; max_idle_conns and max_open_conns (positive integers)
 // to DSN.MaxIdleConns and DSN.MaxOpenConns; lock_dsn (a URL-escaped
-// lock_dsn, see ParseLockDSN) to DSN.Locks.
+// lock_dsn, see ParseLockDSN) to DSN.Locks; replica (a URL-escaped DSN,
+// repeatable) and replica_max_lag to DSN.Replicas and DSN.ReplicaMaxLag.
 func ParseDSN(s string) (*DSN, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -170,6 +179,9 @@ func ParseDSN(s string) (*DSN, error) {
 		return nil, err
 	}
 	if err := d.takeLockDSN(); err != nil {
+		return nil, err
+	}
+	if err := d.takeReplicas(); err != nil {
 		return nil, err
 	}
 	for _, p := range []struct {

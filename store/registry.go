@@ -124,5 +124,10 @@ func OpenDSN(ctx context.Context, d *DSN) (Store, error) {
 		return nil, fmt.Errorf("store: open %s: backend %s cannot keep its locks in a lock service (lock_dsn): %w",
 			d.Redacted(), d.Driver, ErrInvalid)
 	}
+	if len(d.Replicas) > 0 && !s.Capabilities().ReadReplicas {
+		s.Close()
+		return nil, fmt.Errorf("store: open %s: backend %s cannot read from replicas (replica=): %w",
+			d.Redacted(), d.Driver, ErrInvalid)
+	}
 	return s, nil
 }

@@ -431,6 +431,9 @@ type Info struct {
 	// backend's own mechanism, Capabilities.LockMechanism) or the outside
 	// lock service's description (LockService.Describe).
 	Locks string
+	// Replicas are the read replicas the Store knows (see AllowReplica),
+	// in the order they were named; none for most Stores.
+	Replicas []ReplicaStatus
 }
 
 // Capabilities are the few legitimate differences between backends. Only
@@ -457,6 +460,9 @@ type Capabilities struct {
 	// (lock_dsn's scheme, e.g. "etcd"; LockMechanism is then "service"),
 	// "" for the database's own.
 	LockService string
+	// ReadReplicas reports that the Store can answer reads from read
+	// replicas (DSN.Replicas, 2.73's slave settings; see AllowReplica).
+	ReadReplicas bool
 }
 
 // Domain is a row of domain.

@@ -148,10 +148,18 @@ func TestCommands_ServerSettings(t *testing.T) {
 	c.want("server_setting key=skip_mkcol", "OK key=skip_mkcol&value=0")
 	c.want("server_setting key=absent", "OK key=absent&value=")
 	c.want("set_server_setting key=fsck_checksum&value=MD5", "OK ")
-	// A slave list is refused (gomogile has none); removing one still
-	// bumps slave_version, as the original does.
+	// The slave list is kept as 2.73 keeps it: each change, a removal
+	// too, bumps slave_version, which tells the Store to read it again.
 	c.want("set_server_setting key=slave_x&value=", "OK ")
 	c.want("server_setting key=slave_version", "OK key=slave_version&value=1")
+	if tt.st.Capabilities().ReadReplicas {
+		c.want("set_server_setting key=slave_keys&value=x", "OK ")
+		c.want("set_server_setting key=slave_x&value=DBI:mysql:mogilefs;host=replica|mogile|secret", "OK ")
+		c.want("server_setting key=slave_x", "OK key=slave_x&value=DBI:mysql:mogilefs;host=replica|mogile|secret")
+		c.want("server_setting key=slave_version", "OK key=slave_version&value=3")
+	} else if got := c.do("set_server_setting key=slave_keys&value=x"); !strings.HasPrefix(got, "ERR setting_refused ") {
+		t.Errorf("slave list on a backend without replicas: %s; want setting_refused", got)
+	}
 	// Settings from the database directly: never cached.
 	if err := tt.st.SetServerSetting(t.Context(), "fsck_host", "elsewhere"); err != nil {
 		t.Fatal(err)
@@ -282,11 +290,15 @@ func TestCommands_CreateClassRefusesPoliciesTheWorkerCannotRun(t *testing.T) {
 func TestCommands_ServerSettingsRefused(t *testing.T) {
 	tt := startTracker(t, testConfig(), nil, nil)
 	c := tt.dial()
-	for _, kv := range []string{
-		"key=memcache_servers&value=10.0.0.1:11211", "key=slave_keys&value=s1",
+	refused := []string{
+		"key=memcache_servers&value=10.0.0.1:11211",
 		"key=internal_queue_limit&value=500", "key=case_sensitive_list_keys&value=0",
 		"key=network_zones&value=one,two", "key=zone_one&value=10.0.0.0/8",
-	} {
+	}
+	if !tt.st.Capabilities().ReadReplicas {
+		refused = append(refused, "key=slave_keys&value=s1") // SQLite: no replicas
+	}
+	for _, kv := range refused {
 		got := c.do("set_server_setting " + kv)
 		if !strings.HasPrefix(got, "ERR setting_refused ") || !strings.Contains(got, "refused") {
 			t.Errorf("set_server_setting %s: %s; want setting_refused", kv, got)

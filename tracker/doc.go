@@ -152,10 +152,13 @@
 // Server settings (set_server_setting) the original reads are likewise
 // honoured — skip_mkcol, skip_devcount, fsck_checksum, fsck_opt_policy_only,
 // queue_rate_for_* and queue_size_for_* (fsck, rebal, reaper), the fsck_* and
-// rebal_* state — or refused with ERR setting_refused and the reason:
+// rebal_* state, the slave list `mogadm slave add` writes (slave_keys,
+// slave_<key> = "DSN|user|pass"; each change bumps slave_version, and the
+// Store reads get_paths, file_info, list_keys and list_fids from those
+// read replicas while they are within its lag bound, see package store) —
+// or refused with ERR setting_refused and the reason:
 // memcache_servers (no memcache; memcache_ttl alone means nothing, as in
-// the original without servers), slave_* (no slave list;
-// removing one is allowed), internal_queue_limit (no in-memory queue),
+// the original without servers), internal_queue_limit (no in-memory queue),
 // case_sensitive_list_keys = 0 (keys always compare byte for byte), and
 // network_zones and zone_* (only MultipleNetworks and the ZoneLocal plugin
 // read them).

@@ -339,6 +339,7 @@ func (t *Tracker) fileByKey(ctx context.Context, dmid int, key, missingCode stri
 }
 
 func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
+	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -492,6 +493,7 @@ func (t *Tracker) className(ns *namespace, dmid, classid int) string {
 }
 
 func (t *Tracker) cmdFileInfo(ctx context.Context, r *request) (*Reply, error) {
+	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
 	ns, dom, key, err := t.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
@@ -646,6 +648,7 @@ func zeroEmpty(n int) string {
 }
 
 func (t *Tracker) cmdListKeys(ctx context.Context, r *request) (*Reply, error) {
+	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
 	_, dom, err := t.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
@@ -683,6 +686,7 @@ func (t *Tracker) cmdListKeys(ctx context.Context, r *request) (*Reply, error) {
 }
 
 func (t *Tracker) cmdListFids(ctx context.Context, r *request) (*Reply, error) {
+	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
 	from := perlNum(r.Args.Get("from"))
 	count := int(perlNum(r.Args.Get("to")))
 	if count == 0 {

@@ -177,8 +177,6 @@ func settingRefusal(key string, v *string) string {
 	}
 	set := *v != "" && *v != "0"
 	switch {
-	case strings.HasPrefix(key, "slave_") && set:
-		return "gomogile keeps no list of slave databases and reads everything from db_dsn; use a DSN that names the replicas (PostgreSQL: host=a,b&target_session_attrs=read-write)"
 	case key == "memcache_servers" && set:
 		// memcache_ttl alone is accepted: without servers the original
 		// ignores it as well.
@@ -212,6 +210,9 @@ func (t *Tracker) cmdSetServerSetting(ctx context.Context, r *request) (*Reply, 
 	}
 	if why := settingRefusal(key, v); why != "" {
 		return nil, perr("setting_refused", key+" refused: "+why)
+	}
+	if strings.HasPrefix(key, "slave_") && key != "slave_version" && v != nil && *v != "" && !t.st.Capabilities().ReadReplicas {
+		return nil, perr("setting_refused", key+" refused: db_dsn's backend has no read replicas (MySQL/MariaDB and PostgreSQL have)")
 	}
 	if err := t.setOrDelete(ctx, key, v); err != nil {
 		return nil, err

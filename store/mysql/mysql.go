@@ -151,6 +151,11 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	if w.galera() {
 		c.ConflictAttempts = galeraConflictAttempts
 	}
+	if !w.galera() {
+		// Galera's nodes are all primaries; an asynchronous replica of
+		// one is not offered.
+		c.Replicas = replicas(d, cfg.main.Collation)
+	}
 	if d.Locks != nil {
 		// An outside lock service: no GET_LOCK session is ever opened,
 		// so a Galera cluster is no reason to refuse (galera.go).
@@ -233,6 +238,9 @@ func checkOldSchema(ctx context.Context, db *sql.DB) error {
 // (causalReads).
 type sessionSetup struct {
 	causal bool
+	// readOnly makes every transaction of the session read-only: a
+	// replica's pool (replica.go), where a write would be a bug.
+	readOnly bool
 }
 
 // causalReads is the statement that makes a session on a Galera node read
@@ -271,6 +279,9 @@ func (c sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	setup := []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}
 	if c.s.causal {
 		setup = append(setup, causalReads)
+	}
+	if c.s.readOnly {
+		setup = append(setup, "SET SESSION TRANSACTION READ ONLY")
 	}
 	for _, q := range setup {
 		if _, err := ex.ExecContext(ctx, q, nil); err != nil {

@@ -70,6 +70,7 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		OpTimeout:    d.OpTimeout,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
+		Replicas:     replicas(d),
 	}
 	if d.Locks != nil {
 		c.LockDSN = d.Locks // an outside lock service: no lease locks

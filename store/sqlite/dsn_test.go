@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"errors"
 	"net/url"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gomogile/gomogile/store"
@@ -47,5 +49,18 @@ func TestParseDSN_SQLiteForms(t *testing.T) {
 		if _, err := store.ParseDSN(in); !errors.Is(err, store.ErrBadDSN) {
 			t.Errorf("ParseDSN(%q) error = %v; want ErrBadDSN", in, err)
 		}
+	}
+}
+
+// TestOpen_NoReplicas: SQLite has no read replicas; a DSN naming one is
+// refused rather than ignored.
+func TestOpen_NoReplicas(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := store.Open(t.Context(), "sqlite:///"+path+"?replica="+url.QueryEscape("sqlite:///"+path+".copy"))
+	if err == nil {
+		s.Close()
+	}
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "replica") {
+		t.Errorf("Open with a replica: %v; want ErrInvalid naming replica", err)
 	}
 }

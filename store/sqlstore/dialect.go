@@ -362,6 +362,11 @@ type Config struct {
 	// statement per query. New takes ownership of it with DB and sizes it
 	// as DB (MaxIdleConns, MaxOpenConns each apply to both).
 	Batch *sql.DB
+	// Replicas, if set, lets the Store answer reads from read replicas
+	// (store.AllowReplica): those the DSN names and those of 2.73's slave
+	// settings. nil: the backend has none, Capabilities.ReadReplicas is
+	// false.
+	Replicas *Replicas
 }
 
 // Insert is the INSERT statement that every Dialect's Upsert starts from:

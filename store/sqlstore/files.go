@@ -668,11 +668,11 @@ func (s *Store) File(ctx context.Context, fid int64) (store.File, error) {
 		return store.File{}, err
 	}
 	var f store.File
-	err := s.read(ctx, func() error {
+	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		var err error
-		f, err = scanFile(s.queryRow(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE fid = ?", fid))
+		f, err = scanFile(s.queryRow(ctx, db, "SELECT "+fileCols+" FROM file WHERE fid = ?", fid))
 		return err
-	})
+	}, nil)
 	return f, s.wrap(op, err)
 }
 
@@ -688,11 +688,11 @@ func (s *Store) FileByKey(ctx context.Context, dmid int, key string) (store.File
 		return store.File{}, s.wrap(op, err)
 	}
 	var f store.File
-	err := s.read(ctx, func() error {
+	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		var err error
-		f, err = scanFile(s.queryRow(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, key, key))
+		f, err = scanFile(s.queryRow(ctx, db, "SELECT "+fileCols+" FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, key, key))
 		return err
-	})
+	}, nil)
 	return f, s.wrap(op, err)
 }
 
@@ -708,9 +708,9 @@ func (s *Store) Files(ctx context.Context, from, to int64, limit int) ([]store.F
 		return nil, s.wrap(op, err)
 	}
 	var out []store.File
-	err := s.read(ctx, func() error {
+	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		out = nil
-		rows, err := s.query(ctx, s.db, "SELECT "+fileCols+" FROM file WHERE fid >= ? AND fid <= ? ORDER BY fid"+limitClause(limit), from, to)
+		rows, err := s.query(ctx, db, "SELECT "+fileCols+" FROM file WHERE fid >= ? AND fid <= ? ORDER BY fid"+limitClause(limit), from, to)
 		if err != nil {
 			return err
 		}
@@ -723,7 +723,7 @@ func (s *Store) Files(ctx context.Context, from, to int64, limit int) ([]store.F
 			out = append(out, f)
 		}
 		return rows.Err()
-	})
+	}, func() bool { return len(out) == 0 })
 	return out, s.wrap(op, err)
 }
 
@@ -810,9 +810,9 @@ func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, li
 	}
 	q += " ORDER BY " + key + limitClause(limit)
 	var out []string
-	err = s.read(ctx, func() error {
+	err = s.readAny(ctx, func(ctx context.Context, db querier) error {
 		out = nil
-		rows, err := s.query(ctx, s.db, q, args...)
+		rows, err := s.query(ctx, db, q, args...)
 		if err != nil {
 			return err
 		}
@@ -825,7 +825,7 @@ func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, li
 			out = append(out, k.String)
 		}
 		return rows.Err()
-	})
+	}, func() bool { return len(out) == 0 })
 	return out, s.wrap(op, err)
 }
 

@@ -97,9 +97,9 @@ func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
 		return nil, err
 	}
 	var out []int
-	err := s.read(ctx, func() error {
+	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		out = nil
-		rows, err := s.query(ctx, s.db, "SELECT devid FROM file_on WHERE fid = ? ORDER BY devid", fid)
+		rows, err := s.query(ctx, db, "SELECT devid FROM file_on WHERE fid = ? ORDER BY devid", fid)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
 			out = append(out, d)
 		}
 		return rows.Err()
-	})
+	}, func() bool { return len(out) == 0 })
 	return out, s.wrap(op, err)
 }
 
@@ -131,11 +131,11 @@ func (s *Store) FileByKeyOn(ctx context.Context, dmid int, key string) (store.Fi
 	}
 	var f store.File
 	var devs []int
-	err := s.read(ctx, func() error {
+	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		f, devs = store.File{}, nil
 		// USING (fid): every other column name is the file's or file_on's
 		// alone, so fileCols and keyIs need no table prefix.
-		rows, err := s.query(ctx, s.db, "SELECT "+fileCols+", devid FROM file LEFT JOIN file_on USING (fid) WHERE dmid = ? AND "+
+		rows, err := s.query(ctx, db, "SELECT "+fileCols+", devid FROM file LEFT JOIN file_on USING (fid) WHERE dmid = ? AND "+
 			s.keyIs()+" ORDER BY devid", dmid, key, key)
 		if err != nil {
 			return err
@@ -160,7 +160,7 @@ func (s *Store) FileByKeyOn(ctx context.Context, dmid int, key string) (store.Fi
 			return sql.ErrNoRows
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return store.File{}, nil, s.wrap(op, err)
 	}

@@ -204,15 +204,15 @@ func (s *Store) Checksum(ctx context.Context, fid int64) (store.Checksum, error)
 		return store.Checksum{}, err
 	}
 	c := store.Checksum{Fid: fid}
-	err := s.read(ctx, func() error {
+	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		var ht int
 		var sum []byte
-		if err := s.queryRow(ctx, s.db, "SELECT hashtype, checksum FROM checksum WHERE fid = ?", fid).Scan(&ht, &sum); err != nil {
+		if err := s.queryRow(ctx, db, "SELECT hashtype, checksum FROM checksum WHERE fid = ?", fid).Scan(&ht, &sum); err != nil {
 			return err
 		}
 		c.HashType, c.Sum = store.HashType(ht), sum
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return store.Checksum{}, s.wrap(op, err)
 	}

@@ -74,6 +74,8 @@ type Store struct {
 	// conflictAttempts is conflictAttempts(Config.ConflictAttempts).
 	conflictAttempts int
 	fidInsert        fidInsert
+	// replicas are the read replicas (Config.Replicas), nil without.
+	replicas *replicaSet
 
 	closed atomic.Bool
 
@@ -120,6 +122,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
+	}
+	if cfg.Replicas != nil {
+		s.replicas = newReplicaSet(*cfg.Replicas, cfg.DB, cfg.Dialect)
+		s.caps.ReadReplicas = true
 	}
 	if cfg.LockDSN != nil {
 		if err := s.openLockService(ctx, cfg.LockDSN); err != nil {
@@ -265,6 +271,11 @@ func (s *Store) Close() error {
 		if err := s.locks.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		if s.replicas != nil {
+			if err := s.replicas.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if s.close != nil {
 			if err := s.close(); err != nil {
 				errs = append(errs, err)
@@ -310,6 +321,9 @@ func (s *Store) Info(ctx context.Context) (store.Info, error) {
 	info := store.Info{Driver: s.d.Name(), Locks: "database"}
 	if s.outside {
 		info.Locks = s.locks.Describe()
+	}
+	if s.replicas != nil {
+		info.Replicas = s.replicas.status()
 	}
 	err := s.read(ctx, func() error {
 		return s.db.QueryRowContext(ctx, s.d.Rebind(s.d.VersionQuery())).Scan(&info.ServerVersion)
