@@ -15,10 +15,18 @@
 // for Iterations iterations in all or for Duration. It prints one line
 // per cell:
 //
-//	load: backend=<b> trackers=<t> clients=<c> ops_per_s=<n> p50_ms=<x> p99_ms=<y> rt_per_upload=<n>
+//	load: backend=<b> trackers=<t> clients=<c> ops_per_s=<n> p50_ms=<x> p99_ms=<y> rt_per_upload=<n> db_cpu_ms=<z>
 //
 // ops_per_s is iterations per second of wall time; p50_ms and p99_ms are
-// percentiles of one iteration's duration. rt_per_upload is counted, not
+// percentiles of one iteration's duration. db_cpu_ms is the CPU time (user
+// and system, from /proc) the database server's processes spent per
+// iteration during the timed run — mariadbd or mysqld for MySQL and
+// Galera (the three nodes), postgres for PostgreSQL — which is what
+// bounds an installation's uploads per database core however many
+// trackers it runs; it is absent for SQLite (inside the trackers'
+// process) and where /proc cannot tell. It is measured from outside, so an
+// external tracker's cells have it too: the original's and ours compare
+// on one database server. rt_per_upload is counted, not
 // estimated: the database round trips the trackers made while the clients
 // ran (the background workers' included) divided by the iterations. On
 // MySQL and PostgreSQL an internal/faultproxy proxy between each tracker
@@ -118,6 +126,10 @@ type Result struct {
 	// RTPerUpload is the round trips per iteration; negative when they
 	// could not be counted (an external tracker).
 	RTPerUpload float64
+	// DBCPU is the CPU time the database server's processes spent per
+	// iteration, read from /proc around the timed run; negative when
+	// there is none to read (SQLite, not Linux).
+	DBCPU time.Duration
 }
 
 // Line is the result's output line. The Perl client's lines end with
@@ -129,6 +141,9 @@ func (r Result) Line() string {
 	}
 	s := fmt.Sprintf("load: backend=%s trackers=%d clients=%d ops_per_s=%.0f p50_ms=%.2f p99_ms=%.2f rt_per_upload=%s",
 		r.Backend, r.Trackers, r.Clients, r.OpsPerS, ms(r.P50), ms(r.P99), rt)
+	if r.DBCPU >= 0 {
+		s += fmt.Sprintf(" db_cpu_ms=%.2f", ms(r.DBCPU))
+	}
 	if r.Driver != "" && r.Driver != "go" {
 		s += " driver=" + r.Driver
 	}
@@ -255,11 +270,12 @@ func runCell(ctx context.Context, cfg Config, priv *privates, n *node, log io.Wr
 		}
 		cfg.Logf("load: backend=%s clients=%d: trackers %s ready", backend, clients, strings.Join(cfg.TrackerAddrs, ","))
 		for _, d := range drivers {
+			cpu := startCPU(backend)
 			r, err := runs[d](ctx, cfg, cfg.TrackerAddrs, clients)
 			if err != nil {
 				return nil, err
 			}
-			r.Backend, r.Trackers, r.Clients, r.Driver, r.RTPerUpload = backend, trackers, clients, d, -1
+			r.Backend, r.Trackers, r.Clients, r.Driver, r.RTPerUpload, r.DBCPU = backend, trackers, clients, d, -1, cpu(r.Ops)
 			rs = append(rs, r)
 		}
 		return rs, nil
@@ -310,11 +326,12 @@ func runCell(ctx context.Context, cfg Config, priv *privates, n *node, log io.Wr
 			if db.count != nil {
 				before = db.count()
 			}
+			cpu := startCPU(backend)
 			r, err := runs[d](ctx, cfg, addrs, clients)
 			if err != nil {
 				return err
 			}
-			r.Backend, r.Trackers, r.Clients, r.Driver = label, trackers, clients, d
+			r.Backend, r.Trackers, r.Clients, r.Driver, r.DBCPU = label, trackers, clients, d, cpu(r.Ops)
 			if db.count != nil {
 				r.RTPerUpload = float64(db.count()-before) / float64(r.Ops)
 			} else {
@@ -594,7 +611,7 @@ func ParseLine(line string) (r Result, ok bool) {
 	if !found {
 		return Result{}, false
 	}
-	r.Driver = "go"
+	r.Driver, r.DBCPU = "go", -1
 	seen := 0
 	for _, f := range strings.Fields(rest) {
 		k, v, found := strings.Cut(f, "=")
@@ -625,6 +642,11 @@ func ParseLine(line string) (r Result, ok bool) {
 			if v != "-" {
 				r.RTPerUpload, err = strconv.ParseFloat(v, 64)
 			}
+		case "db_cpu_ms":
+			var x float64
+			x, err = strconv.ParseFloat(v, 64)
+			r.DBCPU = time.Duration(x * float64(time.Millisecond))
+			seen-- // optional
 		case "driver":
 			r.Driver = v
 			seen-- // optional

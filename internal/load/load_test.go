@@ -3,8 +3,11 @@ package load
 import (
 	"bytes"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,9 +69,11 @@ func TestParseLine(t *testing.T) {
 		{Backend: "sqlite", Trackers: 2, Clients: 8, Driver: "go", OpsPerS: 499, P50: 14460 * time.Microsecond, P99: 41300 * time.Microsecond, RTPerUpload: 13.1},
 		{Backend: "original-mysql", Trackers: 1, Clients: 32, Driver: "go", OpsPerS: 89, P50: 291940 * time.Microsecond, P99: 1189500 * time.Microsecond, RTPerUpload: -1},
 		{Backend: "postgres", Trackers: 1, Clients: 1, Driver: "perl", OpsPerS: 34, P50: 22030 * time.Microsecond, P99: 169620 * time.Microsecond, RTPerUpload: 14.5},
+		{Backend: "mysql", Trackers: 1, Clients: 8, Driver: "go", OpsPerS: 776, P50: 10 * time.Millisecond, P99: 17 * time.Millisecond, RTPerUpload: 5, DBCPU: 1740 * time.Microsecond},
+		{Backend: "sqlite", Trackers: 1, Clients: 8, Driver: "go", OpsPerS: 1000, P50: 7 * time.Millisecond, P99: 19 * time.Millisecond, RTPerUpload: 9, DBCPU: -1},
 	} {
 		got, ok := ParseLine(r.Line() + "\n")
-		if !ok || got.Line() != r.Line() || got.Driver != r.Driver || got.RTPerUpload != r.RTPerUpload {
+		if !ok || got.Line() != r.Line() || got.Driver != r.Driver || got.RTPerUpload != r.RTPerUpload || got.DBCPU != r.DBCPU {
 			t.Errorf("ParseLine(%q) = %+v, %v; want %+v", r.Line(), got, ok, r)
 		}
 	}
@@ -77,6 +82,37 @@ func TestParseLine(t *testing.T) {
 		if r, ok := ParseLine(bad); ok {
 			t.Errorf("ParseLine(%q) = %+v, true; want false", bad, r)
 		}
+	}
+}
+
+// procCPU reads the CPU time of processes by name from /proc: this test
+// binary's grows as it computes.
+func TestProcCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/<pid>/stat is Linux's")
+	}
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := []string{strings.TrimSpace(string(comm))}
+	before, ok := procCPU(name)
+	if !ok {
+		t.Fatalf("procCPU(%q) found no process", name)
+	}
+	x := 0
+	for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
+		x++
+	}
+	after, _ := procCPU(name)
+	if after-before < 100*time.Millisecond {
+		t.Errorf("300ms of computing (%d loops) counted %v", x, after-before)
+	}
+	if _, ok := procCPU([]string{"no-such-process-name"}); ok {
+		t.Error("procCPU found a process that does not exist")
+	}
+	if dbProcs("sqlite") != nil || !slices.Contains(dbProcs("postgres-pgbouncer/etcd"), "postgres") || !slices.Contains(dbProcs("galera/etcd"), "mariadbd") {
+		t.Error("dbProcs names the wrong servers")
 	}
 }
 
@@ -94,8 +130,8 @@ func TestRun_GaleraWithEtcdLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 1 || rs[0].Backend != "galera/etcd" || rs[0].Ops != 60 || rs[0].RTPerUpload <= 0 {
-		t.Errorf("results %+v; want one galera/etcd cell of 60 iterations with counted round trips", rs)
+	if len(rs) != 1 || rs[0].Backend != "galera/etcd" || rs[0].Ops != 60 || rs[0].RTPerUpload <= 0 || rs[0].DBCPU <= 0 {
+		t.Errorf("results %+v; want one galera/etcd cell of 60 iterations with counted round trips and the nodes' CPU", rs)
 	}
 }
 
