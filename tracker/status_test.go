@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gomogile/gomogile/client"
 	"github.com/gomogile/gomogile/internal/dbinstance"
+	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/storemetrics"
 	"github.com/gomogile/gomogile/tracker"
@@ -426,4 +428,26 @@ func TestStatus_DownNodeOnPage(t *testing.T) {
 	if strings.Contains(body, "has only") {
 		t.Errorf("status page lists start-up as a shortfall of workers:\n%s", body)
 	}
+}
+
+// TestStatus_ReplicasOnPage: the status page lists the Store's read
+// replicas and why one is not used (here: nothing listens where the DSN
+// says it is).
+func TestStatus_ReplicasOnPage(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	var port int
+	fmt.Sscan(closedPort(t, "127.0.0.1"), &port)
+	replica := fmt.Sprintf("postgres://root@127.0.0.1:%d/test?sslmode=disable&connect_timeout=2", port)
+	c := startStatusCluster(t, dsn+"&replica="+url.QueryEscape(replica), testConfig(), 1)
+	ctx := t.Context()
+	if err := c.cl.CreateDomain(ctx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	waitFor(t, 20*time.Second, "the replica on the status page", func() bool {
+		c.cl.ListKeys(ctx, "d", "", "", 1) // reads that may use a replica keep it measured
+		_, body = c.get(t, "/")
+		return strings.Contains(body, fmt.Sprintf("127.0.0.1:%d", port)) && strings.Contains(body, "not used:") &&
+			strings.Contains(body, "connect")
+	})
 }
