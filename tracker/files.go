@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,6 +131,7 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 	}
 	t.uploads.opened(slot, fid)
 	opened = true
+	t.temps.remember(fid, classid, slices.Clone(devids))
 
 	if !skip {
 		done := make(chan struct{}, len(dests))
@@ -203,12 +205,13 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	if u, ok := devURL(ns, devid, fid, r, false); !ok || u != path {
 		return nil, perr("bogus_args")
 	}
-	tf, err := t.st.TempFile(ctx, fid)
-	if errors.Is(err, store.ErrNotFound) {
+	var tf store.TempFile
+	if row, ok := t.temps.take(fid); ok {
+		tf = store.TempFile{Fid: fid, ClassID: row.classID, DevIDs: row.devIDs}
+	} else if tf, err = t.st.TempFile(ctx, fid); errors.Is(err, store.ErrNotFound) {
 		ended = true
 		return t.noTempFile(ctx, r, fid, dom.ID, key) // commit_retry.go
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, err
 	}
 	// failed backs out an upload: the blob is recorded and the fid queued

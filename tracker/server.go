@@ -102,6 +102,7 @@ type Tracker struct {
 	watch    *watchers
 	perAddr  perAddr
 	uploads  *uploadSlots // create_open without create_close (uploads.go)
+	temps    openedTemps  // tempfile rows create_open wrote (opened.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener
