@@ -61,20 +61,21 @@ if [ ! -d "$DATADIR/mysql" ]; then
 	done
 
 	pw=$(sql_str "$root_pw")
+	# printf, not echo: dash's echo would eat the backslashes.
 	{
-		echo "DELETE FROM mysql.global_priv WHERE User = '' OR (User = 'root' AND Host NOT IN ('localhost'));"
-		echo "FLUSH PRIVILEGES;"
-		echo "ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('$pw') OR unix_socket;"
-		echo "CREATE USER 'root'@'%' IDENTIFIED BY '$pw';"
-		echo "GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;"
-		echo "GRANT PROXY ON ''@'%' TO 'root'@'%' WITH GRANT OPTION;"
+		printf '%s\n' "DELETE FROM mysql.global_priv WHERE User = '' OR (User = 'root' AND Host NOT IN ('localhost'));" \
+			"FLUSH PRIVILEGES;" \
+			"ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('$pw') OR unix_socket;" \
+			"CREATE USER 'root'@'%' IDENTIFIED BY '$pw';" \
+			"GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;" \
+			"GRANT PROXY ON ''@'%' TO 'root'@'%' WITH GRANT OPTION;"
 		if [ -n "$database" ]; then
-			echo "CREATE DATABASE IF NOT EXISTS \`$(sql_id "$database")\`;"
+			printf '%s\n' "CREATE DATABASE IF NOT EXISTS \`$(sql_id "$database")\`;"
 		fi
 		if [ -n "$user" ]; then
-			echo "CREATE USER '$(sql_str "$user")'@'%' IDENTIFIED BY '$(sql_str "$user_pw")';"
+			printf '%s\n' "CREATE USER '$(sql_str "$user")'@'%' IDENTIFIED BY '$(sql_str "$user_pw")';"
 			if [ -n "$database" ]; then
-				echo "GRANT ALL ON \`$(sql_id "$database")\`.* TO '$(sql_str "$user")'@'%';"
+				printf '%s\n' "GRANT ALL ON \`$(sql_id "$database")\`.* TO '$(sql_str "$user")'@'%';"
 			fi
 		fi
 	} | mariadb --protocol=socket --socket="$SOCKET" -uroot
