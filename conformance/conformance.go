@@ -235,6 +235,15 @@ func Run(t *testing.T, h Harness) {
 	if filtered > 0 {
 		line += fmt.Sprintf(" filtered=%d", filtered)
 	}
+	if o, ok := h.(Origin); ok {
+		// Where the server came from (an env DSN, a container of which
+		// image): what a CI user needs to see without -v.
+		origin := o.Origin()
+		if origin == "" || strings.ContainsAny(origin, " \t\n\"") {
+			origin = strconv.Quote(origin)
+		}
+		line += " origin=" + origin
+	}
 	t.Log(line)
 	fmt.Println(line)
 }

@@ -30,6 +30,14 @@ type Harness interface {
 	Reset(ctx context.Context) error
 }
 
+// Origin is an optional interface of a Harness: where its database server
+// comes from, for the summary line's origin= field — an environment
+// variable's DSN, a container of an image ("container
+// gomogile-test/mariadb:10.11-bookworm"), a private instance.
+type Origin interface {
+	Origin() string
+}
+
 // Faults is the fault injection a backend's Store provides to the suite,
 // checked once by Run (a backend without it fails the suite at once, not
 // case by case). sqlstore.Store implements it through its lock backend's

@@ -9,6 +9,7 @@
 #
 #   scripts/docker-images.sh            # build the missing ones; prints the tags
 #   FORCE=1 scripts/docker-images.sh    # rebuild both
+#   scripts/docker-images.sh --tag mariadb   # print a tag (mariadb, postgres)
 #
 #   GOMOGILE_TEST_MYSQL_IMAGE=gomogile-test/mariadb:10.11-bookworm \
 #   GOMOGILE_TEST_POSTGRES_IMAGE=gomogile-test/postgres:15-bookworm go test ./...
@@ -47,6 +48,17 @@ LABEL_INPUTS=gomogile.image.inputs
 
 log() { printf 'docker-images: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
+
+# --tag mariadb|postgres prints that image's tag and does nothing else
+# (scripts/test.sh names the images with it).
+if [ "${1:-}" = --tag ]; then
+	case "${2:-}" in
+	mariadb) echo "$MARIADB_TAG" ;;
+	postgres) echo "$POSTGRES_TAG" ;;
+	*) die "--tag mariadb|postgres" ;;
+	esac
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then die "run as root (debootstrap, chroot, unshare)"; fi
 command -v docker >/dev/null || die "no docker CLI; run scripts/docker-engine.sh first"

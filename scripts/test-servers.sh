@@ -162,6 +162,25 @@ ensure_perl_client() {
 		log "note: MogileFS::Client is not installed (Debian has no package); the Perl client tests skip unless PERL5LIB provides it"
 }
 
+# The dockertest path (scripts/test.sh's last step) on a real engine: CI
+# (CI set) or GOMOGILE_TEST_DOCKER=1 starts Debian's dockerd loopback-only
+# when no engine answers, and builds the MariaDB and PostgreSQL images from
+# Debian packages when their tags are missing. GOMOGILE_TEST_DOCKER=0 skips
+# it, as does a developer's machine by default.
+want_docker() {
+	case "${GOMOGILE_TEST_DOCKER:-}" in
+	1) return 0 ;;
+	0) return 1 ;;
+	esac
+	[ -n "${CI:-}" ]
+}
+
+ensure_docker() {
+	want_docker || return 0
+	bash "$(dirname "$0")/docker-engine.sh"
+	bash "$(dirname "$0")/docker-images.sh"
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_pgbouncer
@@ -169,4 +188,5 @@ ensure_galera
 ensure_etcd
 ensure_chromium
 ensure_perl_client
+ensure_docker
 log "PostgreSQL, MariaDB, PgBouncer, Galera, etcd, Chromium and the Perl client's dependencies ready"

@@ -40,6 +40,20 @@ if [ $status -eq 0 ]; then
 	(cd examples/outside-backend && go vet ./... && go test -count=1 -v -timeout 20m ./...) >>"$log" 2>&1 || status=1
 fi
 
+# The dockertest path, as a CI job without database services sees it: the
+# MySQL and PostgreSQL suites with no env DSN, on containers a real Docker
+# engine runs from the images scripts/docker-images.sh built from Debian
+# packages (CI, or GOMOGILE_TEST_DOCKER=1; see scripts/test-servers.sh).
+if [ $status -eq 0 ] && { [ "${GOMOGILE_TEST_DOCKER:-}" = 1 ] || { [ -n "${CI:-}" ] && [ "${GOMOGILE_TEST_DOCKER:-}" != 0 ]; }; }; then
+	echo "go test ./store/mysql ./store/postgres -run TestConformance\$ (dockertest, no env DSN)"
+	env -u GOMOGILE_TEST_MYSQL_DSN -u GOMOGILE_TEST_POSTGRES_DSN \
+		GOMOGILE_TEST_MYSQL_IMAGE="$(bash scripts/docker-images.sh --tag mariadb)" \
+		GOMOGILE_TEST_POSTGRES_IMAGE="$(bash scripts/docker-images.sh --tag postgres)" \
+		go test -count=1 -v -timeout 20m -run 'TestConformance$' ./store/mysql ./store/postgres >>"$log" 2>&1 || status=1
+	left=$(docker ps -aq --filter label=gomogile.test 2>/dev/null | wc -l)
+	[ "$left" -eq 0 ] || { echo "test: $left dockertest container(s) left after the run"; status=1; }
+fi
+
 # A short fuzz smoke run of what a peer or an operator's file can feed us:
 # the tracker's request parser, then the config and DSN parsers, the
 # storage node's path cleaning and management commands, and the client's

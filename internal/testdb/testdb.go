@@ -50,3 +50,17 @@ func ClosedAddr(t testing.TB) string {
 	ln.Close()
 	return addr
 }
+
+// Origin says where MySQL (kind "mysql") or Postgres (kind "postgres")
+// gets its server in this process: the environment variable naming it, or
+// a container of which image. For the conformance suite's summary line.
+func Origin(kind string) string {
+	env, img, def := EnvMySQL, EnvMySQLImage, DefaultMySQLImage
+	if kind == "postgres" {
+		env, img, def = EnvPostgres, EnvPostgresImage, DefaultPostgresImage
+	}
+	if os.Getenv(env) != "" {
+		return "$" + env
+	}
+	return "container " + imageFrom(img, def)
+}

@@ -73,3 +73,6 @@ func TestConformanceGalera(t *testing.T) {
 		conformance.Run(t, h)
 	})
 }
+
+// Origin: the suite ran on the private cluster, not the shared server.
+func (h *galeraHarness) Origin() string { return "private Galera cluster" }

@@ -47,6 +47,9 @@ func openRaw(t testing.TB, d *store.DSN) *sql.DB {
 }
 
 func (h *harness) Name() string { return "mysql" }
+
+// Origin names the server the suite ran on (conformance.Origin).
+func (h *harness) Origin() string { return testdb.Origin("mysql") }
 func (h *harness) DSN() string  { return h.dsn }
 
 // Reset deletes every row of every table of the database, whoever created

@@ -32,3 +32,6 @@ func TestConformanceRestart(t *testing.T) {
 	h := &harness{dsn: db.DSN(), database: d.Database, admin: openRaw(t, d)}
 	conformance.RunRestart(t, restartHarness{harness: h, db: db})
 }
+
+// Origin: the suite ran on a private instance.
+func (h *restartHarness) Origin() string { return "private instance " + h.db.m.Addr() }

@@ -57,5 +57,6 @@ func TestConformancePgBouncer(t *testing.T) {
 		dsn:    withParams(bouncer.DSN("test"), "lock_lease=1s", "lock_notify=false", "default_query_exec_mode=simple_protocol"),
 		admin:  pg.DSN("test"),
 		pooled: true,
+		origin: "private instance " + pg.Addr() + " behind PgBouncer " + bouncer.Addr(),
 	})
 }

@@ -21,6 +21,9 @@ import (
 // harness runs the conformance suite on one fresh database.
 type harness struct {
 	dsn string
+	// origin, if set, is where the server comes from (Origin), else
+	// testdb's.
+	origin string
 	// admin, if set, reaches the same database without the pooler dsn
 	// goes through, for what a transaction pooler cannot carry.
 	admin string
@@ -41,6 +44,14 @@ func newHarness(t testing.TB, params ...string) *harness {
 }
 
 func (h *harness) Name() string { return "postgres" }
+
+// Origin names the server the suite ran on (conformance.Origin).
+func (h *harness) Origin() string {
+	if h.origin != "" {
+		return h.origin
+	}
+	return testdb.Origin("postgres")
+}
 func (h *harness) DSN() string  { return h.dsn }
 
 // Reset truncates every table of the public schema, the lock and owner

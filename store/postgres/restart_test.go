@@ -250,3 +250,6 @@ func TestConformanceRestart(t *testing.T) {
 		pg:      pg,
 	})
 }
+
+// Origin: the suite ran on a private instance.
+func (h *restartHarness) Origin() string { return "private instance " + h.pg.Addr() }
