@@ -50,7 +50,7 @@ func (h *harness) Name() string { return "mysql" }
 
 // Origin names the server the suite ran on (conformance.Origin).
 func (h *harness) Origin() string { return testdb.Origin("mysql") }
-func (h *harness) DSN() string  { return h.dsn }
+func (h *harness) DSN() string    { return h.dsn }
 
 // Reset deletes every row of every table of the database, whoever created
 // it (schema 17, the shared layer's own tables), keeping the tables.

@@ -52,7 +52,7 @@ func (h *harness) Origin() string {
 	}
 	return testdb.Origin("postgres")
 }
-func (h *harness) DSN() string  { return h.dsn }
+func (h *harness) DSN() string { return h.dsn }
 
 // Reset truncates every table of the public schema, the lock and owner
 // tables included. Before the first Open there are none, which is fine.
