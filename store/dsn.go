@@ -67,7 +67,7 @@ type DSN struct {
 	// URL-escaped DSN of the same backend each, common to every backend
 	// and taken out of Params); ReplicaMaxLag is replica_max_lag, 0 when
 	// not given (a Store then uses DefaultReplicaMaxLag). See "Read replicas" in
-	// replica.go: a backend without Capabilities.ReadReplicas is refused
+	// the package doc: a backend without Capabilities.ReadReplicas is refused
 	// them.
 	Replicas      []*DSN
 	ReplicaMaxLag time.Duration

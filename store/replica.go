@@ -11,33 +11,11 @@ import (
 // and still answer reads, when the DSN has no replica_max_lag.
 const DefaultReplicaMaxLag = 2 * time.Second
 
-// Read replicas
-//
-// A Store of a backend with Capabilities.ReadReplicas may answer some reads
-// from read replicas of its database, as MogileFS 2.73 answers them from
-// its "slaves": the lookups a client sends most (get_paths, file_info,
-// list_keys, list_fids). Replicas come from the DSN (the replica
-// parameter, see [DSN.Replicas]) and from the server settings 2.73's
-// `mogadm slave add` writes (slave_keys, slave_<key> = "DSN|user|pass",
-// slave_version), which the Store reads itself, as 2.73's Store does.
-//
-// Nothing changes for a caller that does not ask: every read sees every
-// write committed before it, as the contract promises. A call whose
-// context carries [AllowReplica] may instead be answered by a replica that
-// is at most the DSN's replica_max_lag behind the primary, measured by
-// replication position (WAL position, GTID), never by the replica's own
-// report of its delay. The reads that honour it are File, FileByKey,
-// FileByKeyOn (PathsReader), Files, ListKeys, FileOn and Checksum. A
-// replica that lags more, is down, fails the read, or misses what was
-// asked (no such file, no rows) is not believed: the read is asked of the
-// primary. Writes and locks never reach a replica, and the Store opens a
-// replica read-only: it checks the schema there and creates nothing.
-
 type replicaKey struct{}
 
 // AllowReplica returns ctx marked so that the Store reads that honour it
 // may be answered by a read replica a bounded time behind the primary (see
-// "Read replicas" above). 2.73's Store->slaves_ok.
+// "Read replicas" in the package doc). 2.73's Store->slaves_ok.
 func AllowReplica(ctx context.Context) context.Context {
 	return context.WithValue(ctx, replicaKey{}, true)
 }

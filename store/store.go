@@ -47,6 +47,28 @@
 // caller indefinitely. A call cut short by it fails with
 // context.DeadlineExceeded. All methods are safe for concurrent use. After
 // Close every method fails with [ErrClosed].
+//
+// # Read replicas
+//
+// A Store of a backend with Capabilities.ReadReplicas may answer some reads
+// from read replicas of its database, as MogileFS 2.73 answers them from
+// its "slaves": the lookups a client sends most (get_paths, file_info,
+// list_keys, list_fids). Replicas come from the DSN (the replica
+// parameter, see [DSN.Replicas]) and from the server settings 2.73's
+// `mogadm slave add` writes (slave_keys, slave_<key> = "DSN|user|pass",
+// slave_version), which the Store reads itself, as 2.73's Store does.
+//
+// Nothing changes for a caller that does not ask: every read sees every
+// write committed before it, as the contract promises. A call whose
+// context carries [AllowReplica] may instead be answered by a replica that
+// is at most the DSN's replica_max_lag behind the primary, measured by
+// replication position (WAL position, GTID), never by the replica's own
+// report of its delay. The reads that honour it are File, FileByKey,
+// FileByKeyOn (PathsReader), Files, ListKeys, FileOn and Checksum. A
+// replica that lags more, is down, fails the read, or misses what was
+// asked (no such file, no rows) is not believed: the read is asked of the
+// primary. Writes and locks never reach a replica, and the Store opens a
+// replica read-only: it checks the schema there and creates nothing.
 package store
 
 import (
