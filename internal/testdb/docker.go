@@ -66,12 +66,26 @@ type engine struct {
 // environment, as dockertest and the docker CLI read it) and pings it,
 // giving up after pingTimeout.
 func newEngine(ctx context.Context, endpoint string) (*engine, error) {
+	target := dockerTarget{endpoint: endpoint, from: "the caller"}
 	if endpoint == "" {
-		endpoint = os.Getenv("DOCKER_HOST")
+		var err error
+		if target, err = findDocker(); err != nil {
+			return nil, err
+		}
+		endpoint = target.endpoint
 	}
-	pool, err := dockertest.NewPool(endpoint)
+	var pool *dockertest.Pool
+	var err error
+	if target.tlsDir != "" {
+		// dockertest's NewPool takes TLS only from DOCKER_CERT_PATH: a
+		// context's TLS files, or DOCKER_TLS_VERIFY's default directory,
+		// would get plain HTTP on a TLS port.
+		pool, err = dockertest.NewTLSPool(endpoint, target.tlsDir)
+	} else {
+		pool, err = dockertest.NewPool(endpoint)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("docker client: %w", err)
+		return nil, fmt.Errorf("docker client (%s): %w", target.from, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
@@ -259,7 +273,17 @@ func (e *engine) start(ctx context.Context, spec containerSpec, name string) (ad
 func (e *engine) create(ctx context.Context, spec containerSpec, name string) (*dc.Container, error) {
 	repo, tag := splitImage(spec.image)
 	if _, err := e.client.InspectImage(spec.image); errors.Is(err, dc.ErrNoSuchImage) {
-		if err := e.client.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Context: ctx}, dc.AuthConfiguration{}); err != nil {
+		// Bounded as a container's start is (a pull is most of a first
+		// start), and given up when the registry sends nothing for a
+		// minute; with the credentials docker pull would use.
+		wait, err := maxWait()
+		if err != nil {
+			return nil, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		if err := e.client.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Context: pctx, InactivityTimeout: time.Minute},
+			registryAuth(spec.image)); err != nil {
 			return nil, fmt.Errorf("pull %s: %w", spec.image, err)
 		}
 	} else if err != nil {

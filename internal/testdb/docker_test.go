@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"net"
@@ -31,6 +32,8 @@ type fakeEngine struct {
 	containers map[string]*dc.Container // by name
 	ports      []dc.PortBinding         // what a created container publishes
 	logs       string
+	noImage    bool     // images are missing until pulled
+	pulls      []string // X-Registry-Auth of each pull
 	creates    int
 	removes    []string
 }
@@ -81,7 +84,15 @@ func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 	case path == "/version":
 		json.NewEncoder(w).Encode(map[string]string{"Version": "27.1.1", "ApiVersion": "1.46", "MinAPIVersion": "1.24"})
 	case r.Method == "GET" && parts[0] == "images" && parts[len(parts)-1] == "json":
+		if f.noImage {
+			notFound("No such image")
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]string{"Id": "sha256:0123"})
+	case r.Method == "POST" && path == "/images/create":
+		f.pulls = append(f.pulls, r.Header.Get("X-Registry-Auth"))
+		f.noImage = false
+		json.NewEncoder(w).Encode(map[string]string{"status": "Downloaded newer image"})
 	case r.Method == "POST" && path == "/containers/create":
 		name := r.URL.Query().Get("name")
 		if f.containers[name] != nil {
@@ -249,6 +260,36 @@ func TestStartUsesDockerHost(t *testing.T) {
 	c := f.containers[containerName(spec)]
 	if c == nil || c.Config.Labels[labelTest] != "postgres" || c.Config.Image != "postgres:16.6" {
 		t.Errorf("container not created as asked: %+v", c)
+	}
+}
+
+// A missing image is pulled with the credentials config.json holds for its
+// registry, as docker pull would send them.
+func TestStartPullsWithCredentials(t *testing.T) {
+	f := newFakeEngine(t, "127.0.0.1:0")
+	f.ports = []dc.PortBinding{{HostIP: "0.0.0.0", HostPort: "49153"}}
+	f.noImage = true
+	cfg := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", cfg)
+	if err := os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"auths": {"registry.example:5000": {"auth": "dTpw"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(nil)
+	spec.image = "registry.example:5000/postgres:16.6"
+	if _, _, err := e.start(context.Background(), spec, containerName(spec)); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.pulls) != 1 {
+		t.Fatalf("%d pulls; want 1", len(f.pulls))
+	}
+	b, _ := base64.URLEncoding.DecodeString(f.pulls[0])
+	var a dc.AuthConfiguration
+	if err := json.Unmarshal(b, &a); err != nil || a.Username != "u" || a.Password != "p" {
+		t.Errorf("pull sent X-Registry-Auth %q (%+v, %v); want user u, password p", f.pulls[0], a, err)
 	}
 }
 
