@@ -88,6 +88,7 @@ type replica struct {
 	name     string
 	dsn      *store.DSN
 	settings bool // from the slave settings, not the DSN
+	dropped  bool // no longer in the list (guarded by replicaSet.mu)
 
 	// Guarded by replicaSet.mu.
 	db        *sql.DB
@@ -261,9 +262,9 @@ func (rs *replicaSet) open(ctx context.Context, r *replica) (*sql.DB, error) {
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.closed || r.db != nil {
+	if rs.closed || r.dropped || r.db != nil {
 		db.Close()
-		if rs.closed {
+		if rs.closed || r.dropped {
 			return nil, store.ErrClosed
 		}
 		return r.db, nil
@@ -317,35 +318,31 @@ func (rs *replicaSet) readSettings() {
 		fresh = append(fresh, r)
 	}
 	rs.mu.Lock()
-	defer rs.mu.Unlock()
 	if rs.closed {
+		rs.mu.Unlock()
 		return
 	}
 	var kept []*replica
+	var drop []*sql.DB
 	for _, r := range rs.list {
 		if !r.settings {
 			kept = append(kept, r)
-		} else if r.db != nil && !r.probing {
-			r.db.Close()
-		} else if r.db != nil {
-			// A probe is using it: close it once the probe is done.
-			db := r.db
-			rs.goBG(func() {
-				for {
-					rs.mu.Lock()
-					busy := r.probing
-					rs.mu.Unlock()
-					if !busy {
-						db.Close()
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			})
+			continue
+		}
+		// Gone from the list: a read or probe still using it fails and
+		// falls back, as for a replica that went down.
+		r.dropped = true
+		if r.db != nil {
+			drop = append(drop, r.db)
+			r.db = nil
 		}
 	}
 	rs.list = append(kept, fresh...)
 	rs.slaveVer = ver
+	rs.mu.Unlock()
+	for _, db := range drop {
+		db.Close() // waits for the queries under way: not under rs.mu
+	}
 }
 
 // status is Info.Replicas.
