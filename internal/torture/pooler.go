@@ -147,19 +147,26 @@ func refused(addr string) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// restartPooler starts the pooler again on its port, retrying: its old
-// process may not be reaped yet, its server may be down for a while.
+// restartPooler starts the pooler again on its port, retrying until
+// poolerStartTimeout has passed: its old process may not be reaped yet (Start
+// refuses while it runs), its port may still be held, its server may be
+// down for a while (a dbcrash). Five attempts 100 ms apart could all be
+// refused within a second while the old process was not yet reaped,
+// ending the run with its pooler gone.
 func restartPooler(ctx context.Context, b *dbinstance.PgBouncer) error {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		sctx, cancel := context.WithTimeout(ctx, poolerStartTimeout)
-		err = b.Start(sctx)
-		cancel()
-		if err == nil || !sleepCtx(ctx, 100*time.Millisecond) {
+	ctx, cancel := context.WithTimeout(ctx, poolerStartTimeout)
+	defer cancel()
+	backoff := 100 * time.Millisecond
+	for {
+		err := b.Start(ctx)
+		if err == nil {
+			return nil
+		}
+		if !sleepCtx(ctx, backoff) {
 			return err
 		}
+		backoff = min(2*backoff, time.Second)
 	}
-	return err
 }
 
 // poolerLog returns the last lines of the pooler's log, the ones that say
