@@ -246,6 +246,7 @@ func Run(t *testing.T, h Harness) {
 	}
 	t.Log(line)
 	fmt.Println(line)
+	WriteSummary(line)
 }
 
 // env is what every case gets: the harness and what the suite learnt about

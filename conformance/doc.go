@@ -29,11 +29,15 @@
 // the contract and compares every result; its seed is logged and can be
 // fixed with the environment variable named by [SeedEnv].
 //
-// When Run ends it prints one line to standard output, so that it shows
-// without -v, saying which backend and server version really ran and how
-// many cases passed:
+// When Run ends it prints one line to standard output, saying which
+// backend and server version really ran and how many cases passed:
 //
 //	conformance: backend=sqlite server=3.46.0 locks=database passed=111 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s Embedded:true LockService:} test=TestConformance
+//
+// go test shows it without -v only for a package run from its own
+// directory (`go test` with no package arguments); `go test ./...` keeps a
+// passing package's output to itself. The file [SummaryEnv] names gets
+// each line as well, e.g. GOMOGILE_TEST_SUMMARY=/dev/tty on a terminal.
 //
 // # Using the suite
 //

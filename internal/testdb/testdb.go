@@ -6,10 +6,13 @@
 package testdb
 
 import (
+	"fmt"
 	"net"
 	"os"
+	"sync"
 	"testing"
 
+	"github.com/gomogile/gomogile/conformance"
 	"github.com/gomogile/gomogile/internal/freshdb"
 )
 
@@ -28,14 +31,24 @@ func InCI() bool {
 
 // Unavailable ends a test whose server could not be found: a skip with the
 // reason on a developer's machine, a failure under CI.
+//
+// A skip is also written once per backend and test binary to the summary
+// file (conformance.SummaryEnv), where the conformance lines of the
+// backends that ran go: without -v, `go test ./...` shows neither.
 func Unavailable(t testing.TB, backend, why string) {
 	t.Helper()
 	msg := backend + " test server unavailable: " + why
 	if InCI() {
 		t.Fatal(msg + " (CI=true: every backend must run)")
 	}
+	if _, told := skipsTold.LoadOrStore(backend, true); !told {
+		conformance.WriteSummary(fmt.Sprintf("testdb: backend=%s skipped (first in %s): %s", backend, t.Name(), why))
+	}
 	t.Skip(msg)
 }
+
+// skipsTold holds the backends whose skip this binary has written.
+var skipsTold sync.Map
 
 // ClosedAddr is a loopback host:port on which nothing listens (a port
 // just freed), so that connecting to it is refused, as to a server that is
