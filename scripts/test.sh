@@ -15,6 +15,18 @@ export GOMOGILE_TEST_POSTGRES_DSN="${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root
 mkdir -p var
 log=var/test.log
 
+# The real Docker engine's path (CI, or GOMOGILE_TEST_DOCKER=1; see
+# scripts/test-servers.sh): its images are named for every test binary, so
+# that the tests of dockertest itself (internal/testdb: a job container, a
+# killed run) use them; the env DSNs above still win everywhere else.
+docker_on=0
+if [ "${GOMOGILE_TEST_DOCKER:-}" = 1 ] || { [ -n "${CI:-}" ] && [ "${GOMOGILE_TEST_DOCKER:-}" != 0 ]; }; then
+	docker_on=1
+	GOMOGILE_TEST_MYSQL_IMAGE="$(bash scripts/docker-images.sh --tag mariadb)" || exit 1
+	GOMOGILE_TEST_POSTGRES_IMAGE="$(bash scripts/docker-images.sh --tag postgres)" || exit 1
+	export GOMOGILE_TEST_MYSQL_IMAGE GOMOGILE_TEST_POSTGRES_IMAGE
+fi
+
 echo "go mod tidy -diff"
 go mod tidy -diff || { echo "test: go.mod/go.sum are not tidy; run go mod tidy and commit the result" >&2; exit 1; }
 
@@ -44,11 +56,9 @@ fi
 # MySQL and PostgreSQL suites with no env DSN, on containers a real Docker
 # engine runs from the images scripts/docker-images.sh built from Debian
 # packages (CI, or GOMOGILE_TEST_DOCKER=1; see scripts/test-servers.sh).
-if [ $status -eq 0 ] && { [ "${GOMOGILE_TEST_DOCKER:-}" = 1 ] || { [ -n "${CI:-}" ] && [ "${GOMOGILE_TEST_DOCKER:-}" != 0 ]; }; }; then
+if [ $status -eq 0 ] && [ $docker_on = 1 ]; then
 	echo "go test ./store/mysql ./store/postgres -run TestConformance\$ (dockertest, no env DSN)"
 	env -u GOMOGILE_TEST_MYSQL_DSN -u GOMOGILE_TEST_POSTGRES_DSN \
-		GOMOGILE_TEST_MYSQL_IMAGE="$(bash scripts/docker-images.sh --tag mariadb)" \
-		GOMOGILE_TEST_POSTGRES_IMAGE="$(bash scripts/docker-images.sh --tag postgres)" \
 		go test -count=1 -v -timeout 20m -run 'TestConformance$' ./store/mysql ./store/postgres >>"$log" 2>&1 || status=1
 	left=$(docker ps -aq --filter label=gomogile.test 2>/dev/null | wc -l)
 	[ "$left" -eq 0 ] || { echo "test: $left dockertest container(s) left after the run"; status=1; }

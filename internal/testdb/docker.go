@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,24 @@ const (
 // go test timeout.
 var pingTimeout = 5 * time.Second
 
+// Why testdb drives dockertest's client itself rather than its Pool
+// helpers (v3.12.0):
+//   - RunWithOptions takes no context and pulls with no timeout (a pull
+//     that stalls holds every test binary of the run, waiting on the
+//     container lock, until go test's timeout); it reads credentials only
+//     from a helper for three-part names, not config.json's "auths"; and a
+//     name already taken by another binary of the same run is an error to
+//     it, where testdb reuses that container (one server per image per run).
+//   - Retry probes one address with no context; testdb probes the
+//     published port and then, for a job container, the container's own
+//     address and its gateway (engine.addrs), within a deadline.
+//   - Purge removes a Resource this process made; the leftovers of a
+//     killed run are not this process's and are found by label
+//     (purgeLeftovers). Expire stops the container after a fixed time even
+//     while another binary still uses it; testdb removes a container when
+//     its last live user lets go instead.
+// NewPool and NewTLSPool are used for the connection, as they are.
+
 // engine is a Docker engine and the host its published ports are reached on.
 type engine struct {
 	client *dc.Client
@@ -60,6 +79,8 @@ type engine struct {
 	// its own interfaces, which are this machine's only when the engine is
 	// local (a unix socket). For tcp://host:port it is that host.
 	host string
+	// endpoint is where the engine was reached ("unix:///run/docker.sock").
+	endpoint string
 }
 
 // newEngine connects to the engine at endpoint ("" = from the
@@ -95,7 +116,7 @@ func newEngine(ctx context.Context, endpoint string) (*engine, error) {
 		}
 		return nil, fmt.Errorf("no docker engine at %s: %w", endpointName(endpoint), err)
 	}
-	return &engine{client: pool.Client, host: engineHost(endpoint)}, nil
+	return &engine{client: pool.Client, host: engineHost(endpoint), endpoint: endpoint}, nil
 }
 
 func endpointName(endpoint string) string {
@@ -226,45 +247,94 @@ func shortID(id string) string {
 	return id
 }
 
+// addrs is where a test may reach port of container c, best first: the
+// published port (hostPort), then — for a local engine only — the
+// container's own addresses on its networks with the port itself, and
+// the networks' gateways with the published port. The later ones are for
+// a test run inside a container beside the host's engine socket (a CI job
+// container): there 127.0.0.1 is the job's own loopback, where the
+// published port is not, while the sibling container's address on the
+// shared bridge is reachable.
+func (e *engine) addrs(c *dc.Container, port string) ([]string, error) {
+	first, err := hostPort(c, port, e.host)
+	if err != nil {
+		return nil, err
+	}
+	list := []string{first}
+	if e.host != "" {
+		// A remote engine's container networks are the remote machine's.
+		return list, nil
+	}
+	_, published, _ := net.SplitHostPort(first)
+	inner := strings.TrimSuffix(strings.TrimSuffix(port, "/tcp"), "/udp")
+	add := func(host, p string) {
+		if host == "" {
+			return
+		}
+		a := net.JoinHostPort(host, p)
+		for _, have := range list {
+			if have == a {
+				return
+			}
+		}
+		list = append(list, a)
+	}
+	// Sorted by network name, so that the order is the same every time.
+	names := make([]string, 0, len(c.NetworkSettings.Networks))
+	for n := range c.NetworkSettings.Networks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	add(c.NetworkSettings.IPAddress, inner)
+	for _, n := range names {
+		add(c.NetworkSettings.Networks[n].IPAddress, inner)
+	}
+	add(c.NetworkSettings.Gateway, published)
+	for _, n := range names {
+		add(c.NetworkSettings.Networks[n].Gateway, published)
+	}
+	return list, nil
+}
+
 // portWait bounds how long a just-started container may take to have its
 // ports published (the engine fills them in shortly after start).
 var portWait = 10 * time.Second
 
-// start returns the address of a running server for spec: the labelled
-// container of that name if one runs (left by another test binary of this
-// run or, with EnvDockerKeep, by an earlier run), else a new one. created
-// says whether this call made the container.
-func (e *engine) start(ctx context.Context, spec containerSpec, name string) (addr string, created bool, err error) {
+// start returns the addresses (engine.addrs) of a running server for
+// spec: the labelled container of that name if one runs (left by another
+// test binary of this run or, with EnvDockerKeep, by an earlier run), else
+// a new one. created says whether this call made the container.
+func (e *engine) start(ctx context.Context, spec containerSpec, name string) (addrs []string, created bool, err error) {
 	c, err := e.client.InspectContainerWithContext(name, ctx)
 	var nsc *dc.NoSuchContainer
 	switch {
 	case errors.As(err, &nsc):
 		c = nil
 	case err != nil:
-		return "", false, fmt.Errorf("inspect container %s: %w", name, err)
+		return nil, false, fmt.Errorf("inspect container %s: %w", name, err)
 	case c.Config == nil || c.Config.Labels[labelTest] != spec.kind:
-		return "", false, fmt.Errorf("a container named %s exists without label %s=%s; not touching it", name, labelTest, spec.kind)
+		return nil, false, fmt.Errorf("a container named %s exists without label %s=%s; not touching it", name, labelTest, spec.kind)
 	case !c.State.Running:
 		// Left stopped by a crashed run: its data may be half-initialised.
 		if err := e.remove(ctx, c.ID); err != nil {
-			return "", false, err
+			return nil, false, err
 		}
 		c = nil
 	}
 	if c == nil {
 		if c, err = e.create(ctx, spec, name); err != nil {
-			return "", false, err
+			return nil, false, err
 		}
 		created = true
 	}
 	c, err = e.waitPorts(ctx, c.ID, spec.port)
 	if err == nil {
-		addr, err = hostPort(c, spec.port, e.host)
+		addrs, err = e.addrs(c, spec.port)
 	}
 	if err != nil {
-		return "", created, e.failed(ctx, c, created, err)
+		return nil, created, e.failed(ctx, c, created, err)
 	}
-	return addr, created, nil
+	return addrs, created, nil
 }
 
 // create pulls the image when missing and creates and starts the
@@ -336,21 +406,25 @@ func (e *engine) waitPorts(ctx context.Context, id, port string) (*dc.Container,
 	}
 }
 
-// waitReady polls spec.ready at addr until it answers or wait passes.
-func (e *engine) waitReady(ctx context.Context, spec containerSpec, addr string, wait time.Duration) error {
+// waitReady polls spec.ready at each of addrs in turn, best first, until
+// one answers or wait passes, and returns the one that answered.
+func (e *engine) waitReady(ctx context.Context, spec containerSpec, addrs []string, wait time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	delay := 200 * time.Millisecond
 	for {
-		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-		err := spec.ready(pctx, addr)
-		pcancel()
-		if err == nil {
-			return nil
+		var err error
+		for _, addr := range addrs {
+			pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+			err = spec.ready(pctx, addr)
+			pcancel()
+			if err == nil {
+				return addr, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s at %s did not answer within %v (%s sets the limit): %w", spec.kind, addr, wait, EnvDockerMaxWait, err)
+			return "", fmt.Errorf("%s at %s did not answer within %v (%s sets the limit): %w", spec.kind, strings.Join(addrs, " or "), wait, EnvDockerMaxWait, err)
 		case <-time.After(delay):
 		}
 		if delay < 2*time.Second {
@@ -432,6 +506,49 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// purged makes the first dockerServer call of a process purge leftovers.
+var purged sync.Once
+
+// purgeLeftovers removes the containers with this machine's and user's
+// owner label that no live test binary uses: what a run killed before
+// testdb.Main could release its containers (kill -9, a CI job cancelled)
+// left behind. A container is in use while a live process has a user file
+// for it, and that file is written under the container's lock together
+// with its start, so one held here is never taken from under a binary
+// that is still starting it. Nothing is purged with EnvDockerKeep=1,
+// whose containers are meant to outlive their run.
+func (e *engine) purgeLeftovers(ctx context.Context) error {
+	if os.Getenv(EnvDockerKeep) == "1" {
+		return nil
+	}
+	list, err := e.client.ListContainers(dc.ListContainersOptions{All: true, Context: ctx,
+		Filters: map[string][]string{"label": {labelOwner + "=" + ownerID()}}})
+	if err != nil {
+		return fmt.Errorf("list containers labelled %s=%s: %w", labelOwner, ownerID(), err)
+	}
+	var errs []error
+	for _, c := range list {
+		if len(c.Names) == 0 || c.Labels[labelTest] == "" {
+			continue
+		}
+		name := strings.TrimPrefix(c.Names[0], "/")
+		unlock, err := lockUsers(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n, err := liveUsers(name)
+		if err == nil && n == 0 {
+			err = e.remove(ctx, c.ID)
+		}
+		unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // dockerServer returns the address of a running server for spec, started
 // if need be, and records this process as one of its users.
 func dockerServer(ctx context.Context, spec containerSpec) (string, error) {
@@ -449,17 +566,23 @@ func dockerServer(ctx context.Context, spec containerSpec) (string, error) {
 	if !called {
 		return "", errors.New("the test package's TestMain must call testdb.Main, or the containers would never be removed")
 	}
+	var perr error
+	purged.Do(func() { perr = e.purgeLeftovers(ctx) })
+	if perr != nil {
+		return "", fmt.Errorf("purge the containers of killed runs: %w", perr)
+	}
 	name := containerName(spec)
 	unlock, err := lockUsers(name)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	addr, created, err := e.start(ctx, spec, name)
+	addrs, created, err := e.start(ctx, spec, name)
 	if err != nil {
 		return "", err
 	}
-	if err := e.waitReady(ctx, spec, addr, wait); err != nil {
+	addr, err := e.waitReady(ctx, spec, addrs, wait)
+	if err != nil {
 		c, _ := e.client.InspectContainerWithContext(name, ctx)
 		return "", e.failed(ctx, c, created, err)
 	}
@@ -527,8 +650,14 @@ func addUser(name string) error {
 // dropUser removes this process from name's users, and those whose process
 // is gone (a binary killed by go test's timeout), and reports how many remain.
 func dropUser(name string) (int, error) {
+	_ = os.Remove(filepath.Join(usersDir(name), strconv.Itoa(os.Getpid())))
+	return liveUsers(name)
+}
+
+// liveUsers removes name's users whose process is gone and reports how
+// many remain.
+func liveUsers(name string) (int, error) {
 	dir := usersDir(name)
-	_ = os.Remove(filepath.Join(dir, strconv.Itoa(os.Getpid())))
 	ents, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return 0, fmt.Errorf("testdb: %w", err)

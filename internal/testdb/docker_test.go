@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,8 @@ import (
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/gomogile/gomogile/conformance"
 )
 
 // fakeEngine answers the part of the Docker Engine API testdb uses, with
@@ -122,6 +126,28 @@ func (f *fakeEngine) serve(w http.ResponseWriter, r *http.Request) {
 			c.NetworkSettings.Ports[p] = f.ports
 		}
 		w.WriteHeader(http.StatusNoContent)
+	case r.Method == "GET" && path == "/containers/json":
+		// Only the label filter testdb sends: "key=value" or "key".
+		var filters map[string][]string
+		if v := r.URL.Query().Get("filters"); v != "" {
+			if err := json.Unmarshal([]byte(v), &filters); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
+		list := []dc.APIContainers{}
+		for name, c := range f.containers {
+			match := true
+			for _, l := range filters["label"] {
+				k, v, hasV := strings.Cut(l, "=")
+				got, ok := c.Config.Labels[k]
+				match = match && ok && (!hasV || got == v)
+			}
+			if match {
+				list = append(list, dc.APIContainers{ID: c.ID, Names: []string{"/" + name}, Labels: c.Config.Labels})
+			}
+		}
+		json.NewEncoder(w).Encode(list)
 	case len(parts) == 3 && parts[0] == "containers" && parts[2] == "json":
 		c := f.byRef(parts[1])
 		if c == nil {
@@ -209,6 +235,53 @@ func TestEngineHost(t *testing.T) {
 	}
 }
 
+// On a local engine the container's own address and its network's
+// gateway follow the published port, for a test run in a job container
+// that cannot reach the published port on 127.0.0.1; a remote engine's
+// container networks are not this machine's.
+func TestAddrs(t *testing.T) {
+	c := &dc.Container{ID: "abc", NetworkSettings: &dc.NetworkSettings{
+		Ports:     map[dc.Port][]dc.PortBinding{"3306/tcp": {{HostIP: "127.0.0.1", HostPort: "49153"}}},
+		IPAddress: "172.17.0.2", Gateway: "172.17.0.1",
+		Networks: map[string]dc.ContainerNetwork{
+			"bridge": {IPAddress: "172.17.0.2", Gateway: "172.17.0.1"},
+			"ci":     {IPAddress: "10.9.0.5", Gateway: "10.9.0.1"},
+		}}}
+	local := &engine{}
+	got, err := local.addrs(c, "3306/tcp")
+	want := "127.0.0.1:49153 172.17.0.2:3306 10.9.0.5:3306 172.17.0.1:49153 10.9.0.1:49153"
+	if err != nil || strings.Join(got, " ") != want {
+		t.Errorf("local engine: addrs = %q, %v; want %q", got, err, want)
+	}
+	remote := &engine{host: "docker"}
+	if got, err := remote.addrs(c, "3306/tcp"); err != nil || strings.Join(got, " ") != "docker:49153" {
+		t.Errorf("remote engine: addrs = %q, %v; want only docker:49153", got, err)
+	}
+}
+
+// The first of the addresses that answers is the one handed out, the
+// published port before the others.
+func TestWaitReadyTriesEachAddress(t *testing.T) {
+	var probed []string
+	spec := testSpec(func(ctx context.Context, addr string) error {
+		probed = append(probed, addr)
+		if addr == "172.17.0.2:5432" {
+			return nil
+		}
+		return errors.New("connection refused")
+	})
+	e := &engine{}
+	got, err := e.waitReady(context.Background(), spec, []string{"127.0.0.1:49153", "172.17.0.2:5432", "172.17.0.1:49153"}, time.Minute)
+	if err != nil || got != "172.17.0.2:5432" || strings.Join(probed, " ") != "127.0.0.1:49153 172.17.0.2:5432" {
+		t.Errorf("waitReady = %q, %v after probing %q; want the container's address, after the published port", got, err, probed)
+	}
+	_, err = e.waitReady(context.Background(), testSpec(func(context.Context, string) error { return errors.New("refused") }),
+		[]string{"127.0.0.1:1", "172.17.0.2:5432"}, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1 or 172.17.0.2:5432") {
+		t.Errorf("waitReady with nothing answering: %v; want an error naming every address", err)
+	}
+}
+
 func TestHostPort(t *testing.T) {
 	ctr := func(b ...dc.PortBinding) *dc.Container {
 		return &dc.Container{ID: "abc", NetworkSettings: &dc.NetworkSettings{Ports: map[dc.Port][]dc.PortBinding{"5432/tcp": b}}}
@@ -250,7 +323,8 @@ func TestStartUsesDockerHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := testSpec(nil)
-	addr, created, err := e.start(context.Background(), spec, containerName(spec))
+	addrs, created, err := e.start(context.Background(), spec, containerName(spec))
+	addr := strings.Join(addrs, ",")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +381,9 @@ func TestStartEmptyPortMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := testSpec(nil)
-	addr, _, err := e.start(context.Background(), spec, containerName(spec))
+	addrs, _, err := e.start(context.Background(), spec, containerName(spec))
 	if err == nil {
+		addr := strings.Join(addrs, ",")
 		t.Fatalf("start = %q with an empty port mapping, want an error", addr)
 	}
 	if !strings.Contains(err.Error(), "publishes no host port") || !strings.Contains(err.Error(), "wrong ownership") {
@@ -337,8 +412,8 @@ func TestStartReusesLabelledContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, created, err := e.start(context.Background(), spec, name)
-	if err != nil || created || addr != "127.0.0.1:40000" || f.creates != 0 {
+	addrs, created, err := e.start(context.Background(), spec, name)
+	if addr := strings.Join(addrs, ","); err != nil || created || addr != "127.0.0.1:40000" || f.creates != 0 {
 		t.Errorf("start = %q, created=%v, %v (creates=%d); want the running container reused", addr, created, err, f.creates)
 	}
 
@@ -414,6 +489,61 @@ func TestReleaseRemovesWhenLastUser(t *testing.T) {
 	}
 }
 
+// A run killed before it could release its containers (kill -9) leaves
+// them running with its user file behind: the next process to ask for a
+// container removes those no live binary uses, and only those of its own
+// owner label, and none with GOMOGILE_TEST_DOCKER_KEEP=1.
+func TestPurgeLeftovers(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	f := newFakeEngine(t, "127.0.0.1:0")
+	dead := exec.Command(os.Args[0], "-test.run=^$")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string, labels map[string]string, users ...int) {
+		f.containers[name] = &dc.Container{ID: name + strings.Repeat("0", 64-len(name)), Name: "/" + name,
+			Config: &dc.Config{Labels: labels}, State: dc.State{Running: true, Status: "running"}}
+		if err := os.MkdirAll(usersDir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range users {
+			if err := os.WriteFile(filepath.Join(usersDir(name), strconv.Itoa(pid)), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ours := map[string]string{labelTest: "mysql", labelOwner: ownerID()}
+	put("killed", ours, dead.Process.Pid)
+	put("never-used", ours)
+	put("in-use", ours, os.Getppid(), dead.Process.Pid)
+	put("other-owner", map[string]string{labelTest: "mysql", labelOwner: "0badc0de"}, dead.Process.Pid)
+	put("not-ours", map[string]string{"app": "db"})
+	e, err := newEngine(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Setenv(EnvDockerKeep, "1")
+	if err := e.purgeLeftovers(context.Background()); err != nil || len(f.removes) != 0 {
+		t.Fatalf("purge with %s=1: removed %v, %v; want nothing removed", EnvDockerKeep, f.removes, err)
+	}
+	t.Setenv(EnvDockerKeep, "")
+	if err := e.purgeLeftovers(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for name := range f.containers {
+		left = append(left, name)
+	}
+	sort.Strings(left)
+	if got := strings.Join(left, " "); got != "in-use not-ours other-owner" {
+		t.Errorf("left %q; want the killed run's and the unused container removed, the rest kept", got)
+	}
+	if n, _ := liveUsers("in-use"); n != 1 {
+		t.Errorf("in-use has %d live users; want the dead one's file removed, the live one's kept", n)
+	}
+}
+
 func TestImageAndMaxWaitFromEnv(t *testing.T) {
 	t.Setenv(EnvPostgresImage, "")
 	if got := imageFrom(EnvPostgresImage, DefaultPostgresImage); got != DefaultPostgresImage {
@@ -449,3 +579,22 @@ func TestImageAndMaxWaitFromEnv(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+// A backend that cannot run says so in the summary file once per binary,
+// however many tests skip for it.
+func TestUnavailableWritesSummaryOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "summary.txt")
+	t.Setenv(conformance.SummaryEnv, path)
+	t.Setenv("CI", "")
+	skipsTold.Delete("nosuchdb")
+	for i := 0; i < 2; i++ {
+		t.Run("Skip", func(t *testing.T) { Unavailable(t, "nosuchdb", "no server here") })
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), "testdb: backend=nosuchdb skipped (first in TestUnavailableWritesSummaryOnce/Skip): no server here\n"; got != want {
+		t.Errorf("summary %q; want %q", got, want)
+	}
+}
