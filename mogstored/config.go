@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gomogile/gomogile/internal/logsetup"
 )
 
 // Defaults, as in the Perl mogstored and its DiskUsage child.
@@ -181,6 +184,9 @@ type fileOptions struct {
 	daemonizeSet bool
 	pidFile      string
 	pidFileSet   bool
+	// The log's level, format and file (log_level, log_format, log_file):
+	// Main's, as the process's output is not the Server's business.
+	logLevel, logFormat, logFile string
 }
 
 // configLine is the original's load_config_file syntax: "key = value", with
@@ -320,6 +326,22 @@ func applySetting(cfg *Config, fo *fileOptions, key, val string) error {
 		} else {
 			cfg.MgmtMaxConns = int(n)
 		}
+	case "log_level", "log_format":
+		v := strings.ToLower(val)
+		allowed := logsetup.Levels
+		if key == "log_format" {
+			allowed = logsetup.Formats
+		}
+		if !slices.Contains(allowed, v) {
+			return fmt.Errorf("%s %q: want one of %s", key, val, strings.Join(allowed, ", "))
+		}
+		if key == "log_level" {
+			fo.logLevel = v
+		} else {
+			fo.logFormat = v
+		}
+	case "log_file":
+		fo.logFile = val
 	default:
 		return fmt.Errorf("unknown config setting %q", key)
 	}
@@ -335,8 +357,10 @@ func limitDefault[T int | int64 | time.Duration](v, def T) T {
 }
 
 // limitKeys are the settings that take a value on the command line too
-// (--key=value), beside the original's options.
-var limitKeys = []string{"writenetworks", "mgmtnetworks", "bodytimeout", "minbodyrate", "maxconnsperip", "mgmtmaxconns", "mgmtidletimeout", "statuslisten"}
+// (--key=value), beside the original's options: the protections, the
+// status listener and the log's.
+var limitKeys = []string{"writenetworks", "mgmtnetworks", "bodytimeout", "minbodyrate", "maxconnsperip", "mgmtmaxconns", "mgmtidletimeout", "statuslisten",
+	"log_level", "log_format", "log_file"}
 
 // parseBool accepts the spellings an operator is likely to use; the Perl
 // parser treated anything but "0" as true, which made "false" mean true, so we

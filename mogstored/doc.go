@@ -82,4 +82,7 @@
 // original's flags and mogstored.conf keys, with flags overriding the file.
 // --daemonize re-executes the binary detached with setsid and returns once
 // the child reports that it serves, or with the child's start-up error.
+// Its log follows log_level, log_format and log_file as the tracker's
+// (internal/logsetup): stderr, or syslog once detached, unless log_file
+// names a file.
 package mogstored

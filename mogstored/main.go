@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 
 	"github.com/gomogile/gomogile/internal/buildinfo"
+	"github.com/gomogile/gomogile/internal/logsetup"
 )
 
 // DefaultConfigFile is read when it exists and no --config is given, as the
@@ -36,6 +36,11 @@ type Main struct {
 	ConfigFile string // the file that was read, "" if none
 	Daemonize  bool
 	PIDFile    string
+	// LogLevel, LogFormat and LogFile are log_level (debug, info, warn,
+	// error; "" = info), log_format (text, json; "" = text) and log_file
+	// ("" = stderr, or syslog once detached with --daemonize), as the
+	// tracker's. They apply when Config.Logger is nil.
+	LogLevel, LogFormat, LogFile string
 }
 
 // NewMain returns a Main writing to the process's stdout and stderr.
@@ -70,9 +75,16 @@ Protections (see the README's "Security"; 0 turns a limit off):
  --mgmtmaxconns=<n>     Open management connections (default 1000)
  --mgmtidletimeout=<s>  Close a management connection silent this long (default 600)
 
+Logging:
+ --log_level=<level>    debug, info, warn or error (default info)
+ --log_format=<format>  text or json (default text)
+ --log_file=<path>      Append the log here (default stderr; syslog, tagged
+                        mogstored, once detached with --daemonize)
+
 Short flags may be bundled (-sd). Config file lines are "key = value" with
 the same keys (httplisten, mgmtlisten, docroot, maxconns, iostat, daemonize,
-pidfile, server, statuslisten, and the protection keys above); command-line flags override
+pidfile, server, statuslisten, and the protection and logging keys above);
+command-line flags override
 the file. mogstored reads no
 environment variables.
 `
@@ -200,6 +212,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if set["pidfile"] {
 		m.PIDFile = pidFile
 	}
+	m.LogLevel, m.LogFormat, m.LogFile = fo.logLevel, fo.logFormat, fo.logFile
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -238,7 +251,14 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 	}
 	cfg := m.Config
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+		// Detached (ready is the daemon's pipe to its parent), stderr is
+		// /dev/null: without log_file the log goes to syslog.
+		out, closeLog, err := logsetup.Output(m.LogFile, ready != nil, "mogstored", m.Stderr)
+		if err != nil {
+			return fmt.Errorf("mogstored: %w", err)
+		}
+		defer closeLog()
+		cfg.Logger = logsetup.New(out, m.LogLevel, m.LogFormat, false)
 	}
 	s := New(cfg)
 	if err := s.Open(ctx); err != nil {

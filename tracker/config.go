@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomogile/gomogile/internal/logsetup"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -557,8 +558,8 @@ var configKeys = map[string]keySetter{
 	"max_open_uploads_per_ip": intKey(func(c *Config) *int { return &c.MaxOpenUploadsPerIP }),
 	"max_open_uploads":        intKey(func(c *Config) *int { return &c.MaxOpenUploads }),
 	"tempfile_ttl":            secondsKey(func(c *Config) *time.Duration { return &c.TempFileTTL }),
-	"log_level":               oneOfKey(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error"),
-	"log_format":              oneOfKey(func(c *Config) *string { return &c.LogFormat }, "text", "json"),
+	"log_level":               oneOfKey(func(c *Config) *string { return &c.LogLevel }, logsetup.Levels...),
+	"log_format":              oneOfKey(func(c *Config) *string { return &c.LogFormat }, logsetup.Formats...),
 	"log_file":                stringKey(func(c *Config) *string { return &c.LogFile }),
 	"status_listen":           stringKey(func(c *Config) *string { return &c.StatusListen }),
 }

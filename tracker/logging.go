@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/gomogile/gomogile/internal/logsetup"
 )
 
 // oneOfKey accepts one of the named values, case-insensitively.
@@ -24,23 +26,5 @@ func oneOfKey(f func(*Config) *string, values ...string) keySetter {
 // log_format, -d), writing to w. Where w leads (log_file, syslog, stderr)
 // is the mogilefsd command's choice.
 func NewLogger(w io.Writer, cfg Config) *slog.Logger {
-	level := slog.LevelInfo
-	if cfg.Debug > 0 {
-		level = slog.LevelDebug
-	}
-	switch cfg.LogLevel {
-	case "debug":
-		level = slog.LevelDebug
-	case "warn":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	case "info":
-		level = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return logsetup.New(w, cfg.LogLevel, cfg.LogFormat, cfg.Debug > 0)
 }

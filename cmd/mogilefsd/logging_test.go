@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomogile/gomogile/internal/logsetup"
 	"github.com/gomogile/gomogile/tracker"
 )
 
@@ -19,14 +20,15 @@ func (*fakeSyslog) Close() error { return nil }
 // foreground, to stderr.
 func TestLogOutput(t *testing.T) {
 	fake := &fakeSyslog{}
-	prev := openSyslog
-	openSyslog = func() (io.WriteCloser, error) { return fake, nil }
-	defer func() { openSyslog = prev }()
+	prev := logsetup.OpenSyslog
+	var tag string
+	logsetup.OpenSyslog = func(t string) (io.WriteCloser, error) { tag = t; return fake, nil }
+	defer func() { logsetup.OpenSyslog = prev }()
 
 	cfg := tracker.DefaultConfig()
 	w, done, err := logOutput(cfg, true, os.Stderr)
-	if err != nil || w != io.Writer(fake) {
-		t.Errorf("detached without log_file: %T, %v; want syslog", w, err)
+	if err != nil || w != io.Writer(fake) || tag != "mogilefsd" {
+		t.Errorf("detached without log_file: %T (tag %q), %v; want syslog tagged mogilefsd", w, tag, err)
 	} else {
 		done()
 	}
@@ -44,7 +46,7 @@ func TestLogOutput(t *testing.T) {
 		t.Errorf("log_file holds %q", b)
 	}
 
-	openSyslog = func() (io.WriteCloser, error) { return nil, errors.New("no /dev/log") }
+	logsetup.OpenSyslog = func(string) (io.WriteCloser, error) { return nil, errors.New("no /dev/log") }
 	if _, _, err := logOutput(tracker.DefaultConfig(), true, os.Stderr); err == nil || !strings.Contains(err.Error(), "log_file") {
 		t.Errorf("no syslog: %v, want an error naming log_file", err)
 	}

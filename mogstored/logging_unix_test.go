@@ -1,0 +1,55 @@
+//go:build unix
+
+package mogstored
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gomogile/gomogile/internal/logsetup"
+)
+
+type fakeSyslog struct{ strings.Builder }
+
+func (*fakeSyslog) Close() error { return nil }
+
+// A daemonized mogstored (the detached copy --daemonize starts, whose
+// stderr is /dev/null) logs to syslog tagged mogstored when no log_file is
+// set, as the tracker does; it used to log to /dev/null.
+func TestMainRun_DetachedLogsToSyslog(t *testing.T) {
+	fake := &fakeSyslog{}
+	var tag string
+	prev := logsetup.OpenSyslog
+	logsetup.OpenSyslog = func(tg string) (io.WriteCloser, error) { tag = tg; return fake, nil }
+	defer func() { logsetup.OpenSyslog = prev }()
+
+	// The pipe the parent reads the start-up result from; Run closes its
+	// end, a descriptor of its own.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fd, err := syscall.Dup(int(w.Fd()))
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(daemonReadyEnv, strconv.Itoa(fd))
+	m, out := testMain(t)
+	runUntilStarted(t, m, "-s", "--docroot="+t.TempDir(), "--httplisten=127.0.0.1:0", "--mgmtlisten=127.0.0.1:0")
+	if line, _ := bufio.NewReader(r).ReadString('\n'); line != "ok\n" {
+		t.Errorf("start-up result %q; want ok", line)
+	}
+	if tag != "mogstored" || !strings.Contains(fake.String(), "msg=serving") || !strings.Contains(fake.String(), "msg=stopped") {
+		t.Errorf("syslog (tag %q) got %q; want the serving and stopped lines tagged mogstored", tag, fake.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout/stderr got %q; a detached mogstored has none", out.String())
+	}
+}
