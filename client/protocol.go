@@ -5,99 +5,22 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/gomogile/gomogile/internal/wire"
 )
 
-// isSafe reports whether b passes through the tracker's URL escaping
-// unchanged. The set is MogileFS::Util::eurl's: letters, digits and
-// "_,-./\:" (space is turned into '+' separately). Everything else,
-// including '+', '=', '&' and every non-ASCII byte, is sent as %XX, so a
-// value can never split an argument, a pair or the request line.
-func isSafe(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		return true
-	}
-	switch b {
-	case '_', ',', '-', '.', '/', '\\', ':':
-		return true
-	}
-	return false
-}
-
-// Escape encodes s the way the tracker encodes reply values: space
-// becomes '+', bytes outside the safe set become %XX with upper-case hex.
-func Escape(s string) string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !isSafe(s[i]) && s[i] != ' ' {
-			n++
-		}
-	}
-	if n == 0 {
-		return strings.ReplaceAll(s, " ", "+")
-	}
-	const hex = "0123456789ABCDEF"
-	var sb strings.Builder
-	sb.Grow(len(s) + 2*n)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ':
-			sb.WriteByte('+')
-		case isSafe(c):
-			sb.WriteByte(c)
-		default:
-			sb.WriteByte('%')
-			sb.WriteByte(hex[c>>4])
-			sb.WriteByte(hex[c&15])
-		}
-	}
-	return sb.String()
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
+// Escape encodes s the way the tracker encodes reply values (MogileFS's
+// eurl): space becomes '+', bytes other than letters, digits and
+// "_,-./\:" become %XX with upper-case hex.
+func Escape(s string) string { return wire.Escape(s) }
 
 // Unescape reverses Escape. Like the tracker's decode_url_args it is
 // lenient: a '%' not followed by two hex digits is kept as it is rather
 // than failing the whole reply, because old servers and hand-written peers
 // do send such bytes and the caller is better served by the literal text.
 func Unescape(s string) string {
-	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
-		return s
-	}
-	var sb strings.Builder
-	sb.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '+':
-			sb.WriteByte(' ')
-		case '%':
-			if i+2 < len(s) {
-				hi, ok1 := unhex(s[i+1])
-				lo, ok2 := unhex(s[i+2])
-				if ok1 && ok2 {
-					sb.WriteByte(hi<<4 | lo)
-					i += 2
-					continue
-				}
-			}
-			sb.WriteByte(c)
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	return sb.String()
+	u, _ := wire.Unescape(s)
+	return u
 }
 
 // EncodeArgs renders args as the tracker expects them after the command

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gomogile/gomogile/internal/wire"
 )
 
 // MaxLineBytes caps one request line. The original tracker buffers without
@@ -134,63 +136,16 @@ func DecodeArgs(s string) (Args, error) {
 }
 
 func unescape(s string) (string, error) {
-	if !strings.ContainsAny(s, "%+") {
-		return s, nil
+	u, ok := wire.Unescape(s)
+	if !ok {
+		return "", ErrBadEncoding
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '+':
-			b.WriteByte(' ')
-		case '%':
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-				return "", ErrBadEncoding
-			}
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), nil
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
+	return u, nil
 }
 
 // Escape is MogileFS::Util::eurl: letters, digits and "_,-./\: " pass
 // (space becomes '+'); every other byte becomes %XX in upper case.
-func Escape(s string) string {
-	const hexdig = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ':
-			b.WriteByte('+')
-		case isWordByte(c) || strings.IndexByte(",-./\\:", c) >= 0:
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hexdig[c>>4])
-			b.WriteByte(hexdig[c&15])
-		}
-	}
-	return b.String()
-}
+func Escape(s string) string { return wire.Escape(s) }
 
 // Reply is an ordered set of reply arguments. The original emitted Perl
 // hash order (random); we keep insertion order so replies are stable.

@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -32,13 +33,9 @@ func parseChecksum(s string) (store.HashType, []byte, error) {
 	if len(hexsum) < 32 || len(hexsum) > 128 || len(hexsum)%2 != 0 {
 		return 0, nil, errors.New("invalid checksum string")
 	}
-	sum := make([]byte, len(hexsum)/2)
-	for i := range sum {
-		a, b := hexsum[2*i], hexsum[2*i+1]
-		if !isHex(a) || !isHex(b) {
-			return 0, nil, errors.New("invalid checksum string")
-		}
-		sum[i] = unhex(a)<<4 | unhex(b)
+	sum, err := hex.DecodeString(hexsum)
+	if err != nil {
+		return 0, nil, errors.New("invalid checksum string")
 	}
 	if len(sum) != ht.Size() {
 		return 0, nil, fmt.Errorf("invalid checksum length=%d (expected %d)", len(sum), ht.Size())
