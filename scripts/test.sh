@@ -84,6 +84,7 @@ fuzz mogstored FuzzParseReqPath 20000x
 fuzz mogstored FuzzMgmtCommand 20000x
 fuzz client FuzzParseReply 20000x
 fuzz client FuzzReplyDecoders 20000x
+fuzz internal/wire FuzzRoundTrip 20000x
 
 grep -E '^\s*--- FAIL|^panic:' "$log" | head -50
 grep -E '^(ok|FAIL)\s' "$log" || true
