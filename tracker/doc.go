@@ -224,8 +224,10 @@
 // of every job that has had workers; replicate, delete and fsck workers
 // run only while a job master is wanted (job_master = 0 or --no-job_master
 // starts none, "!want 1 job_master" starts them, "!want 0 job_master"
-// stops them); "!to <job> :shutdown" ends each worker of the job, which is
-// replaced at once, and "!to <job> :wake_up" makes idle workers look for
+// stops them); "!to <job> :shutdown" ends each worker of the job, which
+// the supervisor replaces once it has returned — logging its death and the
+// shortfall then, half a second or more after the request, as the
+// original's parent did from its loop — and "!to <job> :wake_up" makes idle workers look for
 // work now. "!watch" streams lines as the original did: ":: " and the
 // message, a worker's prefixed with "[<job>(<pid>)] ", including the
 // original's "Job <job> has only N, wants M, making K." (for queryworker

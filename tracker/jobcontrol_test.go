@@ -169,6 +169,45 @@ func TestJobControl_AsOriginal(t *testing.T) {
 	}
 }
 
+// A watcher that connects right after a "!to fsck :shutdown" has been
+// answered — a script's "!watch" sent just before it on another
+// connection, processed after it — still sees the death and the
+// replacement, as with 2.73, whose parent writes those lines from its
+// loop after the request. gomogile wrote them inside the request, so such
+// a watcher never saw them.
+func TestJobControl_WatcherAfterShutdownRequest(t *testing.T) {
+	st := openStore(t, testDSN(t))
+	cfg := testConfig()
+	o := tracker.JobsOptions(cfg)
+	o.Hostname = "h9test"
+	o.MonitorInterval = 100 * time.Millisecond
+	o.QueuePoll = 50 * time.Millisecond
+	o.CloseGrace = time.Second
+	o.Logger = quietLogger()
+	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: tracker.JobsFor(jobs.New(st, o)), Hostname: "h9test"})
+	c := tt.dial()
+	ask := func(cmd string) string {
+		t.Helper()
+		c.send(cmd + "\r\n")
+		var out []string
+		for l := c.readLine(); l != ".\r\n"; l = c.readLine() {
+			out = append(out, strings.TrimSuffix(l, "\r\n"))
+		}
+		return strings.Join(out, "\n")
+	}
+	ask("!want 1 job_master")
+	waitFor(t, 10*time.Second, "an fsck worker", func() bool { return strings.Contains(ask("!jobs"), "fsck count 1") })
+
+	if got := ask("!to fsck :shutdown"); got != "Message sent to 1 children." {
+		t.Fatalf("!to fsck :shutdown = %q", got)
+	}
+	watch := watchStream(t, tt)
+	pid := fmt.Sprint(os.Getpid())
+	awaitWatch(t, watch, ":: Child "+pid+" (fsck) died: 0 (UNEXPECTED)\r\n", 10*time.Second)
+	awaitWatch(t, watch, ":: Job fsck has only 0, wants 1, making 1.\r\n", 10*time.Second)
+	waitFor(t, 10*time.Second, "fsck replaced", func() bool { return strings.Contains(ask("!jobs"), "fsck count 1") })
+}
+
 // Issue 9, point 5: the original's test-rig variables reach the workers:
 // TESTING and, only with it, T_FAKE_IO_DEV<N>.
 func TestJobsOptions_TestingEnv(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -15,13 +16,78 @@ import (
 // and as many workers as that count, each worker has a mailbox for !to
 // messages, and the queue workers (replicate, delete, fsck) run only while
 // a job master is wanted. A worker that a message shuts down is replaced
-// at once, as the original's parent respawned a child that exited; the
-// lines the original's parent logged on either event are logged the same.
+// by the supervisor, as the original's parent respawned a child that
+// exited; the lines the original's parent logged on either event are
+// logged the same, and from the same place: the supervisor's loop, after
+// the request that caused them, never inside it.
 
 // worker is one running goroutine of a job class.
 type worker struct {
-	stop context.CancelFunc
-	wake chan struct{} // :wake_up; buffered 1, so a wake is never lost
+	stop    context.CancelFunc
+	wake    chan struct{} // :wake_up; buffered 1, so a wake is never lost
+	done    chan struct{} // closed when its goroutine has returned
+	stopped time.Time     // when a :shutdown stopped it
+}
+
+// superviseEvery is how often the supervisor looks for workers that a
+// :shutdown ended, as the original's parent ran its loop once a second.
+// reapAfter is the least time between a worker's stop and the lines that
+// report it: the original's parent noticed a child's death in that loop,
+// never within the request that caused it, so a watcher that connects
+// around the request (a script's "!watch" just before its "!to … :shutdown"
+// on another connection) still sees "Child N (job) died" and "Job X has
+// only 0, wants 1" — logged inside the request, they came before it.
+const (
+	superviseEvery = 250 * time.Millisecond
+	reapAfter      = 500 * time.Millisecond
+)
+
+// supervise reaps the workers a :shutdown stopped once they have returned,
+// logging each death, and replaces them, until ctx ends.
+func (m *Manager) supervise(ctx context.Context) {
+	t := time.NewTicker(superviseEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		if !m.isClosed {
+			m.reapLocked(time.Now())
+		}
+		m.mu.Unlock()
+	}
+}
+
+// reapLocked logs and forgets the dying workers that have returned and
+// were stopped at least reapAfter before now, then starts their
+// replacements. m.mu is held.
+func (m *Manager) reapLocked(now time.Time) {
+	reaped := false
+	for _, name := range []string{JobMonitor, JobReaper, JobMaster, JobReplicate, JobDelete, JobFsck} {
+		jc := m.classes[name]
+		left := jc.dying[:0]
+		for _, w := range jc.dying {
+			select {
+			case <-w.done:
+				if now.Sub(w.stopped) >= reapAfter {
+					// Goroutines have no pids of their own; the tracker's
+					// stands in.
+					m.log.Warn(fmt.Sprintf("Child %d (%s) died: 0 (UNEXPECTED)", os.Getpid(), jc.name))
+					reaped = true
+					continue
+				}
+			default:
+			}
+			left = append(left, w)
+		}
+		jc.dying = left
+	}
+	if reaped {
+		m.reconcileLocked(false)
+	}
 }
 
 type workerKey struct{}
@@ -57,13 +123,17 @@ func (m *Manager) reconcileLocked(atOpen bool) {
 	for _, name := range []string{JobMonitor, JobReaper, JobMaster, JobReplicate, JobDelete, JobFsck} {
 		jc := m.classes[name]
 		want := m.effectiveLocked(jc)
-		if need := want - len(jc.workers); need > 0 && !atOpen {
-			m.log.Warn(fmt.Sprintf("Job %s has only %d, wants %d, making %d.", jc.name, len(jc.workers), want, need))
+		// A worker a :shutdown stopped counts until the supervisor has
+		// seen it gone, as the original's parent counted a child until
+		// it reaped it.
+		have := len(jc.workers) + len(jc.dying)
+		if need := want - have; need > 0 && !atOpen {
+			m.log.Warn(fmt.Sprintf("Job %s has only %d, wants %d, making %d.", jc.name, have, want, need))
 		}
-		for len(jc.workers) < want {
+		for ; have < want; have++ {
 			m.startWorkerLocked(jc)
 		}
-		for len(jc.workers) > want {
+		for ; have > want && len(jc.workers) > 0; have-- {
 			last := len(jc.workers) - 1
 			jc.workers[last].stop()
 			jc.workers = jc.workers[:last]
@@ -73,7 +143,7 @@ func (m *Manager) reconcileLocked(atOpen bool) {
 
 func (m *Manager) startWorkerLocked(jc *jobClass) {
 	stopCtx, stop := context.WithCancel(m.leaseCtx)
-	w := &worker{stop: stop, wake: make(chan struct{}, 1)}
+	w := &worker{stop: stop, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	stopCtx = context.WithValue(stopCtx, workerKey{}, w)
 	jc.workers = append(jc.workers, w)
 	jc.started = true
@@ -81,6 +151,7 @@ func (m *Manager) startWorkerLocked(jc *jobClass) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer close(w.done)
 		defer jc.running.Add(-1)
 		jc.run(stopCtx)
 	}()
@@ -137,13 +208,13 @@ func (m *Manager) Message(jobClass, msg string) int {
 	n := len(jc.workers)
 	switch {
 	case strings.HasPrefix(msg, ":shutdown"):
+		now := time.Now()
 		for _, w := range jc.workers {
 			w.stop()
-			// Goroutines have no pids of their own; the tracker's stands in.
-			m.log.Warn(fmt.Sprintf("Child %d (%s) died: 0 (UNEXPECTED)", os.Getpid(), jc.name))
+			w.stopped = now
 		}
+		jc.dying = append(jc.dying, jc.workers...)
 		jc.workers = nil
-		m.reconcileLocked(false)
 	case strings.HasPrefix(msg, ":wake_up"):
 		for _, w := range jc.workers {
 			select {

@@ -40,8 +40,14 @@ func TestManager_OpenIsQuietShortfallIsNot(t *testing.T) {
 	if n := m.Message(jobs.JobReplicate, ":shutdown"); n != 1 {
 		t.Fatalf("!to replicate :shutdown reached %d workers; want 1", n)
 	}
-	if want := `"Job replicate has only 0, wants 1, making 1."`; !strings.Contains(buf.String(), want) {
-		t.Errorf("after a replicate worker died the log lacks %s:\n%s", want, buf.String())
+	// The supervisor says so once the worker has returned, after the
+	// request: the death first, then the shortfall.
+	waitFor(t, 5*time.Second, "the replacement's line", func() bool {
+		return strings.Contains(buf.String(), `"Job replicate has only 0, wants 1, making 1."`)
+	})
+	got := buf.String()
+	if died := strings.Index(got, "(replicate) died: 0 (UNEXPECTED)"); died < 0 || died > strings.Index(got, `"Job replicate has only`) {
+		t.Errorf("the log lacks the worker's death before its replacement:\n%s", got)
 	}
 	if err := m.SetWant(jobs.JobDelete, 3); err != nil {
 		t.Fatal(err)

@@ -172,6 +172,9 @@ type jobClass struct {
 	needsMaster bool
 	want        int
 	workers     []*worker
+	// dying are the workers a !to :shutdown stopped, until the supervisor
+	// sees them gone (control.go).
+	dying []*worker
 	// started: the class has had a worker; !jobs lists only those, as the
 	// original lists the jobs it has had children for.
 	started   bool
@@ -286,6 +289,11 @@ func (m *Manager) Open(ctx context.Context) error {
 	m.workCtx, m.workStop = context.WithCancel(context.WithoutCancel(ctx))
 
 	m.reconcileLocked(true)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.supervise(m.leaseCtx)
+	}()
 	return nil
 }
 
@@ -376,7 +384,7 @@ func (m *Manager) Close() error {
 	}
 	m.leaseStop()
 	for _, jc := range m.classes {
-		jc.workers = nil
+		jc.workers, jc.dying = nil, nil
 	}
 	m.mu.Unlock()
 
