@@ -292,7 +292,7 @@ func TestCommands_ServerSettingsRefused(t *testing.T) {
 	c := tt.dial()
 	refused := []string{
 		"key=memcache_servers&value=10.0.0.1:11211",
-		"key=internal_queue_limit&value=500", "key=case_sensitive_list_keys&value=0",
+		"key=internal_queue_limit&value=500",
 		"key=network_zones&value=one,two", "key=zone_one&value=10.0.0.0/8",
 	}
 	if !tt.st.Capabilities().ReadReplicas {

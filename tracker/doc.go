@@ -155,13 +155,14 @@
 // rebal_* state, the slave list `mogadm slave add` writes (slave_keys,
 // slave_<key> = "DSN|user|pass"; each change bumps slave_version, and the
 // Store reads get_paths, file_info, list_keys and list_fids from those
-// read replicas while they are within its lag bound, see package store) —
+// read replicas while they are within its lag bound, see package store),
+// case_sensitive_list_keys (off: list_keys matches its prefix ignoring
+// the case of ASCII letters, on every backend; see below) —
 // or refused with ERR setting_refused and the reason:
 // memcache_servers (no memcache; memcache_ttl alone means nothing, as in
 // the original without servers), internal_queue_limit (no in-memory queue),
-// case_sensitive_list_keys = 0 (keys always compare byte for byte), and
-// network_zones and zone_* (only MultipleNetworks and the ZoneLocal plugin
-// read them).
+// and network_zones and zone_* (only MultipleNetworks and the ZoneLocal
+// plugin read them).
 //
 // gomogile's own keys: idle_timeout, write_timeout, shutdown_timeout,
 // max_conns, sleep_max, request_timeout, namespace_cache_ttl, and
@@ -304,17 +305,21 @@
 //     leased, and work_queue_for_ is always 0, because workers lease rows
 //     from the database themselves and no work waits in the tracker
 //     between job master and worker (TestStats_WorkCounters).
-//   - list_keys compares keys byte for byte on every backend, that is as
-//     the original with case_sensitive_list_keys = 1; the original without
-//     it (the default) matched prefixes case-insensitively on MySQL and
-//     SQLite. set_server_setting refuses case_sensitive_list_keys = 0 and
-//     accepts 1 (TestCommands_ServerSettingsRefused).
+//   - list_keys compares its prefix byte for byte on every backend unless
+//     case_sensitive_list_keys is set off (stored 0, as 2.73 stores it),
+//     when ASCII letters match in either case on every backend; the
+//     original without the setting (its default) matched case-insensitively
+//     on MySQL and SQLite and never on PostgreSQL. Keys list in byte order
+//     either way, and after is checked against the prefix the same way
+//     (2.73 compared it case-sensitively, so a client paging with a
+//     next_after of another case got after_mismatch)
+//     (TestListKeys_CaseInsensitiveSetting).
 //   - On a MySQL database made by mogdbsetup with a case-insensitive
 //     collation, list_keys matches the prefix by that collation as the
 //     original did, but lists in byte order, as on every backend, where the
 //     original listed in collation order ("B" before "a" here, after it
-//     there); case_sensitive_list_keys is not consulted
-//     (store/mysql TestOpen_MogdbsetupLatin1).
+//     there); case_sensitive_list_keys on does not make the match
+//     case-sensitive there (store/mysql TestOpen_MogdbsetupLatin1).
 //   - With no monitor running ("!want 0 monitor"), clear_cache and
 //     do_monitor_round fail at the request's deadline (request_timeout)
 //     rather than waiting for ever (TestMonitorRound_WaitsForAFreshPass).

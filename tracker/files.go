@@ -657,16 +657,27 @@ func (t *Tracker) cmdListKeys(ctx context.Context, r *request) (*Reply, error) {
 		return nil, err
 	}
 	prefix, after := r.Args.Get("prefix"), r.Args.Get("after")
+	fold, err := t.listKeysFolds(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// The original matched after against prefix as a regex; a literal
-	// prefix test is what clients mean.
-	if prefix != "" && perlTrue(after) && !strings.HasPrefix(after, prefix) {
+	// prefix test is what clients mean, and with the prefix matched
+	// case-insensitively so is this one (a client pages with next_after,
+	// which may be any case of the prefix).
+	if prefix != "" && perlTrue(after) && !hasPrefix(after, prefix, fold) {
 		return nil, perr("after_mismatch")
 	}
 	limit := int(perlNum(r.Args.Get("limit")))
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
-	keys, err := t.st.ListKeys(ctx, dom.ID, prefix, after, limit)
+	var keys []string
+	if fold && prefix != "" {
+		keys, err = t.listKeysFold(ctx, dom.ID, prefix, after, limit)
+	} else {
+		keys, err = t.st.ListKeys(ctx, dom.ID, prefix, after, limit)
+	}
 	if err != nil {
 		return nil, err
 	}

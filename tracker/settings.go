@@ -37,8 +37,9 @@ type settingCache struct {
 }
 
 type cachedSetting struct {
-	on bool
-	at time.Time
+	val string
+	set bool
+	at  time.Time
 }
 
 // settingCachedBool is settingBool for a setting read on a hot path
@@ -46,24 +47,42 @@ type cachedSetting struct {
 // the database is asked at most once per settingTTL per key, and a
 // set_server_setting through this tracker is seen at once.
 func (t *Tracker) settingCachedBool(ctx context.Context, key string) (bool, error) {
+	v, _, err := t.settingCached(ctx, key)
+	return perlTrue(v), err
+}
+
+// settingCached is a setting's value and whether it is set at all, read
+// as settingCachedBool reads it.
+func (t *Tracker) settingCached(ctx context.Context, key string) (string, bool, error) {
 	c := &t.cached
 	c.mu.Lock()
 	v, ok := c.m[key]
 	c.mu.Unlock()
 	if ok && time.Since(v.at) < settingTTL {
-		return v.on, nil
+		return v.val, v.set, nil
 	}
-	on, err := t.settingBool(ctx, key)
+	val, err := t.st.ServerSetting(ctx, key)
+	set := err == nil
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
 	if err != nil {
-		return false, err
+		return "", false, fmt.Errorf("read setting %s: %w", key, err)
 	}
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]cachedSetting{}
 	}
-	c.m[key] = cachedSetting{on: on, at: time.Now()}
+	c.m[key] = cachedSetting{val: val, set: set, at: time.Now()}
 	c.mu.Unlock()
-	return on, nil
+	return val, set, nil
+}
+
+// listKeysFolds reports whether list_keys matches prefixes
+// case-insensitively: case_sensitive_list_keys set, and off (listkeys.go).
+func (t *Tracker) listKeysFolds(ctx context.Context) (bool, error) {
+	v, set, err := t.settingCached(ctx, "case_sensitive_list_keys")
+	return set && !perlTrue(v), err
 }
 
 func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
@@ -183,8 +202,6 @@ func settingRefusal(key string, v *string) string {
 		return "gomogile uses no memcache: get_paths always reads the database"
 	case key == "internal_queue_limit" && set:
 		return "gomogile's job master queues rows in the database and has no in-memory queue to limit; use queue_size_for_fsck or queue_size_for_rebal"
-	case key == "case_sensitive_list_keys" && *v == "0":
-		return "list_keys compares keys byte for byte (case-sensitively) on every backend"
 	case (key == "network_zones" || strings.HasPrefix(key, "zone_")) && set:
 		return "only the MultipleNetworks policy and the ZoneLocal plugin read network zones, and gomogile runs neither; give hosts an altip/altmask instead"
 	}
