@@ -49,4 +49,3 @@ func TestListKeys_CaseInsensitiveSetting(t *testing.T) {
 		c.want("list_keys domain=d&prefix=photo", "OK key_count=1&next_after=photo/2&key_1=photo/2")
 	})
 }
-
