@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -173,6 +174,9 @@ type statusSnapshot struct {
 	Rebalance   statusRebalance
 	Warnings    []string
 	Unavailable string // why some of the above could not be read
+	// Alerts are the banner's lines: what an operator must look at first
+	// (the database not ready, hosts or devices the monitor cannot reach).
+	Alerts []string
 }
 
 type statusHost struct {
@@ -285,11 +289,67 @@ func (t *Tracker) snapshot(ctx context.Context) (statusSnapshot, error) {
 		s.Fsck, s.Rebalance = fsckStatus(all), rebalanceStatus(all)
 	}
 	s.Warnings = t.watch.recent.newestFirst()
+	if err := t.ready(ctx); err != nil {
+		s.Alerts = append(s.Alerts, "Database not ready: "+err.Error())
+	}
+	s.Alerts = append(s.Alerts, unreachable(hosts, devs, t.observe)...)
 	err = errors.Join(errs...)
 	if err != nil {
 		s.Unavailable = err.Error()
 	}
 	return s, err
+}
+
+// unreachable is the banner's lines for what the monitor cannot reach: a
+// host whose every device it watches is unreachable, as one line, and then
+// each other unreachable device. Devices an operator marked down or dead,
+// and hosts marked down or dead, are expected to be away and are left out.
+func unreachable(hosts []store.Host, devs []store.Device, observe func(int) cluster.Observation) []string {
+	type tally struct{ watched, away []int }
+	byHost := map[int]*tally{}
+	for _, d := range devs {
+		if d.Status == store.DeviceDown || d.Status == store.DeviceDead {
+			continue
+		}
+		o := observe(d.ID)
+		if !o.Monitored || o.State == "" {
+			continue
+		}
+		tl := byHost[d.HostID]
+		if tl == nil {
+			tl = &tally{}
+			byHost[d.HostID] = tl
+		}
+		tl.watched = append(tl.watched, d.ID)
+		if o.State == cluster.StateUnreachable {
+			tl.away = append(tl.away, d.ID)
+		}
+	}
+	devList := func(ids []int) string {
+		sort.Ints(ids)
+		names := make([]string, len(ids))
+		for i, id := range ids {
+			names[i] = fmt.Sprintf("dev%d", id)
+		}
+		return strings.Join(names, ", ")
+	}
+	var loose []int
+	var out []string
+	for _, h := range hosts {
+		tl := byHost[h.ID]
+		if tl == nil || len(tl.away) == 0 || h.Status != store.HostAlive {
+			continue
+		}
+		if len(tl.away) == len(tl.watched) {
+			out = append(out, fmt.Sprintf("Host %s (%s:%d) unreachable: %s", h.Name, h.IP, h.HTTPPort, devList(tl.away)))
+			continue
+		}
+		loose = append(loose, tl.away...)
+	}
+	if len(loose) > 0 {
+		out = append(out, fmt.Sprintf("Devices unreachable: %s", devList(loose)))
+	}
+	return out
 }
 
 // fsckStatus reads fsck's progress from the server settings fsck_status

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/gomogile/gomogile/client"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -190,6 +191,53 @@ func TestStatus_PageInBrowser(t *testing.T) {
 	}
 	if view.Refresh == "" {
 		t.Errorf("the page does not refresh itself")
+	}
+
+	banner, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById('banner') !== null`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if banner {
+		t.Errorf("the page shows a banner with every node up")
+	}
+
+	// A storage node nothing answers for: the banner names its host and
+	// device, and the monitor's warning is under "Recent warnings".
+	var port int
+	fmt.Sscan(closedPort(t, "127.0.0.4"), &port)
+	if _, err := c.cl.CreateHost(ctx, client.Host{Name: "gone", IP: "127.0.0.4", Port: port, Status: "alive"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cl.CreateDevice(ctx, client.NewDevice{HostName: "gone", DevID: 9}); err != nil {
+		t.Fatal(err)
+	}
+	wantBanner := fmt.Sprintf("Host gone (127.0.0.4:%d) unreachable: dev9", port)
+	waitFor(t, 20*time.Second, "the unreachable host on the page", func() bool {
+		_, body := c.get(t, "/")
+		return strings.Contains(body, wantBanner) && strings.Contains(body, "not listening on 127.0.0.4")
+	})
+	type alertView struct {
+		Banner   string `json:"banner"`
+		Warnings string `json:"warnings"`
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(c.base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#banner")),
+	); err != nil {
+		t.Fatalf("chromium, with a node down: %v", err)
+	}
+	alert, err := chromedp.Run(bctx, chromedp.Evaluate[alertView](`({banner: document.getElementById('banner').innerText, warnings: document.getElementById('warnings').innerText})`))
+	if err != nil {
+		t.Fatalf("reading the banner: %v", err)
+	}
+	if strings.TrimSpace(alert.Banner) != wantBanner {
+		t.Errorf("banner %q; want %q", alert.Banner, wantBanner)
+	}
+	if !strings.Contains(alert.Warnings, "not listening on 127.0.0.4") {
+		t.Errorf("recent warnings %q lack the monitor's line for the down node", alert.Warnings)
+	}
+	if png2, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)); err == nil {
+		png = png2 // the screenshot kept shows the banner
 	}
 
 	dir := filepath.Join("..", "var")

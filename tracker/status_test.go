@@ -425,6 +425,10 @@ func TestStatus_DownNodeOnPage(t *testing.T) {
 		_, body = c.get(t, "/")
 		return strings.Contains(body, "not listening on 127.0.0.4")
 	})
+	waitFor(t, 20*time.Second, "the banner", func() bool {
+		_, body = c.get(t, "/")
+		return strings.Contains(body, fmt.Sprintf(`<div class="alert banner" id="banner"><p>Host down (127.0.0.4:%d) unreachable: dev4</p></div>`, port))
+	})
 	if strings.Contains(body, "has only") {
 		t.Errorf("status page lists start-up as a shortfall of workers:\n%s", body)
 	}
