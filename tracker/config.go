@@ -145,6 +145,15 @@ type Config struct {
 	// health, pprof and the status page; status_listen, e.g.
 	// 127.0.0.1:7080). "" = none, the default.
 	StatusListen string
+
+	// Testing and FakeIOUtil are the original's test rig, which it read
+	// from its environment: TESTING (any value Perl calls true) makes the
+	// workers act as under its test suite, and with it T_FAKE_IO_DEV<N>
+	// gives device N a fixed I/O utilisation. No config key sets them;
+	// Main fills them from its Environ, so library code reads no
+	// environment variable.
+	Testing    bool
+	FakeIOUtil map[int]string
 }
 
 // The default upload limits are far above what ordinary clients hold open:

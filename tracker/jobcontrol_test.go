@@ -3,6 +3,7 @@ package tracker_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -209,15 +210,27 @@ func TestJobControl_WatcherAfterShutdownRequest(t *testing.T) {
 }
 
 // Issue 9, point 5: the original's test-rig variables reach the workers:
-// TESTING and, only with it, T_FAKE_IO_DEV<N>.
+// TESTING and, only with it, T_FAKE_IO_DEV<N>, read by Main from the
+// environment it is given (library code reads no environment variable:
+// the process's own TESTING changes nothing).
 func TestJobsOptions_TestingEnv(t *testing.T) {
-	t.Setenv("T_FAKE_IO_DEV3", "80")
-	t.Setenv("TESTING", "")
+	t.Setenv("TESTING", "1")
 	if o := tracker.JobsOptions(testConfig()); o.Testing || o.FakeIOUtil != nil {
+		t.Errorf("a Config built in code: Testing %v, FakeIOUtil %v; want off whatever the environment", o.Testing, o.FakeIOUtil)
+	}
+	load := func(env ...string) tracker.Config {
+		t.Helper()
+		m := &tracker.Main{Environ: env, Stderr: io.Discard}
+		cfg, err := m.LoadConfig([]string{"--config=/dev/null"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if o := tracker.JobsOptions(load("T_FAKE_IO_DEV3=80")); o.Testing || o.FakeIOUtil != nil {
 		t.Errorf("without TESTING: Testing %v, FakeIOUtil %v; want off", o.Testing, o.FakeIOUtil)
 	}
-	t.Setenv("TESTING", "1")
-	o := tracker.JobsOptions(testConfig())
+	o := tracker.JobsOptions(load("TESTING=1", "T_FAKE_IO_DEV3=80"))
 	if !o.Testing || o.FakeIOUtil[3] != "80" || len(o.FakeIOUtil) != 1 {
 		t.Errorf("with TESTING=1: Testing %v, FakeIOUtil %v; want on, {3: 80}", o.Testing, o.FakeIOUtil)
 	}

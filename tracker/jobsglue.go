@@ -2,7 +2,6 @@ package tracker
 
 import (
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 
@@ -42,12 +41,13 @@ func JobsOptions(cfg Config) jobs.Options {
 	o.NamespaceTTL = cfg.NamespaceCacheTTL
 	o.TempFileTTL = cfg.TempFileTTL
 	o.StreamPort = cfg.MogstoredStreamPort
-	o.Testing, o.FakeIOUtil = testingEnv(os.Environ())
+	o.Testing, o.FakeIOUtil = cfg.Testing, cfg.FakeIOUtil
 	return o
 }
 
-// testingEnv reads the original's test-rig variables: TESTING (any value
-// Perl calls true) and, with it, T_FAKE_IO_DEV<N>=<pct>.
+// testingEnv reads the original's test-rig variables from env (Main's
+// Environ): TESTING (any value Perl calls true) and, with it,
+// T_FAKE_IO_DEV<N>=<pct>.
 func testingEnv(env []string) (testing bool, fake map[int]string) {
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")

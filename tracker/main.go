@@ -202,6 +202,7 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 	if err := cfg.applyValues(env, "environment"); err != nil {
 		return Config{}, err
 	}
+	cfg.Testing, cfg.FakeIOUtil = testingEnv(environ)
 
 	var errs []error
 	fs.Visit(func(f *flag.Flag) {
