@@ -101,8 +101,8 @@ func (t *Tracker) admin(c *conn, req Request) string {
 		t.mu.Lock()
 		st["connections"] = int64(len(t.conns))
 		t.mu.Unlock()
-		if wc, ok := t.jobs.(workCounter); ok && t.jobsOpen {
-			for k, v := range wc.WorkCounters() {
+		if t.jobs != nil && t.jobsOpen {
+			for k, v := range t.jobs.WorkCounters() {
 				st[k] = v
 			}
 		}
@@ -125,7 +125,7 @@ func (t *Tracker) admin(c *conn, req Request) string {
 		limit, _ := t.limiter.get()
 		jobs := []JobStatus{{Job: "queryworker", Count: limit, Desired: limit, Started: true}}
 		if t.jobs != nil && t.jobsOpen {
-			jobs = append(jobs, t.jobs.JobStatus()...)
+			jobs = append(jobs, jobStatus(t.jobs)...)
 		}
 		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Job < jobs[j].Job })
 		for _, j := range jobs {

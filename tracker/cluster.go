@@ -172,10 +172,11 @@ type weighted struct {
 // readWeight is sort_devs_by_utilization's weight for reading from d: less
 // busy devices first when the monitor reports a whole-number utilization
 // (the original ignores fractional figures the same way), else the device's
-// weight; never 0.
-func (t *Tracker) readWeight(d store.Device) float64 {
+// weight; never 0. o is the monitor's observation of d (none without a
+// running monitor).
+func readWeight(d store.Device, o cluster.Observation) float64 {
 	w := d.Weight
-	if util, _ := t.deviceStats(d.ID); util != "" && strings.Trim(util, "0123456789") == "" {
+	if util := o.Utilization; o.UtilizationOK && util != "" && strings.Trim(util, "0123456789") == "" {
 		if u, err := strconv.Atoi(util); err == nil {
 			w = 102 - u
 		}

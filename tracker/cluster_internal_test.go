@@ -20,7 +20,7 @@ func TestNamespaceCacheShared(t *testing.T) {
 	defer st.Close()
 	cfg := DefaultConfig()
 	m := jobs.New(st, JobsOptions(cfg))
-	tr, err := New(cfg, st, &Options{Jobs: JobsFor(m)})
+	tr, err := New(cfg, st, &Options{Jobs: m})
 	if err != nil {
 		t.Fatal(err)
 	}

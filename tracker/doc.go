@@ -69,7 +69,7 @@
 // domains, classes, hosts and devices are cached for namespace_cache_ttl
 // (Config.NamespaceCacheTTL, 3 s), reloaded on a miss, and dropped at once
 // by clear_cache and by the tracker's own changes. The standard workers
-// ([NewJobs], [JobsFor]) read the namespace through the same cache.
+// ([NewJobs], Options.Jobs) read the namespace through the same cache.
 //
 // # Devices
 //

@@ -363,7 +363,7 @@ func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
 	var cand []weighted
 	for _, id := range devids {
 		if d, ok := ns.DevByID[id]; ok {
-			cand = append(cand, weighted{d, t.readWeight(d)})
+			cand = append(cand, weighted{d, readWeight(d, t.observe(d.ID))})
 		}
 	}
 	res := &Reply{}

@@ -83,7 +83,7 @@ func TestJobControl_AsOriginal(t *testing.T) {
 	if !o.NoJobMaster {
 		t.Fatal("job_master = 0 must mean no job master")
 	}
-	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: tracker.JobsFor(jobs.New(st, o)), Hostname: "h9test"})
+	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: jobs.New(st, o), Hostname: "h9test"})
 	watch := watchStream(t, tt)
 	c := tt.dial()
 	block := func(cmd string) []string {
@@ -185,7 +185,7 @@ func TestJobControl_WatcherAfterShutdownRequest(t *testing.T) {
 	o.QueuePoll = 50 * time.Millisecond
 	o.CloseGrace = time.Second
 	o.Logger = quietLogger()
-	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: tracker.JobsFor(jobs.New(st, o)), Hostname: "h9test"})
+	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: jobs.New(st, o), Hostname: "h9test"})
 	c := tt.dial()
 	ask := func(cmd string) string {
 		t.Helper()

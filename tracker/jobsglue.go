@@ -19,10 +19,10 @@ import (
 // into them, as in the original. The monitor watches I/O utilisation on
 // mogstored_stream_port; port 0, which nothing can be reached on, watches
 // nothing (jobs.Options.StreamPort 0 means the same).
-func NewJobs(st store.Store, cfg Config, log *slog.Logger) (Jobs, error) {
+func NewJobs(st store.Store, cfg Config, log *slog.Logger) (*jobs.Manager, error) {
 	o := JobsOptions(cfg)
 	o.Logger = log
-	return JobsFor(jobs.New(st, o)), nil
+	return jobs.New(st, o), nil
 }
 
 // JobsOptions maps every config key the workers read onto jobs.Options;
@@ -69,13 +69,8 @@ func testingEnv(env []string) (testing bool, fake map[int]string) {
 	return testing, fake
 }
 
-// JobsFor is m as the tracker's Jobs seam.
-func JobsFor(m *jobs.Manager) Jobs { return jobsManager{m} }
-
-// jobsManager adds "!jobs" reporting to *jobs.Manager.
-type jobsManager struct{ *jobs.Manager }
-
-func (m jobsManager) JobStatus() []JobStatus {
+// jobStatus is "!jobs"' lines of the workers m runs.
+func jobStatus(m *jobs.Manager) []JobStatus {
 	var out []JobStatus
 	for _, s := range m.Stats() {
 		out = append(out, JobStatus{Job: s.Name, Count: s.Running, Desired: s.Wanted, Started: s.Started})

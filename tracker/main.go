@@ -15,13 +15,14 @@ import (
 	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/storemetrics"
+	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
 // ErrUsage marks command-line mistakes; mogilefsd exits 2 for them.
 var ErrUsage = errors.New("usage")
 
 // JobsFactory builds the jobs manager for a tracker from its config.
-type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (Jobs, error)
+type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (*jobs.Manager, error)
 
 // Main is the library half of the mogilefsd command: flags, config file,
 // environment (LoadConfig), then the store, the workers and the tracker

@@ -75,7 +75,7 @@ func operatorScript(t *testing.T, scriptFile, recording string, jobMaster bool) 
 	o.QueuePoll = 50 * time.Millisecond
 	o.HTTPClient = http.DefaultClient
 	o.Logger = quietLogger()
-	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: tracker.JobsFor(jobs.New(st, o)), Hostname: "testhost"})
+	tt := startTracker(t, cfg, st, &tracker.Options{Jobs: jobs.New(st, o), Hostname: "testhost"})
 	got := drive(t, tt.addr, []string{"127.0.0.2:" + n2.port, "127.0.0.3:" + n3.port}, script)
 
 	want := readTranscript(t, recording)

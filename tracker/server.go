@@ -19,43 +19,13 @@ import (
 	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
+	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
 // Version is what "!version" reports: the MogileFS release whose protocol
 // the tracker speaks, which clients may parse, then this build (module
 // version and VCS revision, from the binary's build info).
 var Version = "2.73-gomogile-" + buildinfo.Read().Short()
-
-// Jobs is the background-worker manager as the tracker sees it: the whole
-// seam between the query commands and the workers (NewJobs builds the
-// standard one on package tracker/jobs). Open starts the workers and Close
-// stops them; SetWant is "!want" for a job class; JobStatus is the
-// workers' lines of "!jobs". Observe is the monitor's last view of a
-// device, as the cluster model's predicates take it (its State is "" until
-// the monitor has seen the device, and such a device is not used).
-type Jobs interface {
-	Open(ctx context.Context) error
-	Close() error
-	SetWant(jobclass string, n int) error
-	JobStatus() []JobStatus
-	// Classes are the job classes !want knows besides queryworker.
-	Classes() []string
-	// Message delivers a !to message to a job's workers and says to how many.
-	Message(jobclass, msg string) int
-	// MonitorRound drops the workers' caches and returns after a full
-	// monitor pass that started after the call (clear_cache).
-	MonitorRound(ctx context.Context) error
-	Observe(devid int) cluster.Observation
-}
-
-// workCounter is a Jobs that reports the original's work_queue_for_<job>
-// and work_sent_to_<job> counters for "!stats"; without it they are
-// absent, as in a tracker whose job master never queued work.
-type workCounter interface{ WorkCounters() map[string]int64 }
-
-// loggerSetter is a Jobs that New gives the tracker's logger, so that its
-// records reach "!watch".
-type loggerSetter interface{ SetLogger(*slog.Logger) }
 
 // JobStatus is one line group of "!jobs".
 type JobStatus struct {
@@ -69,9 +39,14 @@ type JobStatus struct {
 type Options struct {
 	// Logger is the parent logger; the tracker logs under component=tracker.
 	Logger *slog.Logger
-	// Jobs is started by Open and closed by Close. Nil runs no background
-	// work (and devices are then judged by their database state alone).
-	Jobs Jobs
+	// Jobs are the background workers (package tracker/jobs; NewJobs
+	// builds them from a Config), started by Open and closed by Close.
+	// The tracker and the workers read the namespace through one cache,
+	// so the tracker's own changes and clear_cache reach both at once, and
+	// the workers log through the tracker's logger, so that their
+	// warnings reach "!watch". Nil runs no background work (and devices
+	// are then judged by their database state alone).
+	Jobs *jobs.Manager
 	// HTTPClient talks to storage nodes (MKCOL, HEAD, GET). Default: one
 	// built from conn_timeout, node_timeout and conn_pool_size.
 	HTTPClient *http.Client
@@ -89,7 +64,7 @@ type Tracker struct {
 	pendq  pendingQueries // requests waiting for a query slot, for !queue
 	cfg    Config
 	st     store.Store
-	jobs   Jobs
+	jobs   *jobs.Manager
 	log    *slog.Logger
 	nodes  *cluster.Nodes
 	host   string
@@ -158,19 +133,17 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 		conns:   map[*conn]struct{}{},
 		perAddr: perAddr{max: cfg.MaxConnsPerIP},
 	}
-	if jm, ok := opts.Jobs.(jobsManager); ok {
-		// One namespace cache for the commands and the workers: the
-		// tracker's own changes and clear_cache reach both at once.
-		t.ns = jm.Namespace()
+	if opts.Jobs != nil {
+		t.ns = opts.Jobs.Namespace()
 	}
 	t.commands = t.commandTable()
 	t.uploads = newUploadSlots(cfg, t.tempfileGone)
 	watched := slog.New(newLogHandler(parent.Handler(), w))
 	t.log = watched.With("component", "tracker")
-	if ls, ok := opts.Jobs.(loggerSetter); ok {
+	if opts.Jobs != nil {
 		// The workers' warnings and errors reach !watch too, as the
 		// original's children's errors did.
-		ls.SetLogger(watched)
+		opts.Jobs.SetLogger(watched)
 	}
 	if t.host == "" {
 		t.host, _ = os.Hostname()

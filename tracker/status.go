@@ -281,7 +281,7 @@ func (t *Tracker) snapshot(ctx context.Context) (statusSnapshot, error) {
 		s.Queues = append(s.Queues, statusQueue{Name: q.String(), Depth: n})
 	}
 	if t.jobs != nil {
-		s.Jobs = t.jobs.JobStatus()
+		s.Jobs = jobStatus(t.jobs)
 	}
 	if all, err := t.st.ServerSettings(ctx); err != nil {
 		fail("settings", err)

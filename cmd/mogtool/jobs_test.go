@@ -82,7 +82,7 @@ func startCluster(t *testing.T, dsn string, nnodes int, withJobs bool) *liveClus
 		o.ReaperInterval = 200 * time.Millisecond
 		o.CloseGrace = time.Second
 		o.Logger = quiet()
-		opts.Jobs = trackerd.JobsFor(jobs.New(st, o))
+		opts.Jobs = jobs.New(st, o)
 	}
 	tr, err := trackerd.New(cfg, st, opts)
 	if err != nil {
