@@ -3,7 +3,6 @@ package tracker
 import (
 	"context"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -223,27 +222,3 @@ func (t *Tracker) waitForMonitor(ctx context.Context, ns *namespace) {
 // monitorWait bounds waitForMonitor; the original's monitor runs every few
 // seconds.
 const monitorWait = 5 * time.Second
-
-// sortDevsByFreeSpace is Query::sort_devs_by_freespace: devices that should
-// get new files, the 20 emptiest, in a random order weighted by percent
-// free. Devices whose usage nobody has reported yet (no monitor run) weigh
-// as if half empty rather than being dropped, so a tracker without a
-// monitor can still place files.
-func (t *Tracker) sortDevsByFreeSpace(devs []cluster.Device) []store.Device {
-	var cand []weighted
-	for _, d := range devs {
-		if !d.ShouldGetNewFiles(t.settings()) {
-			continue
-		}
-		w := 50.0
-		if _, _, ok := d.UsageMB(); ok {
-			w = 100 * d.PercentFree()
-		}
-		cand = append(cand, weighted{d.Device, w})
-	}
-	sort.SliceStable(cand, func(i, j int) bool { return cand[i].weight > cand[j].weight })
-	if len(cand) > 20 {
-		cand = cand[:20]
-	}
-	return weightedList(cand)
-}

@@ -61,51 +61,11 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 	// than answer no_devices.
 	t.waitForMonitor(ctx, ns)
 
-	devs := ns.JoinAll(t.observe)
-	if size > 0 {
-		// Devices known to have room first; if none, those of unknown usage.
-		var known, unknown []cluster.Device
-		for _, d := range devs {
-			if free, ok := d.FreeMB(); ok {
-				if free*1024*1024 > size {
-					known = append(known, d)
-				}
-			} else {
-				unknown = append(unknown, d)
-			}
-		}
-		devs = known
-		if len(devs) == 0 {
-			devs = unknown
-		}
-	}
-	ordered := t.sortDevsByFreeSpace(devs)
-
 	want := 1
 	if multi {
 		want = 3
 	}
-	// One device per host first; other devices only when hosts run out.
-	var dests []store.Device
-	usedHost := map[int]bool{}
-	var rest []store.Device
-	for _, d := range ordered {
-		if len(dests) == want {
-			break
-		}
-		if usedHost[d.HostID] {
-			rest = append(rest, d)
-			continue
-		}
-		usedHost[d.HostID] = true
-		dests = append(dests, d)
-	}
-	for _, d := range rest {
-		if len(dests) == want {
-			break
-		}
-		dests = append(dests, d)
-	}
+	dests := cluster.UploadDests(ns.JoinAll(t.observe), size, want, t.settings())
 	if len(dests) == 0 {
 		return nil, perr("no_devices")
 	}
@@ -136,7 +96,7 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 	if !skip {
 		done := make(chan struct{}, len(dests))
 		for _, d := range dests {
-			go func(d store.Device) {
+			go func(d cluster.Device) {
 				defer func() { done <- struct{}{} }()
 				h := ns.HostByID[d.HostID]
 				if err := t.nodes.Mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {

@@ -108,7 +108,7 @@ type fidState struct {
 	f   store.File
 	w   *world
 	cls store.Class
-	pol policy
+	pol cluster.ReplPolicy
 	on  []int
 }
 
@@ -141,8 +141,8 @@ func (s *fidState) meetsPolicy() bool {
 			devs = append(devs, d)
 		}
 	}
-	rr := s.pol.replicateTo(devs, s.w.devs, map[int]bool{}, s.cls.MinDevCount, s.w.set)
-	return rr.happy && !rr.tooHappy
+	rr := s.pol.ReplicateTo(devs, s.w.devs, map[int]bool{}, s.cls.MinDevCount, s.w.set)
+	return rr.Happy && !rr.TooHappy
 }
 
 // checkFid is Fsck.pm's check_fid: cheap checks first, the slow fix path

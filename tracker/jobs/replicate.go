@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
 // Lock names of the original (Store.pm, Store/MySQL.pm).
@@ -180,15 +181,15 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	srcRetried := map[int]bool{}
 	gotRequest := false
 	var lastCopyErr error
-	var rr replRequest
+	var rr cluster.ReplRequest
 	for {
-		rr = pol.replicateTo(tellPol, dests, destFailed, cls.MinDevCount, w.set)
-		if rr.happy {
+		rr = pol.ReplicateTo(tellPol, dests, destFailed, cls.MinDevCount, w.set)
+		if rr.Happy {
 			break
 		}
 		var ddev *device
-		if len(rr.ideal) > 0 {
-			for _, d := range rr.ideal {
+		if len(rr.Ideal) > 0 {
+			for _, d := range rr.Ideal {
 				if !o.mask[d.ID] {
 					ddev = d
 					break
@@ -199,8 +200,8 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 				// worsen the layout, so rebalance must not.
 				return replWouldWorsen, nil
 			}
-		} else if len(rr.desp) > 0 {
-			ddev = rr.desp[0]
+		} else if len(rr.Desperate) > 0 {
+			ddev = rr.Desperate[0]
 		} else {
 			break
 		}
@@ -266,10 +267,10 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 		tellPol = append(tellPol, ddev)
 		up = append(up, ddev.ID)
 	}
-	if rr.tooHappy {
+	if rr.TooHappy {
 		return 0, replErr("too_happy", "fid %d is on too many devices", fid)
 	}
-	if rr.happy {
+	if rr.Happy {
 		if gotRequest {
 			return replDone, nil
 		}

@@ -44,7 +44,7 @@ func (m *Manager) trimSurplus(ctx context.Context, fid int64) error {
 		}
 	}
 	for {
-		if !pol.replicateTo(keep, w.devs, nil, cls.MinDevCount, w.set).tooHappy {
+		if !pol.ReplicateTo(keep, w.devs, nil, cls.MinDevCount, w.set).TooHappy {
 			return nil
 		}
 		perHost := map[int]int{}
@@ -67,7 +67,7 @@ func (m *Manager) trimSurplus(ctx context.Context, fid int64) error {
 					rest = append(rest, d)
 				}
 			}
-			if rr := pol.replicateTo(rest, w.devs, nil, cls.MinDevCount, w.set); rr.happy {
+			if rr := pol.ReplicateTo(rest, w.devs, nil, cls.MinDevCount, w.set); rr.Happy {
 				victim = c
 				break
 			}
