@@ -115,82 +115,16 @@ func fixOptionalDbpass(args []string) []string {
 }
 
 // LoadConfig builds the configuration from args, the environment and the
-// config file, and validates it.
+// config file, and validates it. The command line wins over the
+// environment, which wins over the file.
 func (m *Main) LoadConfig(args []string) (Config, error) {
-	fs := flag.NewFlagSet("mogilefsd", flag.ContinueOnError)
-	fs.SetOutput(m.stderr())
-	// The usage text is printed below: to stdout for --help, which is not
-	// an error, and not at all for a mistake (the error says what it was).
-	fs.Usage = func() {}
-	var (
-		configPath           string
-		skip, daemon, noHTTP bool
-		schemaSkip           bool
-		debug                countFlag
-		listen               listFlag
-		workerport           int
-		jobMaster, noJM      bool
-	)
-	fs.StringVar(&configPath, "config", "", "config file")
-	fs.StringVar(&configPath, "c", "", "config file (short)")
-	fs.BoolVar(&skip, "skipconfig", false, "read no config file")
-	fs.BoolVar(&skip, "s", false, "read no config file (short)")
-	fs.Var(&debug, "debug", "more logging (repeatable)")
-	fs.Var(&debug, "d", "more logging (short)")
-	fs.BoolVar(&daemon, "daemonize", false, "detach from the terminal")
-	fs.BoolVar(&daemon, "D", false, "detach (short)")
-	fs.Var(&listen, "listen", "listen address (repeatable)")
-	fs.Var(&listen, "l", "listen address (short)")
-	fs.BoolVar(&noHTTP, "no_http", false, "ignored (obsolete)")
-	fs.IntVar(&workerport, "workerport", 0, "ignored (obsolete)")
-	fs.BoolVar(&schemaSkip, "no_schema_check", false, "do not check the schema version")
-	fs.BoolVar(&jobMaster, "job_master", true, "run background jobs")
-	fs.BoolVar(&noJM, "no-job_master", false, "run no background jobs")
-	fs.BoolVar(&noJM, "nojob_master", false, "run no background jobs")
-	strs := map[string]*string{}
-	for name := range flagKeys {
-		if name == "plugins" {
-			continue
-		}
-		strs[name] = fs.String(name, "", "sets "+flagKeys[name])
+	cl, err := m.parseCmdLine(args)
+	if err != nil {
+		return Config{}, err
 	}
-	var plugins listFlag
-	fs.Var(&plugins, "plugins", "Perl plugins (refused)")
-
-	if err := fs.Parse(fixOptionalDbpass(unbundle(fs, args))); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			m.usage()
-			return Config{}, flag.ErrHelp
-		}
-		return Config{}, fmt.Errorf("%w: %v (mogilefsd --help lists the flags)", ErrUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
-	}
-	if workerport != 0 {
-		fmt.Fprintln(m.stderr(), "The command line option --workerport is no longer needed (and has no necessary replacement)")
-	}
-
 	cfg := DefaultConfig()
-	if configPath == "" && !skip {
-		if f, err := os.Open(DefaultConfigPath); err == nil {
-			f.Close()
-			configPath = DefaultConfigPath
-		}
-	}
-	if configPath != "" && !skip {
-		f, err := os.Open(configPath)
-		if err != nil {
-			return Config{}, fmt.Errorf("config: %w", err)
-		}
-		vals, err := FileValues(f)
-		f.Close()
-		if err != nil {
-			return Config{}, fmt.Errorf("%s: %w", configPath, err)
-		}
-		if err := cfg.applyValues(vals, configPath); err != nil {
-			return Config{}, err
-		}
+	if err := cfg.applyConfigFile(cl.configFile()); err != nil {
+		return Config{}, err
 	}
 	environ := m.Environ
 	if environ == nil {
@@ -204,36 +138,7 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 		return Config{}, err
 	}
 	cfg.Testing, cfg.FakeIOUtil = testingEnv(environ)
-
-	var errs []error
-	fs.Visit(func(f *flag.Flag) {
-		set := func(k, v string) {
-			if err := cfg.Set(k, v); err != nil {
-				errs = append(errs, fmt.Errorf("flag --%s: %w", f.Name, err))
-			}
-		}
-		switch f.Name {
-		case "debug", "d":
-			cfg.Debug = int(debug)
-		case "daemonize", "D":
-			cfg.Daemonize = daemon
-		case "listen", "l":
-			cfg.Listen = append([]string(nil), listen...)
-		case "no_schema_check":
-			set("no_schema_check", strconv.FormatBool(schemaSkip))
-		case "job_master":
-			cfg.JobMaster = jobMaster
-		case "no-job_master", "nojob_master":
-			cfg.JobMaster = !noJM
-		case "plugins":
-			cfg.Plugins = append(cfg.Plugins, plugins...)
-		default:
-			if k, ok := flagKeys[f.Name]; ok {
-				set(k, *strs[f.Name])
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
+	if err := cl.apply(&cfg); err != nil {
 		return Config{}, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if v := envLookup(environ, DaemonizedEnv); v == "1" {
@@ -243,6 +148,134 @@ func (m *Main) LoadConfig(args []string) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
+}
+
+// cmdLine is mogilefsd's command line: the original's flags, and one
+// --<key> per config key (flagKeys).
+type cmdLine struct {
+	fs                   *flag.FlagSet
+	configPath           string
+	skip, daemon, noHTTP bool
+	schemaSkip           bool
+	debug                countFlag
+	listen, plugins      listFlag
+	workerport           int
+	jobMaster, noJM      bool
+	strs                 map[string]*string
+}
+
+// parseCmdLine parses args; --help prints the usage and is flag.ErrHelp,
+// a mistake is ErrUsage.
+func (m *Main) parseCmdLine(args []string) (*cmdLine, error) {
+	cl := &cmdLine{fs: flag.NewFlagSet("mogilefsd", flag.ContinueOnError), strs: map[string]*string{}}
+	fs := cl.fs
+	fs.SetOutput(m.stderr())
+	// The usage text is printed below: to stdout for --help, which is not
+	// an error, and not at all for a mistake (the error says what it was).
+	fs.Usage = func() {}
+	fs.StringVar(&cl.configPath, "config", "", "config file")
+	fs.StringVar(&cl.configPath, "c", "", "config file (short)")
+	fs.BoolVar(&cl.skip, "skipconfig", false, "read no config file")
+	fs.BoolVar(&cl.skip, "s", false, "read no config file (short)")
+	fs.Var(&cl.debug, "debug", "more logging (repeatable)")
+	fs.Var(&cl.debug, "d", "more logging (short)")
+	fs.BoolVar(&cl.daemon, "daemonize", false, "detach from the terminal")
+	fs.BoolVar(&cl.daemon, "D", false, "detach (short)")
+	fs.Var(&cl.listen, "listen", "listen address (repeatable)")
+	fs.Var(&cl.listen, "l", "listen address (short)")
+	fs.BoolVar(&cl.noHTTP, "no_http", false, "ignored (obsolete)")
+	fs.IntVar(&cl.workerport, "workerport", 0, "ignored (obsolete)")
+	fs.BoolVar(&cl.schemaSkip, "no_schema_check", false, "do not check the schema version")
+	fs.BoolVar(&cl.jobMaster, "job_master", true, "run background jobs")
+	fs.BoolVar(&cl.noJM, "no-job_master", false, "run no background jobs")
+	fs.BoolVar(&cl.noJM, "nojob_master", false, "run no background jobs")
+	for name := range flagKeys {
+		if name == "plugins" {
+			continue
+		}
+		cl.strs[name] = fs.String(name, "", "sets "+flagKeys[name])
+	}
+	fs.Var(&cl.plugins, "plugins", "Perl plugins (refused)")
+
+	if err := fs.Parse(fixOptionalDbpass(unbundle(fs, args))); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			m.usage()
+			return nil, flag.ErrHelp
+		}
+		return nil, fmt.Errorf("%w: %v (mogilefsd --help lists the flags)", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
+	}
+	if cl.workerport != 0 {
+		fmt.Fprintln(m.stderr(), "The command line option --workerport is no longer needed (and has no necessary replacement)")
+	}
+	return cl, nil
+}
+
+// configFile is the config file to read: --config, else the default
+// one when it exists; "" with --skipconfig or none.
+func (cl *cmdLine) configFile() string {
+	if cl.skip {
+		return ""
+	}
+	if cl.configPath == "" {
+		if f, err := os.Open(DefaultConfigPath); err == nil {
+			f.Close()
+			return DefaultConfigPath
+		}
+	}
+	return cl.configPath
+}
+
+// applyConfigFile applies the config file at path ("" = none).
+func (c *Config) applyConfigFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	vals, err := FileValues(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return c.applyValues(vals, path)
+}
+
+// apply sets in cfg what the command line gave.
+func (cl *cmdLine) apply(cfg *Config) error {
+	var errs []error
+	cl.fs.Visit(func(f *flag.Flag) {
+		set := func(k, v string) {
+			if err := cfg.Set(k, v); err != nil {
+				errs = append(errs, fmt.Errorf("flag --%s: %w", f.Name, err))
+			}
+		}
+		switch f.Name {
+		case "debug", "d":
+			cfg.Debug = int(cl.debug)
+		case "daemonize", "D":
+			cfg.Daemonize = cl.daemon
+		case "listen", "l":
+			cfg.Listen = append([]string(nil), cl.listen...)
+		case "no_schema_check":
+			set("no_schema_check", strconv.FormatBool(cl.schemaSkip))
+		case "job_master":
+			cfg.JobMaster = cl.jobMaster
+		case "no-job_master", "nojob_master":
+			cfg.JobMaster = !cl.noJM
+		case "plugins":
+			cfg.Plugins = append(cfg.Plugins, cl.plugins...)
+		default:
+			if k, ok := flagKeys[f.Name]; ok {
+				set(k, *cl.strs[f.Name])
+			}
+		}
+	})
+	return errors.Join(errs...)
 }
 
 func envLookup(environ []string, key string) string {
