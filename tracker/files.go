@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
@@ -94,21 +94,32 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 	t.temps.remember(fid, classid, slices.Clone(devids))
 
 	if !skip {
-		done := make(chan struct{}, len(dests))
-		for _, d := range dests {
-			go func(d cluster.Device) {
-				defer func() { done <- struct{}{} }()
-				h := ns.HostByID[d.HostID]
-				if err := t.nodes.Mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
-					t.log.Warn("MKCOL failed; the PUT may fail", "devid", d.ID, "fid", fid, "err", err)
-				}
-			}(d)
-		}
-		for range dests {
-			<-done
-		}
+		t.mkcols(ctx, ns, dests, fid, r)
 	}
+	return createOpenReply(ns, dests, fid, multi, r), nil
+}
 
+// mkcols asks each destination's node to make the fid's directory, all at
+// once, as the original did before answering create_open. A failure is
+// only logged: the client's PUT then fails and says so.
+func (t *Tracker) mkcols(ctx context.Context, ns *namespace, dests []cluster.Device, fid int64, r *request) {
+	var wg sync.WaitGroup
+	for _, d := range dests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := ns.HostByID[d.HostID]
+			if err := t.nodes.Mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
+				t.log.Warn("MKCOL failed; the PUT may fail", "devid", d.ID, "fid", fid, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// createOpenReply is create_open's answer: the fid and one path (or, with
+// multi_dest, each destination's devid and path).
+func createOpenReply(ns *namespace, dests []cluster.Device, fid int64, multi bool, r *request) *Reply {
 	res := &Reply{}
 	res.Set("fid", fid)
 	if multi {
@@ -118,12 +129,12 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 			res.Set(fmt.Sprintf("path_%d", i+1), u)
 		}
 		res.Set("dev_count", len(dests))
-	} else {
-		u, _ := devURL(ns, dests[0].ID, fid, r, false)
-		res.Set("devid", dests[0].ID)
-		res.Set("path", u)
+		return res
 	}
-	return res, nil
+	u, _ := devURL(ns, dests[0].ID, fid, r, false)
+	res.Set("devid", dests[0].ID)
+	res.Set("path", u)
+	return res
 }
 
 func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error) {
@@ -131,81 +142,142 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	if err != nil {
 		return nil, err
 	}
-	key := r.Args.Get("key")
-	if !perlTrue(r.Args.Get("fid")) {
-		return nil, perr("no_fid")
+	a, err := parseCloseArgs(r)
+	if err != nil {
+		return nil, err
 	}
-	if !perlTrue(r.Args.Get("devid")) {
-		return nil, perr("no_devid")
-	}
-	path := r.Args.Get("path")
-	if !perlTrue(path) {
-		return nil, perr("no_path")
-	}
-	fid := perlNum(r.Args.Get("fid"))
-	devid := int(perlNum(r.Args.Get("devid")))
 	// ended: the tempfile row is known gone, so the upload's slot, if this
 	// tracker holds it, comes back (uploads.go). Nothing else frees it.
 	ended := false
 	defer func() {
 		if ended {
-			t.uploads.ended(fid)
+			t.uploads.ended(a.fid)
 		}
 	}()
-	var (
-		sumType store.HashType
-		sum     []byte
-		haveSum = perlTrue(r.Args.Get("checksum"))
-	)
-	if haveSum {
-		if sumType, sum, err = parseChecksum(r.Args.Get("checksum")); err != nil {
-			return nil, perr("invalid_checksum_format")
-		}
-	}
-	if u, ok := devURL(ns, devid, fid, r, false); !ok || u != path {
+	if u, ok := devURL(ns, a.devid, a.fid, r, false); !ok || u != a.path {
 		return nil, perr("bogus_args")
 	}
 	var tf store.TempFile
-	if row, ok := t.temps.take(fid); ok {
-		tf = store.TempFile{Fid: fid, ClassID: row.classID, DevIDs: row.devIDs}
-	} else if tf, err = t.st.TempFile(ctx, fid); errors.Is(err, store.ErrNotFound) {
+	if row, ok := t.temps.take(a.fid); ok {
+		tf = store.TempFile{Fid: a.fid, ClassID: row.classID, DevIDs: row.devIDs}
+	} else if tf, err = t.st.TempFile(ctx, a.fid); errors.Is(err, store.ErrNotFound) {
 		ended = true
-		return t.noTempFile(ctx, r, fid, dom.ID, key) // commit_retry.go
+		return t.noTempFile(ctx, r, a.fid, dom.ID, a.key) // commit_retry.go
 	} else if err != nil {
 		return nil, err
 	}
-	// failed backs out an upload: the blob is recorded and the fid queued
-	// for deletion, so nothing is orphaned on the storage node.
-	failed := func() {
-		bctx := context.WithoutCancel(ctx)
-		if _, err := t.st.AddFileOn(bctx, fid, devid); err != nil {
-			t.log.Error("back out upload: record copy", "fid", fid, "devid", devid, "err", err)
-		}
-		if err := t.st.DeleteTempFile(bctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
-			t.log.Error("back out upload: drop tempfile", "fid", fid, "err", err)
-		} else {
-			ended = true
-		}
-		if err := t.st.Enqueue(bctx, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
-			t.log.Error("back out upload: queue delete", "fid", fid, "err", err)
-		}
-	}
-	validDev := false
-	for _, d := range tf.DevIDs {
-		if d == devid {
-			validDev = true
-		}
-	}
-	if !validDev {
+	failed := func() { ended = t.backOutUpload(ctx, a.fid, a.devid) || ended }
+	if !slices.Contains(tf.DevIDs, a.devid) {
 		failed()
-		return nil, perr("invalid_destdev", fmt.Sprintf("File uploaded to invalid dest %d. Valid devices were: %s", devid, joinInts(tf.DevIDs)))
+		return nil, perr("invalid_destdev", fmt.Sprintf("File uploaded to invalid dest %d. Valid devices were: %s", a.devid, joinInts(tf.DevIDs)))
 	}
-	if key == "" {
+	if a.key == "" {
 		// Closing without a key discards the upload.
 		failed()
 		return nil, nil
 	}
+	size, err := t.uploadSize(ctx, r, a.path)
+	if err != nil {
+		failed()
+		return nil, err
+	}
+	class, classOK := t.classFor(ns, dom.ID, tf.ClassID)
+	keepSum := a.haveSum && classOK && class.HashType == a.sumType
+	// The client asked for verification, or the class keeps checksums of
+	// this type and we are about to store it: check before trusting it.
+	if a.haveSum && (perlTrue(r.Args.Get("checksumverify")) || keepSum) {
+		rest, cancel, err := t.verifyUploadSum(r, a)
+		defer cancel()
+		if err != nil {
+			failed()
+			return nil, err
+		}
+		ctx = rest
+	}
 
+	// No lookup of the key first (the original's fid_exists check): the
+	// commit finds the key's owner itself, and a close of this fid that
+	// committed since the TempFile read above makes CommitFile answer as
+	// for a retry, which is what the client asked for (see commit_retry.go).
+	c := store.Commit{
+		Fid: a.fid, DomainID: dom.ID, Key: a.key, ClassID: tf.ClassID, Length: size,
+		DevIDs:    []int{a.devid},
+		Replicate: !classOK || needsCopies(class),
+	}
+	if keepSum {
+		c.Checksum = &store.Checksum{Fid: a.fid, HashType: a.sumType, Sum: a.sum}
+	}
+	if _, err := t.commitFile(ctx, c); err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			ended = true
+			return t.noTempFile(ctx, r, a.fid, dom.ID, a.key)
+		case errors.Is(err, store.ErrNoSpace):
+			// The tempfile stays: a create_close retried once there is
+			// space commits it.
+			return nil, t.noSpace("create_close", err)
+		}
+		return nil, err
+	}
+	ended = true
+	return nil, nil
+}
+
+// closeArgs are create_close's arguments, checked as the original checks
+// them.
+type closeArgs struct {
+	key, path string
+	fid       int64
+	devid     int
+	haveSum   bool
+	sumType   store.HashType
+	sum       []byte
+}
+
+func parseCloseArgs(r *request) (closeArgs, error) {
+	a := closeArgs{key: r.Args.Get("key"), path: r.Args.Get("path")}
+	switch {
+	case !perlTrue(r.Args.Get("fid")):
+		return a, perr("no_fid")
+	case !perlTrue(r.Args.Get("devid")):
+		return a, perr("no_devid")
+	case !perlTrue(a.path):
+		return a, perr("no_path")
+	}
+	a.fid = perlNum(r.Args.Get("fid"))
+	a.devid = int(perlNum(r.Args.Get("devid")))
+	if a.haveSum = perlTrue(r.Args.Get("checksum")); a.haveSum {
+		var err error
+		if a.sumType, a.sum, err = parseChecksum(r.Args.Get("checksum")); err != nil {
+			return a, perr("invalid_checksum_format")
+		}
+	}
+	return a, nil
+}
+
+// backOutUpload backs out an upload that will not be committed: the blob
+// is recorded and the fid queued for deletion, so nothing is orphaned on
+// the storage node. It reports whether the tempfile row is gone.
+func (t *Tracker) backOutUpload(ctx context.Context, fid int64, devid int) (ended bool) {
+	bctx := context.WithoutCancel(ctx)
+	if _, err := t.st.AddFileOn(bctx, fid, devid); err != nil {
+		t.log.Error("back out upload: record copy", "fid", fid, "devid", devid, "err", err)
+	}
+	if err := t.st.DeleteTempFile(bctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.log.Error("back out upload: drop tempfile", "fid", fid, "err", err)
+	} else {
+		ended = true
+	}
+	if err := t.st.Enqueue(bctx, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
+		t.log.Error("back out upload: queue delete", "fid", fid, "err", err)
+	}
+	return ended
+}
+
+// uploadSize is the uploaded blob's size as its storage node reports it,
+// checked against the client's size= when given (size_verify_error,
+// size_mismatch).
+func (t *Tracker) uploadSize(ctx context.Context, r *request, path string) (int64, error) {
 	expect := perlNum(r.Args.Get("size"))
 	if expect == 0 {
 		expect = -1
@@ -216,61 +288,30 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 		if errors.Is(err, cluster.ErrMissing) {
 			kind = "missing"
 		}
-		failed()
-		return nil, perr("size_verify_error", fmt.Sprintf("Expected: %d; actual: 0 (%s); path: %s; error: %v", expect, kind, path, err))
+		return 0, perr("size_verify_error", fmt.Sprintf("Expected: %d; actual: 0 (%s); path: %s; error: %v", expect, kind, path, err))
 	}
 	if expect > -1 && expect != size {
-		failed()
-		return nil, perr("size_mismatch", fmt.Sprintf("Expected: %d; actual: %d; path: %s", expect, size, path))
+		return 0, perr("size_mismatch", fmt.Sprintf("Expected: %d; actual: %d; path: %s", expect, size, path))
 	}
+	return size, nil
+}
 
-	class, classOK := t.classFor(ns, dom.ID, tf.ClassID)
-	// The client asked for verification, or the class keeps checksums of
-	// this type and we are about to store it: check before trusting it.
-	if haveSum && (perlTrue(r.Args.Get("checksumverify")) || (classOK && class.HashType == sumType)) {
-		actual, err := t.digest(r.bulk, path, sumType)
-		// The transfer took as long as the blob is big; what is left of
-		// the request gets request_timeout anew.
-		rest, cancel := context.WithTimeout(r.bulk, t.cfg.RequestTimeout)
-		defer cancel()
-		ctx = rest
-		if err != nil || string(actual) != string(sum) {
-			failed()
-			got := "(unreadable: " + fmt.Sprint(err) + ")"
-			if err == nil {
-				got = checksumInfo(sumType, actual)
-			}
-			return nil, perr("checksum_mismatch", fmt.Sprintf("Expected: Checksum[f=%d;%s=%x]; actual: %s; path: %s",
-				fid, sumType, sum, got, path))
+// verifyUploadSum reads the uploaded blob back and compares its digest
+// with the client's checksum (checksum_mismatch). The read takes as long
+// as the blob is big, so it runs on the request's bulk context, and the
+// rest of the request gets request_timeout anew: the returned context.
+func (t *Tracker) verifyUploadSum(r *request, a closeArgs) (context.Context, context.CancelFunc, error) {
+	actual, err := t.digest(r.bulk, a.path, a.sumType)
+	rest, cancel := context.WithTimeout(r.bulk, t.cfg.RequestTimeout)
+	if err != nil || string(actual) != string(a.sum) {
+		got := "(unreadable: " + fmt.Sprint(err) + ")"
+		if err == nil {
+			got = checksumInfo(a.sumType, actual)
 		}
+		return rest, cancel, perr("checksum_mismatch", fmt.Sprintf("Expected: Checksum[f=%d;%s=%x]; actual: %s; path: %s",
+			a.fid, a.sumType, a.sum, got, a.path))
 	}
-
-	// No lookup of the key first (the original's fid_exists check): the
-	// commit finds the key's owner itself, and a close of this fid that
-	// committed since the TempFile read above makes CommitFile answer as
-	// for a retry, which is what the client asked for (see commit_retry.go).
-	c := store.Commit{
-		Fid: fid, DomainID: dom.ID, Key: key, ClassID: tf.ClassID, Length: size,
-		DevIDs:    []int{devid},
-		Replicate: !classOK || needsCopies(class),
-	}
-	if haveSum && classOK && class.HashType == sumType {
-		c.Checksum = &store.Checksum{Fid: fid, HashType: sumType, Sum: sum}
-	}
-	if _, err := t.commitFile(ctx, c); err != nil {
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			ended = true
-			return t.noTempFile(ctx, r, fid, dom.ID, key)
-		case errors.Is(err, store.ErrNoSpace):
-			// The tempfile stays: a create_close retried once there is
-			// space commits it.
-			return nil, t.noSpace("create_close", err)
-		}
-		return nil, err
-	}
-	ended = true
-	return nil, nil
+	return rest, cancel, nil
 }
 
 // noSpace answers a write the metadata database refused for lack of space
@@ -494,41 +535,12 @@ func (t *Tracker) cmdFileInfo(ctx context.Context, r *request) (*Reply, error) {
 }
 
 func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) {
-	var (
-		fid   int64
-		file  *store.File
-		ns    *namespace
-		err   error
-		found bool
-	)
-	if perlTrue(r.Args.Get("fid")) {
-		fid = perlNum(r.Args.Get("fid"))
-		if ns, err = t.namespace(ctx); err != nil {
-			return nil, err
-		}
-		f, err := t.st.File(ctx, fid)
-		if err == nil {
-			file = &f
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, err
-		}
-	} else {
-		var dom store.Domain
-		if ns, dom, err = t.checkDomain(ctx, r); err != nil {
-			return nil, err
-		}
-		if r.Args.Get("key") == "" {
-			return nil, perr("no_key")
-		}
-		f, err := t.fileByKey(ctx, dom.ID, r.Args.Get("key"), "unknown_key")
-		if err != nil {
-			return nil, err
-		}
-		file, fid = &f, f.Fid
+	ns, file, fid, err := t.fileDebugTarget(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	res := &Reply{}
 	if file != nil {
-		found = true
 		res.Set("fid_fid", file.Fid)
 		res.Set("fid_dmid", file.DomainID)
 		res.Set("fid_dkey", file.Key)
@@ -541,7 +553,6 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 		res.Set("fid_class", t.className(ns, file.DomainID, file.ClassID))
 	}
 	if tf, err := t.st.TempFile(ctx, fid); err == nil {
-		found = true
 		res.Set("tempfile_fid", tf.Fid)
 		res.Set("tempfile_dmid", tf.DomainID)
 		res.Set("tempfile_dkey", tf.Key)
@@ -551,6 +562,71 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
+	if err := t.fileDebugQueues(ctx, fid, res); err != nil {
+		return nil, err
+	}
+	devids, err := t.st.FileOn(ctx, fid)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range devids {
+		if u, ok := devURL(ns, id, fid, r, true); ok {
+			res.Set(fmt.Sprintf("devpath_%d", id), u)
+		}
+	}
+	if len(devids) > 0 {
+		res.Set("devids", joinInts(devids))
+	}
+	// The original always answers, whatever it found: checksum is always
+	// set.
+	cs, err := t.st.Checksum(ctx, fid)
+	switch {
+	case err == nil:
+		res.Set("checksum", checksumInfo(cs.HashType, cs.Sum))
+	case errors.Is(err, store.ErrNotFound):
+		res.Set("checksum", "NONE")
+	default:
+		return nil, err
+	}
+	return res, nil
+}
+
+// fileDebugTarget is the fid file_debug asks about — fid=, else the file
+// of domain= and key= — and its file row (nil for a fid without one:
+// file_debug then reports its tempfile, queue rows and copies alone).
+func (t *Tracker) fileDebugTarget(ctx context.Context, r *request) (*namespace, *store.File, int64, error) {
+	if perlTrue(r.Args.Get("fid")) {
+		fid := perlNum(r.Args.Get("fid"))
+		ns, err := t.namespace(ctx)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		f, err := t.st.File(ctx, fid)
+		switch {
+		case err == nil:
+			return ns, &f, fid, nil
+		case errors.Is(err, store.ErrNotFound):
+			return ns, nil, fid, nil
+		}
+		return nil, nil, 0, err
+	}
+	ns, dom, err := t.checkDomain(ctx, r)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if r.Args.Get("key") == "" {
+		return nil, nil, 0, perr("no_key")
+	}
+	f, err := t.fileByKey(ctx, dom.ID, r.Args.Get("key"), "unknown_key")
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return ns, &f, f.Fid, nil
+}
+
+// fileDebugQueues adds fid's row in each queue to res, under the
+// original's prefixes and with the columns its tables had.
+func (t *Tracker) fileDebugQueues(ctx context.Context, fid int64, res *Reply) error {
 	for _, q := range []struct {
 		prefix string
 		q      store.Queue
@@ -560,9 +636,8 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		found = true
 		res.Set(q.prefix+"_fid", it.Fid)
 		res.Set(q.prefix+"_nexttry", it.NextTry.Unix())
 		res.Set(q.prefix+"_failcount", it.FailCount)
@@ -577,30 +652,7 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 			res.Set(q.prefix+"_arg", it.Arg)
 		}
 	}
-	devids, err := t.st.FileOn(ctx, fid)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range devids {
-		if u, ok := devURL(ns, id, fid, r, true); ok {
-			res.Set(fmt.Sprintf("devpath_%d", id), u)
-		}
-	}
-	if len(devids) > 0 {
-		found = true
-		res.Set("devids", joinInts(devids))
-	}
-	cs, err := t.st.Checksum(ctx, fid)
-	switch {
-	case err == nil:
-		res.Set("checksum", checksumInfo(cs.HashType, cs.Sum))
-	case errors.Is(err, store.ErrNotFound):
-		res.Set("checksum", "NONE")
-	default:
-		return nil, err
-	}
-	_ = found // the original always answers (checksum is always set)
-	return res, nil
+	return nil
 }
 
 func zeroEmpty(n int) string {
