@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -107,16 +108,89 @@ func (m *Manager) forgetOnDevice(ctx context.Context, fid int64, devid int) erro
 // replicate copies fid until its class's policy is met (Replicate.pm's
 // replicate()). The caller holds the fid's replicate lock.
 func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replResult, error) {
+	j, res, err := m.replPlan(ctx, fid, o)
+	if j == nil {
+		return res, err
+	}
+	gotRequest := false
+	var rr cluster.ReplRequest
+	for {
+		rr = j.pol.ReplicateTo(j.tellPol, j.dests, j.destFailed, j.cls.MinDevCount, j.w.set)
+		if rr.Happy {
+			break
+		}
+		ddev, res, err := j.destination(rr)
+		if ddev == nil {
+			if res != 0 || err != nil {
+				return res, err
+			}
+			break // no suggestion
+		}
+		gotRequest = true
+		sdev, err := j.source()
+		if err != nil {
+			return 0, err
+		}
+		got, err := m.copyBlob(ctx, j.w.devs[sdev], ddev, fid, j.f.Length, j.known, j.cls.HashType)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			m.log.Warn("copy failed", "job", JobReplicate, "fid", fid, "from", sdev, "to", ddev.ID, "err", err)
+			j.copyFailed(sdev, ddev, err)
+			continue
+		}
+		if err := m.noteOnDevice(ctx, fid, ddev.ID); err != nil {
+			return 0, err
+		}
+		if j.known == nil && got != nil {
+			c := store.Checksum{Fid: fid, HashType: j.cls.HashType, Sum: got}
+			if err := m.st.SetChecksum(ctx, c); err != nil {
+				return 0, fmt.Errorf("jobs: store checksum of fid %d: %w", fid, err)
+			}
+			j.known = &c
+		}
+		j.onDevs = append(j.onDevs, ddev)
+		j.tellPol = append(j.tellPol, ddev)
+		j.up = append(j.up, ddev.ID)
+	}
+	return j.outcome(rr, gotRequest)
+}
+
+// replJob is one replicate() call's state: the file, where it is, where
+// it may go, and what failed so far.
+type replJob struct {
+	fid   int64
+	o     replOpts
+	f     store.File
+	w     *world
+	cls   store.Class
+	pol   cluster.ReplPolicy
+	known *store.Checksum // checked on every copy; nil: none known yet
+	// onDevs hold the fid; tellPol are those the policy is told of (not
+	// masked, should have files); up those a copy can be read from.
+	onDevs, tellPol []*device
+	up              []int
+	dests           map[int]*device // where copies may go
+	destFailed      map[int]bool
+	srcFailed       map[int]bool
+	srcRetried      map[int]bool
+	lastCopyErr     error
+}
+
+// replPlan reads what replicate() decides by. A nil job ends replicate()
+// with res and err (the file is gone, it has no readable copy, ...).
+func (m *Manager) replPlan(ctx context.Context, fid int64, o replOpts) (*replJob, replResult, error) {
 	f, err := m.st.File(ctx, fid)
 	if errors.Is(err, store.ErrNotFound) {
-		return replNoFid, nil
+		return nil, replNoFid, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("jobs: read fid %d: %w", fid, err)
+		return nil, 0, fmt.Errorf("jobs: read fid %d: %w", fid, err)
 	}
 	on, err := m.st.FileOn(ctx, fid)
 	if err != nil {
-		return 0, fmt.Errorf("jobs: file_on of fid %d: %w", fid, err)
+		return nil, 0, fmt.Errorf("jobs: file_on of fid %d: %w", fid, err)
 	}
 	need := append([]int(nil), on...)
 	if o.source != 0 {
@@ -124,151 +198,131 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 	}
 	w, err := m.loadWorld(ctx, need...)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	cls := w.class(f)
-	pol, err := parsePolicy(cls.ReplPolicy)
-	if err != nil {
-		return 0, &replError{code: "policy_error", err: err}
+	j := &replJob{fid: fid, o: o, f: f, w: w, cls: w.class(f),
+		destFailed: map[int]bool{}, srcFailed: map[int]bool{}, srcRetried: map[int]bool{}}
+	if j.pol, err = parsePolicy(j.cls.ReplPolicy); err != nil {
+		return nil, 0, &replError{code: "policy_error", err: err}
 	}
 	// A known checksum is checked on every copy, whatever the class says
 	// now; a class with a hash type gets one computed while copying.
-	var known *store.Checksum
 	if c, err := m.st.Checksum(ctx, fid); err == nil && c.HashType.New() != nil {
-		known = &c
+		j.known = &c
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return 0, fmt.Errorf("jobs: checksum of fid %d: %w", fid, err)
+		return nil, 0, fmt.Errorf("jobs: checksum of fid %d: %w", fid, err)
 	}
-
-	var onDevs, tellPol []*device
-	var up []int
 	for _, id := range on {
 		d, ok := w.devs[id]
 		if !ok {
 			continue
 		}
-		onDevs = append(onDevs, d)
+		j.onDevs = append(j.onDevs, d)
 		if d.ShouldHaveFiles() && !o.mask[id] {
-			tellPol = append(tellPol, d)
+			j.tellPol = append(j.tellPol, d)
 		}
 		if d.ShouldReadFrom() {
-			up = append(up, id)
+			j.up = append(j.up, id)
 		}
 	}
-	if len(onDevs) == 0 {
-		return 0, replErr("no_source", "fid %d is on no device", fid)
+	if len(j.onDevs) == 0 {
+		return nil, 0, replErr("no_source", "fid %d is on no device", fid)
 	}
-	if len(up) == 0 {
-		for _, d := range onDevs {
+	if len(j.up) == 0 {
+		for _, d := range j.onDevs {
 			if d.Unobserved() {
-				return 0, replErr("not_observed", "dev%d holds fid %d but is not checked yet", d.ID, fid)
+				return nil, 0, replErr("not_observed", "dev%d holds fid %d but is not checked yet", d.ID, fid)
 			}
 		}
-		return 0, replErr("source_down", "no readable device holds fid %d", fid)
+		return nil, 0, replErr("source_down", "no readable device holds fid %d", fid)
 	}
-	dests := w.devs
+	j.dests = w.devs
 	if o.targets != nil {
-		dests = map[int]*device{}
+		j.dests = map[int]*device{}
 		for _, id := range o.targets {
 			if d, ok := w.devs[id]; ok {
-				dests[id] = d
+				j.dests[id] = d
 			}
 		}
 	}
+	return j, 0, nil
+}
 
-	destFailed := map[int]bool{}
-	srcFailed := map[int]bool{}
-	srcRetried := map[int]bool{}
-	gotRequest := false
-	var lastCopyErr error
-	var rr cluster.ReplRequest
-	for {
-		rr = pol.ReplicateTo(tellPol, dests, destFailed, cls.MinDevCount, w.set)
-		if rr.Happy {
-			break
-		}
-		var ddev *device
-		if len(rr.Ideal) > 0 {
-			for _, d := range rr.Ideal {
-				if !o.mask[d.ID] {
-					ddev = d
-					break
-				}
-			}
-			if ddev == nil {
-				// Masking left only non-ideal places: moving there would
-				// worsen the layout, so rebalance must not.
-				return replWouldWorsen, nil
-			}
-		} else if len(rr.Desperate) > 0 {
-			ddev = rr.Desperate[0]
-		} else {
-			break
-		}
-		gotRequest = true
-		if destFailed[ddev.ID] {
-			return 0, replErr("policy_error_doing_failed", "policy chose dev%d again for fid %d", ddev.ID, fid)
-		}
-		for _, d := range onDevs {
-			if d.ID == ddev.ID {
-				return 0, replErr("policy_error_already_there", "policy chose dev%d, which holds fid %d", ddev.ID, fid)
+// destination is where the next copy goes by the policy's request rr: an
+// ideal device not masked, else the first desperate one. Nil with no
+// result and no error: the policy suggests nothing.
+func (j *replJob) destination(rr cluster.ReplRequest) (*device, replResult, error) {
+	var ddev *device
+	switch {
+	case len(rr.Ideal) > 0:
+		for _, d := range rr.Ideal {
+			if !j.o.mask[d.ID] {
+				ddev = d
+				break
 			}
 		}
-
-		var choices []int
-		for _, id := range up {
-			if !srcFailed[id] {
-				choices = append(choices, id)
-			}
+		if ddev == nil {
+			// Masking left only non-ideal places: moving there would
+			// worsen the layout, so rebalance must not.
+			return nil, replWouldWorsen, nil
 		}
-		if len(choices) == 0 {
-			return 0, &replError{code: "source_down", err: fmt.Errorf("no source left for fid %d: %w", fid, lastCopyErr)}
-		}
-		sdev := choices[rand.IntN(len(choices))]
-		for _, id := range choices {
-			if id == o.source {
-				sdev = id
-			}
-		}
-
-		got, err := m.copyBlob(ctx, w.devs[sdev], ddev, fid, f.Length, known, cls.HashType)
-		if err != nil {
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			lastCopyErr = err
-			m.log.Warn("copy failed", "job", JobReplicate, "fid", fid, "from", sdev, "to", ddev.ID, "err", err)
-			var ce *copyError
-			if errors.As(err, &ce) && ce.src {
-				// One read the second contradicted may be the
-				// network's or the node's passing fault: the source
-				// gets one more try before it counts as failed.
-				if ce.disagree && !srcRetried[sdev] {
-					srcRetried[sdev] = true
-					continue
-				}
-				srcFailed[sdev] = true
-			} else {
-				destFailed[ddev.ID] = true
-			}
-			continue
-		}
-		if err := m.noteOnDevice(ctx, fid, ddev.ID); err != nil {
-			return 0, err
-		}
-		if known == nil && got != nil {
-			c := store.Checksum{Fid: fid, HashType: cls.HashType, Sum: got}
-			if err := m.st.SetChecksum(ctx, c); err != nil {
-				return 0, fmt.Errorf("jobs: store checksum of fid %d: %w", fid, err)
-			}
-			known = &c
-		}
-		onDevs = append(onDevs, ddev)
-		tellPol = append(tellPol, ddev)
-		up = append(up, ddev.ID)
+	case len(rr.Desperate) > 0:
+		ddev = rr.Desperate[0]
+	default:
+		return nil, 0, nil
 	}
+	if j.destFailed[ddev.ID] {
+		return nil, 0, replErr("policy_error_doing_failed", "policy chose dev%d again for fid %d", ddev.ID, j.fid)
+	}
+	for _, d := range j.onDevs {
+		if d.ID == ddev.ID {
+			return nil, 0, replErr("policy_error_already_there", "policy chose dev%d, which holds fid %d", ddev.ID, j.fid)
+		}
+	}
+	return ddev, 0, nil
+}
+
+// source is the device the next copy is read from: the preferred source
+// (fromdevid) while it has not failed, else a random readable one.
+func (j *replJob) source() (int, error) {
+	var choices []int
+	for _, id := range j.up {
+		if !j.srcFailed[id] {
+			choices = append(choices, id)
+		}
+	}
+	if len(choices) == 0 {
+		return 0, &replError{code: "source_down", err: fmt.Errorf("no source left for fid %d: %w", j.fid, j.lastCopyErr)}
+	}
+	if slices.Contains(choices, j.o.source) {
+		return j.o.source, nil
+	}
+	return choices[rand.IntN(len(choices))], nil
+}
+
+// copyFailed notes a failed copy from sdev to ddev: the side at fault is
+// not used again for this fid, except that a source whose two reads
+// disagreed gets one more try — one may be the network's or the node's
+// passing fault.
+func (j *replJob) copyFailed(sdev int, ddev *device, err error) {
+	j.lastCopyErr = err
+	var ce *copyError
+	if !errors.As(err, &ce) || !ce.src {
+		j.destFailed[ddev.ID] = true
+		return
+	}
+	if ce.disagree && !j.srcRetried[sdev] {
+		j.srcRetried[sdev] = true
+		return
+	}
+	j.srcFailed[sdev] = true
+}
+
+// outcome is replicate()'s result once the policy is met or has nothing
+// more to suggest.
+func (j *replJob) outcome(rr cluster.ReplRequest, gotRequest bool) (replResult, error) {
 	if rr.TooHappy {
-		return 0, replErr("too_happy", "fid %d is on too many devices", fid)
+		return 0, replErr("too_happy", "fid %d is on too many devices", j.fid)
 	}
 	if rr.Happy {
 		if gotRequest {
@@ -276,15 +330,15 @@ func (m *Manager) replicate(ctx context.Context, fid int64, o replOpts) (replRes
 		}
 		return replLostRace, nil
 	}
-	if lastCopyErr != nil {
-		return 0, &replError{code: "copy_error", err: lastCopyErr}
+	if j.lastCopyErr != nil {
+		return 0, &replError{code: "copy_error", err: j.lastCopyErr}
 	}
-	for _, d := range dests {
+	for _, d := range j.dests {
 		if d.Unobserved() && d.NewFilesState() {
-			return 0, replErr("not_observed", "no destination for fid %d yet: dev%d is not checked yet", fid, d.ID)
+			return 0, replErr("not_observed", "no destination for fid %d yet: dev%d is not checked yet", j.fid, d.ID)
 		}
 	}
-	return 0, replErr("policy_no_suggestions", "no destination for fid %d", fid)
+	return 0, replErr("policy_no_suggestions", "no destination for fid %d", j.fid)
 }
 
 // replicateBackoff is Replicate.pm's: 15s, 1m, 5m, 30m, 1h, 2h, 4h, 8h,
