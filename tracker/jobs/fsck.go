@@ -253,149 +253,24 @@ func (m *Manager) fsckFix(ctx context.Context, fid int64, o fsckOpts, reason str
 // when the policy is no longer met.
 func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, error) {
 	fid := s.f.Fid
-	// The class's algorithm, else fsck_checksum's (class->hashname ||
-	// opt_checksum): fsck_checksum = off only keeps a hashed class's
-	// files off this slow path, it does not stop digesting them here.
-	alg := s.cls.HashType
-	if alg == store.HashNone {
-		alg = o.checksum
-	}
-	var cur *store.Checksum
-	if c, err := m.st.Checksum(ctx, fid); err == nil {
-		cur = &c
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return false, fmt.Errorf("jobs: checksum of fid %d: %w", fid, err)
-	}
-	var good, bad []int
-	checked := map[int]bool{}
-	sums := map[string][]int{}
-	var sumOrder []string
-
-	check := func(devids []int, desperate bool) error {
-		for _, id := range devids {
-			if checked[id] {
-				continue
-			}
-			checked[id] = true
-			d := s.w.devs[id]
-			if d == nil || d.Dead() {
-				bad = append(bad, id)
-				continue
-			}
-			if d.Unobserved() {
-				return fmt.Errorf("%w: dev%d", errNotObserved, id)
-			}
-			if !d.ShouldReadFrom() {
-				m.logUnreachable(d)
-				return fmt.Errorf("%w: dev%d unreachable", errStalled, id)
-			}
-			size, missing, err := m.lookAtCopy(ctx, d, fid, s.f.Length)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				m.logConnectivity(d)
-				return fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
-			}
-			if !missing && size == s.f.Length {
-				if alg != store.HashNone {
-					sum, err := m.digest(ctx, d, fid, s.f.Length, alg, true, "fsck")
-					if errors.Is(err, cluster.ErrMissing) {
-						// DELETE could have hit right after the size check.
-						if !desperate {
-							if err := m.fsckLog(ctx, fid, evFileMissing, id); err != nil {
-								return err
-							}
-						}
-						bad = append(bad, id)
-						continue
-					}
-					if err != nil {
-						if ctx.Err() != nil {
-							return ctx.Err()
-						}
-						return fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
-					}
-					if desperate && cur != nil && cur.HashType == alg && !bytes.Equal(sum, cur.Sum) {
-						// Bytes of the right length that are not the
-						// file's: no copy of it.
-						continue
-					}
-					k := string(sum)
-					if _, ok := sums[k]; !ok {
-						sumOrder = append(sumOrder, k)
-					}
-					sums[k] = append(sums[k], id)
-				}
-				good = append(good, id)
-				if desperate {
-					return nil
-				}
-				continue
-			}
-			if !desperate {
-				code := evBadLength
-				if missing {
-					code = evFileMissing
-				}
-				if err := m.fsckLog(ctx, fid, code, id); err != nil {
-					return err
-				}
-			}
-			bad = append(bad, id)
-		}
-		return nil
-	}
-
-	if err := check(s.on, false); err != nil {
+	sc, err := m.newFidScan(ctx, s, o)
+	if err != nil {
 		return false, err
 	}
-	if len(good) == 0 {
-		if err := m.fsckLog(ctx, fid, evStartSearch, 0); err != nil {
-			return false, err
-		}
-		var all []int
-		for id, d := range s.w.devs {
-			if d.FsckSearchOn() {
-				all = append(all, id)
-			}
-		}
-		rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-		if err := check(all, true); err != nil {
-			return false, err
-		}
-		if len(good) == 0 {
-			// No good copy anywhere: forget only the copies on devices
-			// that are gone (dead or deleted). A copy that answered
-			// wrongly twice may still be the last of the file's bytes
-			// (a device that comes back, a node that lied): it stays
-			// for an operator, and GONE says so.
-			var gone []int
-			for _, id := range bad {
-				if d := s.w.devs[id]; d == nil || d.Dead() {
-					gone = append(gone, id)
-				}
-			}
-			if err := m.forgetDevs(ctx, fid, gone); err != nil {
-				return false, err
-			}
-			if _, err := m.st.SyncDevCount(ctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return false, fmt.Errorf("jobs: sync devcount of fid %d: %w", fid, err)
-			}
-			return false, nil
-		}
-		if err := m.noteOnDevice(ctx, fid, good[0]); err != nil {
-			return false, err
-		}
-		if err := m.fsckLog(ctx, fid, evFoundFid, 0); err != nil {
-			return false, err
-		}
-	}
-	if err := m.forgetDevs(ctx, fid, bad); err != nil {
+	if err := sc.check(ctx, s.on, false); err != nil {
 		return false, err
 	}
-	if alg != store.HashNone {
-		if err := m.fixChecksums(ctx, s, o, alg, cur, sums, sumOrder); err != nil {
+	if len(sc.good) == 0 {
+		found, err := sc.search(ctx)
+		if err != nil || !found {
+			return false, err
+		}
+	}
+	if err := m.forgetDevs(ctx, fid, sc.bad); err != nil {
+		return false, err
+	}
+	if sc.alg != store.HashNone {
+		if err := m.fixChecksums(ctx, s, o, sc.alg, sc.cur, sc.sums, sc.sumOrder); err != nil {
 			return false, err
 		}
 	}
@@ -414,6 +289,185 @@ func (m *Manager) fixFid(ctx context.Context, s *fidState, o fsckOpts) (bool, er
 		return true, m.fsckLog(ctx, fid, evReReplicate, 0)
 	}
 	return true, m.maybeFixDevcount(ctx, s2, o)
+}
+
+// fidScan is fixFid's look at a file's copies: which devices hold good
+// ones, which bad, and the digests of the good ones.
+type fidScan struct {
+	m *Manager
+	s *fidState
+	// alg is the class's algorithm, else fsck_checksum's (class->hashname
+	// || opt_checksum): fsck_checksum = off only keeps a hashed class's
+	// files off this slow path, it does not stop digesting them here.
+	alg       store.HashType
+	cur       *store.Checksum // the stored checksum, nil if none
+	good, bad []int
+	checked   map[int]bool
+	sums      map[string][]int // good devices by digest
+	sumOrder  []string         // the digests in the order first seen
+}
+
+func (m *Manager) newFidScan(ctx context.Context, s *fidState, o fsckOpts) (*fidScan, error) {
+	sc := &fidScan{m: m, s: s, alg: s.cls.HashType, checked: map[int]bool{}, sums: map[string][]int{}}
+	if sc.alg == store.HashNone {
+		sc.alg = o.checksum
+	}
+	if c, err := m.st.Checksum(ctx, s.f.Fid); err == nil {
+		sc.cur = &c
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("jobs: checksum of fid %d: %w", s.f.Fid, err)
+	}
+	return sc, nil
+}
+
+// copyLook is what one device's copy turned out to be.
+type copyLook int
+
+const (
+	copyGood  copyLook = iota
+	copyBad            // missing, wrong length, or on a device that is gone
+	copyWrong          // searching: the right length but not the file's bytes; not a copy, not forgotten
+)
+
+// check looks at the copies on devids not looked at yet. Desperate is the
+// search of every device after no listed copy was good: nothing is
+// logged per device, and the first good copy ends it.
+func (sc *fidScan) check(ctx context.Context, devids []int, desperate bool) error {
+	for _, id := range devids {
+		if sc.checked[id] {
+			continue
+		}
+		sc.checked[id] = true
+		look, sum, err := sc.lookAt(ctx, id, desperate)
+		if err != nil {
+			return err
+		}
+		switch look {
+		case copyBad:
+			sc.bad = append(sc.bad, id)
+		case copyGood:
+			if sc.alg != store.HashNone {
+				k := string(sum)
+				if _, ok := sc.sums[k]; !ok {
+					sc.sumOrder = append(sc.sumOrder, k)
+				}
+				sc.sums[k] = append(sc.sums[k], id)
+			}
+			sc.good = append(sc.good, id)
+			if desperate {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// lookAt is one device's copy of the file, and its digest when alg is
+// set. A device it cannot judge now (not observed yet, unreachable, a
+// failed read) stalls the whole check: an error, so that nothing is
+// decided on what could not be seen.
+func (sc *fidScan) lookAt(ctx context.Context, id int, desperate bool) (copyLook, []byte, error) {
+	m, fid, length := sc.m, sc.s.f.Fid, sc.s.f.Length
+	d := sc.s.w.devs[id]
+	if d == nil || d.Dead() {
+		return copyBad, nil, nil
+	}
+	if d.Unobserved() {
+		return 0, nil, fmt.Errorf("%w: dev%d", errNotObserved, id)
+	}
+	if !d.ShouldReadFrom() {
+		m.logUnreachable(d)
+		return 0, nil, fmt.Errorf("%w: dev%d unreachable", errStalled, id)
+	}
+	size, missing, err := m.lookAtCopy(ctx, d, fid, length)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil, ctx.Err()
+		}
+		m.logConnectivity(d)
+		return 0, nil, fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
+	}
+	if missing || size != length {
+		if !desperate {
+			code := evBadLength
+			if missing {
+				code = evFileMissing
+			}
+			if err := m.fsckLog(ctx, fid, code, id); err != nil {
+				return 0, nil, err
+			}
+		}
+		return copyBad, nil, nil
+	}
+	if sc.alg == store.HashNone {
+		return copyGood, nil, nil
+	}
+	sum, err := m.digest(ctx, d, fid, length, sc.alg, true, "fsck")
+	if errors.Is(err, cluster.ErrMissing) {
+		// DELETE could have hit right after the size check.
+		if !desperate {
+			if err := m.fsckLog(ctx, fid, evFileMissing, id); err != nil {
+				return 0, nil, err
+			}
+		}
+		return copyBad, nil, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil, ctx.Err()
+		}
+		return 0, nil, fmt.Errorf("%w: dev%d: %w", errStalled, id, err)
+	}
+	if desperate && sc.cur != nil && sc.cur.HashType == sc.alg && !bytes.Equal(sum, sc.cur.Sum) {
+		// Bytes of the right length that are not the file's: no copy of
+		// it.
+		return copyWrong, nil, nil
+	}
+	return copyGood, sum, nil
+}
+
+// search looks for a good copy on every device fsck may search, after
+// none of the listed copies was good, and records the first it finds.
+// found is false when there is none anywhere.
+func (sc *fidScan) search(ctx context.Context) (found bool, err error) {
+	m, fid := sc.m, sc.s.f.Fid
+	if err := m.fsckLog(ctx, fid, evStartSearch, 0); err != nil {
+		return false, err
+	}
+	var all []int
+	for id, d := range sc.s.w.devs {
+		if d.FsckSearchOn() {
+			all = append(all, id)
+		}
+	}
+	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	if err := sc.check(ctx, all, true); err != nil {
+		return false, err
+	}
+	if len(sc.good) == 0 {
+		// No good copy anywhere: forget only the copies on devices that
+		// are gone (dead or deleted). A copy that answered wrongly twice
+		// may still be the last of the file's bytes (a device that comes
+		// back, a node that lied): it stays for an operator, and GONE
+		// says so.
+		var gone []int
+		for _, id := range sc.bad {
+			if d := sc.s.w.devs[id]; d == nil || d.Dead() {
+				gone = append(gone, id)
+			}
+		}
+		if err := m.forgetDevs(ctx, fid, gone); err != nil {
+			return false, err
+		}
+		if _, err := m.st.SyncDevCount(ctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, fmt.Errorf("jobs: sync devcount of fid %d: %w", fid, err)
+		}
+		return false, nil
+	}
+	if err := m.noteOnDevice(ctx, fid, sc.good[0]); err != nil {
+		return false, err
+	}
+	return true, m.fsckLog(ctx, fid, evFoundFid, 0)
 }
 
 func (m *Manager) forgetDevs(ctx context.Context, fid int64, devids []int) error {
