@@ -207,191 +207,235 @@ func (m *Manager) moveOff(ctx context.Context, it store.QueueItem) error {
 // honour limit_by count/size per device or globally, and finish or stop
 // (rebal_signal=stop) as the original does.
 func (m *Manager) injectRebalance(ctx context.Context, log *slog.Logger) error {
-	host, err := m.setting(ctx, "rebal_host")
-	if err != nil || host == "" || host != m.host {
+	p, err := m.rebalancePass(ctx)
+	if p == nil || err != nil {
 		return err
 	}
-	qlen, err := m.st.QueueLength(ctx, store.QueueRebalance)
-	if err != nil {
-		return fmt.Errorf("jobs: rebalance queue length: %w", err)
-	}
-	if qlen >= m.intSetting(ctx, "queue_size_for_rebal", rebalQueueMax) {
-		return nil
-	}
-	rate := m.intSetting(ctx, "queue_rate_for_rebal", rebalBatch)
-	polStr, err := m.setting(ctx, "rebal_policy")
-	if err != nil {
-		return err
-	}
-	pol, err := cluster.ParseRebalPolicy(polStr)
-	if err != nil {
-		return err
-	}
-	w, err := m.freshWorld(ctx)
-	if err != nil {
-		return err
-	}
-	now, err := m.st.Now(ctx)
-	if err != nil {
-		return fmt.Errorf("jobs: rebalance: %w", err)
-	}
-	stStr, err := m.setting(ctx, "rebal_state")
-	if err != nil {
-		return err
-	}
-	var s cluster.RebalState
-	if stStr != "" {
-		s = cluster.ParseRebalState(stStr)
-	} else {
-		s = cluster.RebalState{SourceDevs: pol.SourceDevices(w.sorted()), TimeStarted: now.Unix()}
-	}
-	// A run that has not started yet gets its global budget here (the
-	// original never sets it, so a global limit moved nothing).
-	fresh := s.SdevCurrent == 0 && len(s.CompletedDevs) == 0 && s.FidsQueued == 0 && s.TimeLatestRun == 0
-	if fresh && pol.LimitType == "global" && pol.LimitBy != "none" {
-		if s.Limit, err = pol.LimitValue(); err != nil {
-			return err
-		}
-	}
-	save := func() error {
-		if err := m.st.SetServerSetting(ctx, "rebal_state", s.String()); err != nil {
-			return fmt.Errorf("jobs: save rebalance state: %w", err)
-		}
-		return nil
-	}
-	undrain := func(devid int) error {
-		if devid == 0 || pol.LeaveInDrainMode {
-			return nil
-		}
-		if err := m.st.SetDeviceState(ctx, devid, store.DeviceAlive); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("jobs: rebalance: undrain dev%d: %w", devid, err)
-		}
-		return nil
-	}
-
 	if sig, err := m.setting(ctx, "rebal_signal"); err != nil {
 		return err
 	} else if sig == "stop" {
-		if err := undrain(s.SdevCurrent); err != nil {
+		return p.stop(ctx)
+	}
+	if p.s.SdevCurrent == 0 {
+		if done, err := p.nextSource(ctx, log); done || err != nil {
 			return err
 		}
-		s.TimeStopped = now.Unix()
-		if err := m.st.DeleteServerSetting(ctx, "rebal_signal"); err != nil {
-			return fmt.Errorf("jobs: rebalance stop: %w", err)
-		}
-		if err := m.st.DeleteServerSetting(ctx, "rebal_host"); err != nil {
-			return fmt.Errorf("jobs: rebalance stop: %w", err)
-		}
-		return save()
 	}
-
-	if s.SdevCurrent == 0 {
-		if len(s.SourceDevs) == 0 {
-			log.Info("rebalance finished", "fids_queued", s.FidsQueued, "bytes_queued", s.BytesQueued)
-			s.TimeFinished = now.Unix()
-			if err := save(); err != nil {
-				return err
-			}
-			if err := m.st.DeleteServerSetting(ctx, "rebal_host"); err != nil {
-				return fmt.Errorf("jobs: rebalance done: %w", err)
-			}
-			return nil
-		}
-		s.SdevCurrent, s.SourceDevs = s.SourceDevs[0], s.SourceDevs[1:]
-		s.SdevLastFid = 0
-		if pol.LimitType == "device" && pol.LimitBy != "none" {
-			if s.SdevLimit, err = pol.LimitValue(); err != nil {
-				return err
-			}
-		}
-		if len(destDevices(pol, w, s)) == 0 {
-			return fmt.Errorf("jobs: rebalance cannot find suitable destination devices")
-		}
-		// A device being emptied must not take new files meanwhile.
-		if err := m.st.SetDeviceState(ctx, s.SdevCurrent, store.DeviceDrain); err != nil {
-			return fmt.Errorf("jobs: rebalance: drain dev%d: %w", s.SdevCurrent, err)
-		}
-		if d, ok := w.devs[s.SdevCurrent]; ok {
-			d.Status = store.DeviceDrain
-		}
-	}
-	dests := destDevices(pol, w, s)
+	dests := destDevices(p.pol, p.w, p.s)
 	if len(dests) == 0 {
 		return fmt.Errorf("jobs: rebalance cannot find suitable destination devices")
 	}
-	limitLeft := func() *int64 {
-		if pol.LimitType == "global" {
-			return &s.Limit
-		}
-		return &s.SdevLimit
+	return p.queueBatch(ctx, dests)
+}
+
+// rebalPass is one pass of injectRebalance: the policy, the cluster, the
+// run's state (saved at the end of the pass) and the batch size.
+type rebalPass struct {
+	m    *Manager
+	pol  cluster.RebalPolicy
+	w    *world
+	now  time.Time
+	s    cluster.RebalState
+	rate int64
+}
+
+// rebalancePass reads what a pass decides by; nil when there is nothing
+// to do here: rebal_host names another tracker (or none), or the queue
+// is full.
+func (m *Manager) rebalancePass(ctx context.Context) (*rebalPass, error) {
+	host, err := m.setting(ctx, "rebal_host")
+	if err != nil || host == "" || host != m.host {
+		return nil, err
 	}
-	underLimit := func(length int64, take bool) bool {
-		lim := limitLeft()
-		switch pol.LimitBy {
-		case "count":
-			if !take {
-				return *lim > 0
-			}
-			if *lim <= 0 {
-				return false
-			}
-			*lim--
-			return true
-		case "size":
-			if !take {
-				return *lim >= 1024
-			}
-			if length > *lim {
-				return false
-			}
-			*lim -= length
-			return true
+	qlen, err := m.st.QueueLength(ctx, store.QueueRebalance)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: rebalance queue length: %w", err)
+	}
+	if qlen >= m.intSetting(ctx, "queue_size_for_rebal", rebalQueueMax) {
+		return nil, nil
+	}
+	p := &rebalPass{m: m, rate: m.intSetting(ctx, "queue_rate_for_rebal", rebalBatch)}
+	polStr, err := m.setting(ctx, "rebal_policy")
+	if err != nil {
+		return nil, err
+	}
+	if p.pol, err = cluster.ParseRebalPolicy(polStr); err != nil {
+		return nil, err
+	}
+	if p.w, err = m.freshWorld(ctx); err != nil {
+		return nil, err
+	}
+	if p.now, err = m.st.Now(ctx); err != nil {
+		return nil, fmt.Errorf("jobs: rebalance: %w", err)
+	}
+	stStr, err := m.setting(ctx, "rebal_state")
+	if err != nil {
+		return nil, err
+	}
+	if stStr != "" {
+		p.s = cluster.ParseRebalState(stStr)
+	} else {
+		p.s = cluster.RebalState{SourceDevs: p.pol.SourceDevices(p.w.sorted()), TimeStarted: p.now.Unix()}
+	}
+	// A run that has not started yet gets its global budget here (the
+	// original never sets it, so a global limit moved nothing).
+	s := &p.s
+	fresh := s.SdevCurrent == 0 && len(s.CompletedDevs) == 0 && s.FidsQueued == 0 && s.TimeLatestRun == 0
+	if fresh && p.pol.LimitType == "global" && p.pol.LimitBy != "none" {
+		if s.Limit, err = p.pol.LimitValue(); err != nil {
+			return nil, err
 		}
+	}
+	return p, nil
+}
+
+func (p *rebalPass) save(ctx context.Context) error {
+	if err := p.m.st.SetServerSetting(ctx, "rebal_state", p.s.String()); err != nil {
+		return fmt.Errorf("jobs: save rebalance state: %w", err)
+	}
+	return nil
+}
+
+// undrain puts a source device back to alive once the run is done with
+// it, unless the policy leaves it in drain mode.
+func (p *rebalPass) undrain(ctx context.Context, devid int) error {
+	if devid == 0 || p.pol.LeaveInDrainMode {
+		return nil
+	}
+	if err := p.m.st.SetDeviceState(ctx, devid, store.DeviceAlive); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("jobs: rebalance: undrain dev%d: %w", devid, err)
+	}
+	return nil
+}
+
+// stop ends the run on rebal_signal=stop.
+func (p *rebalPass) stop(ctx context.Context) error {
+	if err := p.undrain(ctx, p.s.SdevCurrent); err != nil {
+		return err
+	}
+	p.s.TimeStopped = p.now.Unix()
+	if err := p.m.st.DeleteServerSetting(ctx, "rebal_signal"); err != nil {
+		return fmt.Errorf("jobs: rebalance stop: %w", err)
+	}
+	if err := p.m.st.DeleteServerSetting(ctx, "rebal_host"); err != nil {
+		return fmt.Errorf("jobs: rebalance stop: %w", err)
+	}
+	return p.save(ctx)
+}
+
+// nextSource takes the next source device and marks it drain, or finishes
+// the run when none is left (done).
+func (p *rebalPass) nextSource(ctx context.Context, log *slog.Logger) (done bool, err error) {
+	s := &p.s
+	if len(s.SourceDevs) == 0 {
+		log.Info("rebalance finished", "fids_queued", s.FidsQueued, "bytes_queued", s.BytesQueued)
+		s.TimeFinished = p.now.Unix()
+		if err := p.save(ctx); err != nil {
+			return true, err
+		}
+		if err := p.m.st.DeleteServerSetting(ctx, "rebal_host"); err != nil {
+			return true, fmt.Errorf("jobs: rebalance done: %w", err)
+		}
+		return true, nil
+	}
+	s.SdevCurrent, s.SourceDevs = s.SourceDevs[0], s.SourceDevs[1:]
+	s.SdevLastFid = 0
+	if p.pol.LimitType == "device" && p.pol.LimitBy != "none" {
+		if s.SdevLimit, err = p.pol.LimitValue(); err != nil {
+			return false, err
+		}
+	}
+	if len(destDevices(p.pol, p.w, *s)) == 0 {
+		return false, fmt.Errorf("jobs: rebalance cannot find suitable destination devices")
+	}
+	// A device being emptied must not take new files meanwhile.
+	if err := p.m.st.SetDeviceState(ctx, s.SdevCurrent, store.DeviceDrain); err != nil {
+		return false, fmt.Errorf("jobs: rebalance: drain dev%d: %w", s.SdevCurrent, err)
+	}
+	if d, ok := p.w.devs[s.SdevCurrent]; ok {
+		d.Status = store.DeviceDrain
+	}
+	return false, nil
+}
+
+// underLimit reports whether limit_by (count or size, per device or for
+// the whole run) still allows a file of length; take spends it.
+func (p *rebalPass) underLimit(length int64, take bool) bool {
+	lim := &p.s.SdevLimit
+	if p.pol.LimitType == "global" {
+		lim = &p.s.Limit
+	}
+	switch p.pol.LimitBy {
+	case "count":
+		if !take {
+			return *lim > 0
+		}
+		if *lim <= 0 {
+			return false
+		}
+		*lim--
+		return true
+	case "size":
+		if !take {
+			return *lim >= 1024
+		}
+		if length > *lim {
+			return false
+		}
+		*lim -= length
 		return true
 	}
-	fids, err := m.st.FidsOnDevice(ctx, s.SdevCurrent, s.SdevLastFid, int(rate))
+	return true
+}
+
+// queueBatch queues the source's next fids with their candidate
+// destinations, or moves on from a source with none left (or its limit
+// spent), and saves the state.
+func (p *rebalPass) queueBatch(ctx context.Context, dests []int) error {
+	s := &p.s
+	fids, err := p.m.st.FidsOnDevice(ctx, s.SdevCurrent, s.SdevLastFid, int(p.rate))
 	if err != nil {
 		return fmt.Errorf("jobs: fids on dev%d: %w", s.SdevCurrent, err)
 	}
-	if len(fids) == 0 || !underLimit(0, false) {
+	if len(fids) == 0 || !p.underLimit(0, false) {
 		// This source is done; the next pass picks the next one.
-		if err := undrain(s.SdevCurrent); err != nil {
+		if err := p.undrain(ctx, s.SdevCurrent); err != nil {
 			return err
 		}
 		s.CompletedDevs = append(s.CompletedDevs, s.SdevCurrent)
 		s.SdevCurrent, s.SdevLastFid, s.SdevLimit = 0, 0, 0
-		return save()
+		return p.save(ctx)
 	}
 	s.SdevLastFid = fids[len(fids)-1]
 	var entries []store.QueueEntry
 	for _, fid := range fids {
-		f, err := m.st.File(ctx, fid)
+		f, err := p.m.st.File(ctx, fid)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("jobs: read fid %d: %w", fid, err)
 		}
-		if !underLimit(f.Length, true) {
+		if !p.underLimit(f.Length, true) {
 			continue
 		}
 		ds := append([]int(nil), dests...)
 		rand.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
-		if n, err := strconv.Atoi(pol.UseDestDevs); err == nil && n > 0 && n < len(ds) {
+		if n, err := strconv.Atoi(p.pol.UseDestDevs); err == nil && n > 0 && n < len(ds) {
 			ds = ds[:n]
 		}
 		entries = append(entries, store.QueueEntry{Fid: fid, DevID: s.SdevCurrent, Arg: cluster.JoinInts(ds)})
 		s.FidsQueued++
 		s.BytesQueued += f.Length
 	}
-	s.TimeLatestRun = now.Unix()
+	s.TimeLatestRun = p.now.Unix()
 	if len(entries) == 0 {
 		s.EmptyRuns++
-		s.TimeLatestEmptyRun = now.Unix()
-	} else if err := m.st.Enqueue(ctx, store.QueueRebalance, entries...); err != nil {
+		s.TimeLatestEmptyRun = p.now.Unix()
+	} else if err := p.m.st.Enqueue(ctx, store.QueueRebalance, entries...); err != nil {
 		return fmt.Errorf("jobs: queue rebalance batch: %w", err)
 	}
-	return save()
+	return p.save(ctx)
 }
 
 // destDevices are the policy's destinations for the current source: every
