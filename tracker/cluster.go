@@ -150,13 +150,6 @@ func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (stri
 	return hostBase(h, r, getPort) + cluster.FidPath(devid, fid), true
 }
 
-// shouldGetNewFiles is the cluster model's Device.ShouldGetNewFiles under
-// this tracker's settings.
-func (t *Tracker) shouldGetNewFiles(ns *namespace, d store.Device) bool {
-	dv, ok := t.device(ns, d)
-	return ok && dv.ShouldGetNewFiles(t.settings())
-}
-
 // shouldReadFrom is the cluster model's Device.ShouldReadFrom.
 func (t *Tracker) shouldReadFrom(ns *namespace, d store.Device) bool {
 	dv, ok := t.device(ns, d)

@@ -39,11 +39,10 @@ func (a Args) Has(k string) bool { _, ok := a[k]; return ok }
 // Errors of ParseRequest. The server answers them as protocol errors; none
 // of them closes the connection except ErrLineTooLong.
 var (
-	ErrEmptyLine    = errors.New("tracker: empty request line")
-	ErrBadCommand   = errors.New("tracker: malformed command")
-	ErrBadEncoding  = errors.New("tracker: bad URL encoding")
-	ErrLineTooLong  = errors.New("tracker: request line too long")
-	errBadAdminLine = errors.New("tracker: malformed admin command")
+	ErrEmptyLine   = errors.New("tracker: empty request line")
+	ErrBadCommand  = errors.New("tracker: malformed command")
+	ErrBadEncoding = errors.New("tracker: bad URL encoding")
+	ErrLineTooLong = errors.New("tracker: request line too long")
 )
 
 // ParseRequest parses one request line without its line terminator (a

@@ -425,18 +425,6 @@ func (m *Manager) release(l store.Lock) {
 	}
 }
 
-// sleep waits d or until ctx ends; false means stop.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // queueWorker is the skeleton of replicate, delete and fsck workers: lease
 // one due row at a time while stop is live, handle it under the work
 // context, and poll every QueuePoll when the queues are empty. handle

@@ -53,10 +53,6 @@ type Observation struct {
 	RejectBadMD5, RejectBadMD5OK bool
 }
 
-// Seen reports whether the monitor has looked at the device (always true
-// when no monitor runs).
-func (o Observation) Seen() bool { return !o.Monitored || o.State != "" }
-
 // Device is a device row joined with its host row and the monitor's
 // observation of it; the predicates mirror MogileFS::Device and
 // MogileFS::DeviceState so that decisions match the original's.
