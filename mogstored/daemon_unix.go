@@ -50,10 +50,13 @@ func (m *Main) daemonize(ctx context.Context, args []string) error {
 	}
 	r.SetReadDeadline(deadline)
 	msg, _ := io.ReadAll(io.LimitReader(r, 4096))
-	if strings.HasPrefix(string(msg), "ok") {
+	if rest, ok := strings.CutPrefix(string(msg), "ok"); ok {
 		pid := cmd.Process.Pid
 		cmd.Process.Release()
 		fmt.Fprintf(m.Stdout, "mogstored running in the background, pid %d\n", pid)
+		if note := strings.TrimSpace(rest); note != "" {
+			fmt.Fprintf(m.Stderr, "mogstored: warning: %s\n", note)
+		}
 		return nil
 	}
 	cmd.Process.Kill()

@@ -4,6 +4,7 @@ package mogstored
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -51,5 +52,41 @@ func TestMainRun_DetachedLogsToSyslog(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("stdout/stderr got %q; a detached mogstored has none", out.String())
+	}
+}
+
+// Without a syslog to reach and without log_file, a detached mogstored
+// still starts (it did before it logged to syslog, and storage nodes run
+// in containers without one): its log is discarded and the start-up
+// report tells the parent so, which prints it as a warning.
+func TestMainRun_DetachedWithoutSyslog(t *testing.T) {
+	prev := logsetup.OpenSyslog
+	logsetup.OpenSyslog = func(string) (io.WriteCloser, error) { return nil, errors.New("no /dev/log") }
+	defer func() { logsetup.OpenSyslog = prev }()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fd, err := syscall.Dup(int(w.Fd()))
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(daemonReadyEnv, strconv.Itoa(fd))
+	m, _ := testMain(t)
+	runUntilStarted(t, m, "-s", "--docroot="+t.TempDir(), "--httplisten=127.0.0.1:0", "--mgmtlisten=127.0.0.1:0")
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	if !strings.HasPrefix(line, "ok logging to syslog (set log_file") || !strings.Contains(line, "no /dev/log; the daemon's log is discarded") {
+		t.Errorf("start-up report %q; want ok with the warning that the log is discarded", line)
+	}
+
+	// A log_file that cannot be opened is a configuration error, detached
+	// or not.
+	m, _ = testMain(t)
+	err = m.Run(t.Context(), []string{"-s", "--docroot=" + t.TempDir(), "--httplisten=127.0.0.1:0", "--mgmtlisten=127.0.0.1:0",
+		"--log_file=/nonexistent/dir/mogstored.log"})
+	if err == nil || !strings.Contains(err.Error(), "log_file") {
+		t.Errorf("Run with an unwritable log_file: %v; want an error naming log_file", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/internal/logsetup"
@@ -250,11 +251,20 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 		return m.daemonize(ctx, args)
 	}
 	cfg := m.Config
+	var note string // a warning for the parent of a detached mogstored
 	if cfg.Logger == nil {
 		// Detached (ready is the daemon's pipe to its parent), stderr is
 		// /dev/null: without log_file the log goes to syslog.
 		out, closeLog, err := logsetup.Output(m.LogFile, ready != nil, "mogstored", m.Stderr)
-		if err != nil {
+		switch {
+		case err != nil && ready != nil && m.LogFile == "":
+			// No syslog to reach (a container, a minimal system). A
+			// storage node that started detached before it logged
+			// anything must not stop starting for it: its log is
+			// discarded, as it always was, and the parent says so.
+			out, closeLog = io.Discard, func() error { return nil }
+			note = fmt.Sprintf("%v; the daemon's log is discarded", err)
+		case err != nil:
 			return fmt.Errorf("mogstored: %w", err)
 		}
 		defer closeLog()
@@ -272,7 +282,7 @@ func (m *Main) Run(ctx context.Context, args []string) (err error) {
 		defer os.Remove(m.PIDFile)
 	}
 	if ready != nil {
-		fmt.Fprintln(ready, "ok")
+		fmt.Fprintln(ready, strings.TrimSpace("ok "+note))
 		ready.Close()
 		ready = nil
 	} else {
