@@ -41,6 +41,6 @@ func WriteSummary(line string) {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: $%s: %v\n", SummaryEnv, err)
+		fmt.Fprintf(os.Stderr, "gomogile conformance: cannot write the summary to $%s: %v\n", SummaryEnv, err)
 	}
 }

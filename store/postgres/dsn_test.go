@@ -84,6 +84,10 @@ func TestOpen_Aliases(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbi := "DBI:Pg:dbname=" + d.Database + ";host=" + d.Host + ";port=" + strconv.Itoa(cmp.Or(d.Port, 5432)) + ";user=" + d.User
+	if d.Password != "" {
+		// A server that wants one (the dockertest container's).
+		dbi += ";password=" + d.Password
+	}
 	for k := range d.Params {
 		dbi += ";" + k + "=" + d.Params.Get(k)
 	}
