@@ -29,19 +29,7 @@ func TestMainRun_DetachedLogsToSyslog(t *testing.T) {
 	logsetup.OpenSyslog = func(tg string) (io.WriteCloser, error) { tag = tg; return fake, nil }
 	defer func() { logsetup.OpenSyslog = prev }()
 
-	// The pipe the parent reads the start-up result from; Run closes its
-	// end, a descriptor of its own.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fd, err := syscall.Dup(int(w.Fd()))
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(daemonReadyEnv, strconv.Itoa(fd))
+	r := detachedPipe(t)
 	m, out := testMain(t)
 	runUntilStarted(t, m, "-s", "--docroot="+t.TempDir(), "--httplisten=127.0.0.1:0", "--mgmtlisten=127.0.0.1:0")
 	if line, _ := bufio.NewReader(r).ReadString('\n'); line != "ok\n" {
@@ -63,17 +51,7 @@ func TestMainRun_DetachedWithoutSyslog(t *testing.T) {
 	prev := logsetup.OpenSyslog
 	logsetup.OpenSyslog = func(string) (io.WriteCloser, error) { return nil, errors.New("no /dev/log") }
 	defer func() { logsetup.OpenSyslog = prev }()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fd, err := syscall.Dup(int(w.Fd()))
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(daemonReadyEnv, strconv.Itoa(fd))
+	r := detachedPipe(t)
 	m, _ := testMain(t)
 	runUntilStarted(t, m, "-s", "--docroot="+t.TempDir(), "--httplisten=127.0.0.1:0", "--mgmtlisten=127.0.0.1:0")
 	line, _ := bufio.NewReader(r).ReadString('\n')
@@ -84,9 +62,28 @@ func TestMainRun_DetachedWithoutSyslog(t *testing.T) {
 	// A log_file that cannot be opened is a configuration error, detached
 	// or not.
 	m, _ = testMain(t)
-	err = m.Run(t.Context(), []string{"-s", "--docroot=" + t.TempDir(), "--httplisten=127.0.0.1:0", "--mgmtlisten=127.0.0.1:0",
+	err := m.Run(t.Context(), []string{"-s", "--docroot=" + t.TempDir(), "--httplisten=127.0.0.1:0", "--mgmtlisten=127.0.0.1:0",
 		"--log_file=/nonexistent/dir/mogstored.log"})
 	if err == nil || !strings.Contains(err.Error(), "log_file") {
 		t.Errorf("Run with an unwritable log_file: %v; want an error naming log_file", err)
 	}
+}
+
+// detachedPipe makes Run act as the detached copy --daemonize starts: it
+// reports its start-up on a pipe whose read end is returned. Run closes
+// its end, a descriptor of its own.
+func detachedPipe(t *testing.T) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	fd, err := syscall.Dup(int(w.Fd()))
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(daemonReadyEnv, strconv.Itoa(fd))
+	return r
 }
