@@ -147,6 +147,7 @@ func Run(t *testing.T, h Harness) {
 		{"FileNotFound", testFileNotFound},
 		{"FilesRange", testFilesRange},
 		{"MaxFid", testMaxFid},
+		{"FileCounts", testFileCounts},
 		{"ListKeysByteOrder", testListKeysByteOrder},
 		{"ListKeysPrefix", testListKeysPrefix},
 		{"ListKeysPaging", testListKeysPaging},

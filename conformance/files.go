@@ -876,3 +876,49 @@ func testFileByKeyOn(t *testing.T, e *env) {
 		t.Errorf("FileByKeyOn in a domain without the key: %v; want ErrNotFound", err)
 	}
 }
+
+// testFileCounts: committed files counted by domain, class and devcount,
+// in that order; tempfiles and deleted files do not count.
+func testFileCounts(t *testing.T, e *env) {
+	s := e.open(t)
+	ctx := t.Context()
+	got, err := s.FileCounts(ctx)
+	ok(t, err, "FileCounts")
+	if len(got) != 0 {
+		t.Errorf("FileCounts() of an empty database = %v; want none", got)
+	}
+	devs := mkDevices(t, s, 2)
+	d1 := mkDomain(t, s, "d1")
+	d2 := mkDomain(t, s, "d2")
+	c, err := s.CreateClass(ctx, store.Class{DomainID: d1.ID, Name: "two", MinDevCount: 2})
+	ok(t, err, "CreateClass")
+	mkFile(t, s, d2.ID, "x", devs[0])
+	mkFile(t, s, d1.ID, "a")
+	mkFile(t, s, d1.ID, "b", devs[0])
+	mkFile(t, s, d1.ID, "c", devs[0])
+	gone := mkFile(t, s, d1.ID, "d", devs...)
+	mkFile(t, s, d1.ID, "e", devs...)
+	fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d1.ID, ClassID: c.ID, Key: "f"})
+	ok(t, err, "CreateTempFile")
+	_, err = s.CommitFile(ctx, store.Commit{Fid: fid, DomainID: d1.ID, ClassID: c.ID, Key: "f", Length: 1, DevIDs: devs[:1]})
+	ok(t, err, "CommitFile(%d)", fid)
+	_, err = s.CreateTempFile(ctx, store.TempFile{DomainID: d1.ID, ClassID: c.ID, Key: "tmp"})
+	ok(t, err, "CreateTempFile")
+	ok(t, s.DeleteFile(ctx, gone.Fid), "DeleteFile")
+	got, err = s.FileCounts(ctx)
+	ok(t, err, "FileCounts")
+	lo, hi := min(d1.ID, d2.ID), max(d1.ID, d2.ID)
+	byDomain := map[int][]store.FileCount{
+		d1.ID: {
+			{DomainID: d1.ID, ClassID: 0, DevCount: 0, Files: 1},
+			{DomainID: d1.ID, ClassID: 0, DevCount: 1, Files: 2},
+			{DomainID: d1.ID, ClassID: 0, DevCount: 2, Files: 1},
+			{DomainID: d1.ID, ClassID: c.ID, DevCount: 1, Files: 1},
+		},
+		d2.ID: {{DomainID: d2.ID, ClassID: 0, DevCount: 1, Files: 1}},
+	}
+	want := append(slices.Clone(byDomain[lo]), byDomain[hi]...)
+	if !slices.Equal(got, want) {
+		t.Errorf("FileCounts() = %v; want %v", got, want)
+	}
+}

@@ -248,6 +248,12 @@ type Files interface {
 	Files(ctx context.Context, from, to int64, limit int) ([]File, error)
 	// MaxFid is the largest committed fid, 0 when there is none.
 	MaxFid(ctx context.Context) (int64, error)
+	// FileCounts counts the committed files by domain, class and devcount,
+	// as the original's mogstats does: one row per combination that has
+	// files, ordered by domain, class and devcount. It reads every file
+	// row, so callers run it seldom and keep the answer (the status page
+	// counts at most once a minute).
+	FileCounts(ctx context.Context) ([]FileCount, error)
 	// ListKeys returns keys of domain dmid starting with prefix and sorting
 	// after `after` (exclusive; "" = from the start), in byte order whatever
 	// the server collation, at most limit. Prefix characters are literal
@@ -640,6 +646,15 @@ type File struct {
 	Length   int64
 	ClassID  int
 	DevCount int
+}
+
+// FileCount is how many committed files of one domain and class have one
+// devcount; see [Files.FileCounts].
+type FileCount struct {
+	DomainID int
+	ClassID  int
+	DevCount int
+	Files    int64
 }
 
 // Commit is create_close's request; see [Files.CommitFile].

@@ -742,6 +742,34 @@ func (s *Store) MaxFid(ctx context.Context) (int64, error) {
 	return v.Int64, s.wrap(op, err)
 }
 
+// FileCounts counts committed files by domain, class and devcount.
+func (s *Store) FileCounts(ctx context.Context) ([]store.FileCount, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
+	const op = "count files"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	var out []store.FileCount
+	err := s.read(ctx, func() error {
+		out = out[:0]
+		rows, err := s.query(ctx, s.db, "SELECT dmid, classid, devcount, COUNT(*) FROM file GROUP BY dmid, classid, devcount ORDER BY dmid, classid, devcount")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c store.FileCount
+			if err := rows.Scan(&c.DomainID, &c.ClassID, &c.DevCount, &c.Files); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
 // likeEscaper quotes LIKE's wildcards with '!' (a backslash would mean
 // different things in MySQL's string literals and in PostgreSQL's).
 var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")

@@ -184,6 +184,12 @@ func (s *Store) MaxFid(ctx context.Context) (int64, error) {
 	return r, s.done("MaxFid", start, err)
 }
 
+func (s *Store) FileCounts(ctx context.Context) ([]store.FileCount, error) {
+	start := time.Now()
+	r, err := s.inner.FileCounts(ctx)
+	return r, s.done("FileCounts", start, err)
+}
+
 func (s *Store) ListKeys(ctx context.Context, dmid int, prefix string, after string, limit int) ([]string, error) {
 	start := time.Now()
 	r, err := s.inner.ListKeys(ctx, dmid, prefix, after, limit)
