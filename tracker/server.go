@@ -78,6 +78,7 @@ type Tracker struct {
 	perAddr  perAddr
 	uploads  *uploadSlots // create_open without create_close (uploads.go)
 	temps    openedTemps  // tempfile rows create_open wrote (opened.go)
+	files    fileCounts   // the status page's file counts (statuscounts.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener

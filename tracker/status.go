@@ -18,6 +18,7 @@ import (
 
 	"github.com/gomogile/gomogile/internal/statuslisten"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/storemetrics"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
@@ -161,18 +162,23 @@ func (t *Tracker) ready(ctx context.Context) error {
 // statusSnapshot is what the page shows and the state gauges report, read
 // at once so both say the same.
 type statusSnapshot struct {
-	Version     string
-	Backend     store.Info
-	Caps        store.Capabilities
-	Uptime      time.Duration
-	Now         time.Time
-	Hosts       []statusHost
-	Devices     []statusDevice
-	Queues      []statusQueue
-	Jobs        []JobStatus
-	Fsck        statusFsck
-	Rebalance   statusRebalance
-	Warnings    []string
+	Version   string
+	Backend   store.Info
+	Caps      store.Capabilities
+	Uptime    time.Duration
+	Now       time.Time
+	Hosts     []statusHost
+	Devices   []statusDevice
+	Queues    []statusQueue
+	Jobs      []JobStatus
+	Fsck      statusFsck
+	Rebalance statusRebalance
+	Warnings  []string
+	Namespace statusNamespace
+	// Locks are the named locks this tracker holds now, oldest first;
+	// LocksKnown is false when its Store does not list them.
+	Locks       []storemetrics.HeldLock
+	LocksKnown  bool
 	Unavailable string // why some of the above could not be read
 	// Alerts are the banner's lines: what an operator must look at first
 	// (the database not ready, hosts or devices the monitor cannot reach).
@@ -233,8 +239,10 @@ func pct(part, whole int64) int {
 
 // snapshot reads the cluster's state. A read that fails leaves its part
 // empty and says why in Unavailable (the page still renders); the error is
-// the first failure, for the metrics.
-func (t *Tracker) snapshot(ctx context.Context) (statusSnapshot, error) {
+// the first failure, for the metrics. Only the page asks for the file
+// counts (withFiles): a scrape every few seconds must not make the
+// database read every file row once a minute when nobody looks.
+func (t *Tracker) snapshot(ctx context.Context, withFiles bool) (statusSnapshot, error) {
 	s := statusSnapshot{Version: Version, Caps: t.st.Capabilities(), Now: time.Now()}
 	t.mu.Lock()
 	if !t.started.IsZero() {
@@ -289,6 +297,22 @@ func (t *Tracker) snapshot(ctx context.Context) (statusSnapshot, error) {
 		s.Fsck, s.Rebalance = fsckStatus(all), rebalanceStatus(all)
 	}
 	s.Warnings = t.watch.recent.newestFirst()
+	if domains, err := t.st.Domains(ctx); err != nil {
+		fail("domains", err)
+	} else if classes, err := t.st.Classes(ctx); err != nil {
+		fail("classes", err)
+	} else {
+		var counts []store.FileCount
+		var at time.Time
+		if withFiles {
+			if counts, at, err = t.files.get(ctx, t.st, s.Now); err != nil {
+				fail("file counts", err)
+			}
+		}
+		s.Namespace = summarize(domains, classes, counts, t.cfg.DefaultMinDevCount)
+		s.Namespace.Counted = at
+	}
+	s.Locks, s.LocksKnown = t.heldLocks()
 	if err := t.ready(ctx); err != nil {
 		s.Alerts = append(s.Alerts, "Database not ready: "+err.Error())
 	}
@@ -410,7 +434,7 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), snapshotTimeout)
 	defer cancel()
-	s, err := c.t.snapshot(ctx)
+	s, err := c.t.snapshot(ctx, false)
 	g := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -463,6 +487,7 @@ func unwrapJoined(err error) []error {
 var statusHTML string
 
 var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
+	"heldFor": func(now, since time.Time) time.Duration { return max(0, now.Sub(since)).Round(time.Millisecond) },
 	"stateClass": func(s string) string {
 		switch s {
 		case "alive", cluster.StateWriteable:
@@ -477,7 +502,7 @@ var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 func (t *Tracker) statusPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), snapshotTimeout)
 	defer cancel()
-	s, _ := t.snapshot(ctx) // a partial snapshot still renders, saying what is missing
+	s, _ := t.snapshot(ctx, true) // a partial snapshot still renders, saying what is missing
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := statusTmpl.Execute(w, s); err != nil {

@@ -455,3 +455,41 @@ func TestStatus_ReplicasOnPage(t *testing.T) {
 			strings.Contains(body, "connect")
 	})
 }
+
+// TestStatus_CountsAndLocksOnPage: the page counts domains, classes and
+// files (and the files with fewer copies than their class wants: here
+// class "two" on one storage node), and lists the locks the tracker holds
+// with their fencing tokens until they are released.
+func TestStatus_CountsAndLocksOnPage(t *testing.T) {
+	c := startStatusCluster(t, testDSN(t), testConfig(), 1)
+	ctx := t.Context()
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := c.cl.StoreFile(ctx, "status", k, "two", strings.NewReader(k), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.cl.CreateDomain(ctx, "empty"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.st.Lock(ctx, "mgfs:fid:999:replicate", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := c.get(t, "/")
+	for _, want := range []string{
+		`<span id="ndomains">2</span> domains, <span id="nclasses">1</span> classes, <span id="nfiles">3</span> files, <span id="ntoofew" class="warn">3</span>`,
+		`<tr data-domain="empty"><td>empty</td><td class="num classes">0</td><td class="num files">0</td><td class="num toofew ">0</td></tr>`,
+		`<tr data-domain="status"><td>status</td><td class="num classes">1</td><td class="num files">3</td><td class="num toofew warn">3</td></tr>`,
+		fmt.Sprintf(`<tr data-lock="mgfs:fid:999:replicate"><td>mgfs:fid:999:replicate</td><td class="num">%d</td>`, l.Token()),
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("status page lacks %s:\n%s", want, body)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, body = c.get(t, "/"); strings.Contains(body, "mgfs:fid:999:replicate") {
+		t.Errorf("status page still lists a released lock:\n%s", body)
+	}
+}

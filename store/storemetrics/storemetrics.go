@@ -30,8 +30,10 @@
 package storemetrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,7 +110,7 @@ func (m *metrics) collectors() []prometheus.Collector {
 // closes st. It fails only when reg already holds these metrics (one Store
 // per registry).
 func Wrap(st store.Store, reg prometheus.Registerer) (store.Store, error) {
-	s := &Store{inner: st, m: newMetrics(), closed: make(chan struct{})}
+	s := &Store{inner: st, m: newMetrics(), closed: make(chan struct{}), held: map[*lock]struct{}{}}
 	cs := s.m.collectors()
 	switch ls, ok := st.(interface{ LockStats() store.LockStats }); {
 	case !ok:
@@ -184,6 +186,39 @@ type Store struct {
 
 	closed    chan struct{} // ends the Lost watchers
 	closeOnce sync.Once
+
+	mu   sync.Mutex
+	held map[*lock]struct{} // granted and not yet released, for Held
+}
+
+// HeldLock is a named lock this Store holds now; see Held.
+type HeldLock struct {
+	Name  string
+	Token int64     // its fencing token
+	Since time.Time // when it was granted
+	Lost  bool      // its Lost channel has fired: the holder must stop
+}
+
+// Held lists the named locks granted through s and not yet released,
+// oldest first: what the status page shows an operator as the locks this
+// tracker holds (gomogile_locks_held is their number).
+func (s *Store) Held() []HeldLock {
+	s.mu.Lock()
+	out := make([]HeldLock, 0, len(s.held))
+	for l := range s.held {
+		h := HeldLock{Name: l.Name(), Token: l.Token(), Since: l.granted}
+		select {
+		case <-l.Lost():
+			h.Lost = true
+		default:
+		}
+		out = append(out, h)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b HeldLock) int {
+		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 var _ store.Store = (*Store)(nil)
@@ -217,6 +252,9 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 	s.m.lockWait.WithLabelValues(label).Observe(granted.Sub(start).Seconds())
 	s.m.locksHeld.Inc()
 	ml := &lock{Lock: l, s: s, label: label, granted: granted, released: make(chan struct{})}
+	s.mu.Lock()
+	s.held[ml] = struct{}{}
+	s.mu.Unlock()
 	go ml.watch()
 	return ml, nil
 }
@@ -257,6 +295,9 @@ func (l *lock) end() {
 		close(l.released)
 		l.s.m.lockHold.WithLabelValues(l.label).Observe(time.Since(l.granted).Seconds())
 		l.s.m.locksHeld.Dec()
+		l.s.mu.Lock()
+		delete(l.s.held, l)
+		l.s.mu.Unlock()
 	})
 }
 

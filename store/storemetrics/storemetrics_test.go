@@ -201,3 +201,39 @@ func TestWrap_SQLiteHasNoBackendLockStats(t *testing.T) {
 		}
 	}
 }
+
+func TestWrap_HeldLists(t *testing.T) {
+	st, _ := open(t)
+	ms := st.(*storemetrics.Store)
+	ctx := t.Context()
+	if h := ms.Held(); len(h) != 0 {
+		t.Fatalf("Held() before any Lock = %v; want none", h)
+	}
+	a, err := st.Lock(ctx, "mgfs:fid:1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Lock(ctx, "mgfs:fid:2:replicate", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ms.Held()
+	if len(h) != 2 || h[0].Name != "mgfs:fid:1" || h[1].Name != "mgfs:fid:2:replicate" {
+		t.Fatalf("Held() = %+v; want mgfs:fid:1 then mgfs:fid:2:replicate", h)
+	}
+	if h[0].Token != a.Token() || h[1].Token != b.Token() || h[0].Since.IsZero() || h[0].Lost {
+		t.Errorf("Held() = %+v; want the grants' tokens (%d, %d), grant times, not lost", h, a.Token(), b.Token())
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := ms.Held(); len(h) != 1 || h[0].Name != "mgfs:fid:2:replicate" {
+		t.Errorf("Held() after releasing mgfs:fid:1 = %+v; want only mgfs:fid:2:replicate", h)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := ms.Held(); len(h) != 0 {
+		t.Errorf("Held() after both releases = %+v; want none", h)
+	}
+}
