@@ -52,6 +52,8 @@ type pageView struct {
 	Backend  string           `json:"backend"`
 	LockMech string           `json:"lockmech"`
 	Refresh  string           `json:"refresh"`
+	Files    int64            `json:"files"`
+	TooFew   int64            `json:"toofew"`
 }
 
 const readPageJS = `(() => {
@@ -71,12 +73,15 @@ const readPageJS = `(() => {
   return { devices, queues,
     backend: document.getElementById('backend').textContent,
     lockmech: document.getElementById('lockmech').textContent,
-    refresh: meta ? meta.content : '' };
+    refresh: meta ? meta.content : '',
+    files: parseInt(document.getElementById('nfiles').textContent, 10),
+    toofew: parseInt(document.getElementById('ntoofew').textContent, 10) };
 })()`
 
 // TestStatus_PageInBrowser loads the status page of a running tracker with
 // storage nodes in headless Chromium and checks that the devices, their
-// usage and the queue depths it shows are the database's, then writes a
+// usage, the queue depths and the file count it shows are the database's,
+// then writes a
 // screenshot to var/status-page.png.
 func TestStatus_PageInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
@@ -188,6 +193,9 @@ func TestStatus_PageInBrowser(t *testing.T) {
 	if view.Backend != info.Driver || view.LockMech != c.st.Capabilities().LockMechanism {
 		t.Errorf("page names backend %q with %q locks; want %q with %q", view.Backend, view.LockMech,
 			info.Driver, c.st.Capabilities().LockMechanism)
+	}
+	if view.Files != 1 || view.TooFew != 0 {
+		t.Errorf("page counts %d files, %d short of copies; want the 1 file, replicated", view.Files, view.TooFew)
 	}
 	if view.Refresh == "" {
 		t.Errorf("the page does not refresh itself")
