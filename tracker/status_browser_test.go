@@ -81,8 +81,7 @@ const readPageJS = `(() => {
 // TestStatus_PageInBrowser loads the status page of a running tracker with
 // storage nodes in headless Chromium and checks that the devices, their
 // usage, the queue depths and the file count it shows are the database's,
-// then writes a
-// screenshot to var/status-page.png.
+// then writes a screenshot to var/status-page.png.
 func TestStatus_PageInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	c := startStatusCluster(t, testDSN(t), testConfig(), 2)

@@ -106,7 +106,9 @@ func summarize(domains []store.Domain, classes []store.Class, counts []store.Fil
 // daemon puts around its Store lists them; a Store without it (a tracker
 // embedded by New with a bare Store) does not.
 func (t *Tracker) heldLocks() ([]storemetrics.HeldLock, bool) {
-	if h, ok := t.st.(interface{ Held() []storemetrics.HeldLock }); ok {
+	if h, ok := t.st.(interface {
+		Held() []storemetrics.HeldLock
+	}); ok {
 		return h.Held(), true
 	}
 	return nil, false
