@@ -106,10 +106,11 @@ func summarize(domains []store.Domain, classes []store.Class, counts []store.Fil
 // daemon puts around its Store lists them; a Store without it (a tracker
 // embedded by New with a bare Store) does not.
 func (t *Tracker) heldLocks() ([]storemetrics.HeldLock, bool) {
-	if h, ok := t.st.(interface {
-		Held() []storemetrics.HeldLock
-	}); ok {
+	if h, ok := t.st.(heldLister); ok {
 		return h.Held(), true
 	}
 	return nil, false
 }
+
+// heldLister is what store/storemetrics' Store offers beside the contract.
+type heldLister interface{ Held() []storemetrics.HeldLock }
