@@ -113,4 +113,6 @@ func (t *Tracker) heldLocks() ([]storemetrics.HeldLock, bool) {
 }
 
 // heldLister is what store/storemetrics' Store offers beside the contract.
-type heldLister interface{ Held() []storemetrics.HeldLock }
+type heldLister interface {
+	Held() []storemetrics.HeldLock
+}
