@@ -14,17 +14,6 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-func (e *Env) settingBool(ctx context.Context, key string) (bool, error) {
-	v, err := e.Store.ServerSetting(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read setting %s: %w", key, err)
-	}
-	return PerlTrue(v), nil
-}
-
 // settingTTL bounds how stale settingCached may be: the original's
 // server_setting_cached reads a copy its monitor refreshes every few
 // seconds.
@@ -42,8 +31,9 @@ type cachedSetting struct {
 	at  time.Time
 }
 
-// settingCachedBool is settingBool for a setting read on a hot path
-// (create_open's skip_mkcol), as the original's server_setting_cached:
+// settingCachedBool is a boolean setting (Perl truth, false when unset)
+// read on a hot path (create_open's skip_mkcol), as the original's
+// server_setting_cached:
 // the database is asked at most once per settingTTL per key, and a
 // set_server_setting through this tracker is seen at once.
 func (e *Env) settingCachedBool(ctx context.Context, key string) (bool, error) {
