@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/gomogile/gomogile/internal/netlist"
+	"github.com/gomogile/gomogile/tracker/query"
 )
 
 // Access control. The original answered every command from anyone who
@@ -13,42 +14,15 @@ import (
 // meaning everyone, so existing setups and tools keep working:
 //
 //   - admin_networks: the commands that change the cluster's shape or its
-//     files' placement (category admin in commandTable), and the "!"
-//     commands ("!shutdown" stops the tracker, "!want" and "!to" steer
-//     its workers, "!recent" shows other clients' requests).
+//     files' placement (category admin in package query's command table,
+//     the one place categories are decided), and the "!" commands
+//     ("!shutdown" stops the tracker, "!want" and "!to" steer its
+//     workers, "!recent" shows other clients' requests).
 //   - client_networks: what an application needs (category client).
 //
 // An address in admin_networks may use everything. With admin_networks
 // empty, the admin commands follow client_networks: a peer shut out of
 // the client commands is never left the admin ones.
-
-// category says who may send a query command. Every command of
-// commandTable has one (TestCommandTable_EveryCommandHasACategory).
-type category uint8
-
-const (
-	// uncategorised is a command added without a category: only
-	// admin_networks may use it, so a forgotten category fails closed.
-	uncategorised category = iota
-	// clientCmd: an application's file commands, and commands that only
-	// read (the namespace, settings, fsck and rebalance progress) or do
-	// nothing (noop, test).
-	clientCmd
-	// adminCmd: changes the namespace, devices, server settings or the
-	// fsck and rebalance jobs, or makes the tracker work for everyone
-	// (clear_cache, do_monitor_round) or hold a query slot (sleep).
-	adminCmd
-)
-
-func (c category) String() string {
-	switch c {
-	case clientCmd:
-		return "client"
-	case adminCmd:
-		return "admin"
-	}
-	return "uncategorised"
-}
 
 // parseNetworks reads an admin_networks or client_networks value (see
 // netlist.Parse).
@@ -76,17 +50,17 @@ func allowed(nets []netip.Prefix, addr netip.Addr, ok bool) bool {
 
 // deniedBy returns "" when a peer at addr may send commands of cat, else
 // the configuration keys that shut it out, for the refusal's text.
-func (t *Tracker) deniedBy(cat category, addr netip.Addr, ok bool) string {
+func (t *Tracker) deniedBy(cat query.Category, addr netip.Addr, ok bool) string {
 	admins, clients := t.cfg.AdminNetworks, t.cfg.ClientNetworks
 	if len(admins) > 0 && allowed(admins, addr, ok) {
 		return ""
 	}
 	switch {
-	case cat == clientCmd && allowed(clients, addr, ok):
+	case cat == query.Client && allowed(clients, addr, ok):
 		return ""
-	case cat == adminCmd && len(admins) == 0 && allowed(clients, addr, ok):
+	case cat == query.Admin && len(admins) == 0 && allowed(clients, addr, ok):
 		return ""
-	case cat == clientCmd && len(admins) > 0:
+	case cat == query.Client && len(admins) > 0:
 		return "client_networks, admin_networks"
 	case len(admins) == 0 && len(clients) > 0:
 		return "client_networks"
@@ -99,7 +73,7 @@ func (t *Tracker) deniedBy(cat category, addr netip.Addr, ok bool) string {
 // shape (lines, then "."), so the original tools print it and stop.
 func (t *Tracker) adminRefused(c *conn, req Request) string {
 	addr, ok := remoteAddr(c.nc)
-	keys := t.deniedBy(adminCmd, addr, ok)
+	keys := t.deniedBy(query.Admin, addr, ok)
 	if keys == "" {
 		return ""
 	}
@@ -111,7 +85,7 @@ func (t *Tracker) adminRefused(c *conn, req Request) string {
 // may not send it ("ERR access_denied", callid echoed as on every ERR
 // line), or returns "" when it may. A refusal is counted as an error in
 // gomogile_requests_total.
-func (t *Tracker) queryRefused(c *conn, cmd string, cat category, callid *string) string {
+func (t *Tracker) queryRefused(c *conn, cmd string, cat query.Category, callid *string) string {
 	addr, ok := remoteAddr(c.nc)
 	keys := t.deniedBy(cat, addr, ok)
 	if keys == "" {
@@ -123,7 +97,7 @@ func (t *Tracker) queryRefused(c *conn, cmd string, cat category, callid *string
 }
 
 // errAccessDenied is what a refused query command counts as.
-var errAccessDenied = perr("access_denied")
+var errAccessDenied error = &query.ProtoError{Code: "access_denied"}
 
 // ParseNetworks parses an admin_networks or client_networks value
 // (comma-separated addresses or address/bits) as Config.AdminNetworks and

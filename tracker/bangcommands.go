@@ -118,7 +118,7 @@ func (t *Tracker) admin(c *conn, req Request) string {
 }
 
 // workersOpen reports whether background workers run to ask.
-func (t *Tracker) workersOpen() bool { return t.jobs != nil && t.jobsOpen }
+func (t *Tracker) workersOpen() bool { return t.q.JobsRunning() }
 
 // adminStats is "!stats": the query counters, then the original's
 // counters sorted by name, the workers' work counters among them.
@@ -139,7 +139,7 @@ func (t *Tracker) adminStats() []string {
 	st["connections"] = int64(len(t.conns))
 	t.mu.Unlock()
 	if t.workersOpen() {
-		for k, v := range t.jobs.WorkCounters() {
+		for k, v := range t.q.Jobs.WorkCounters() {
 			st[k] = v
 		}
 	}
@@ -170,7 +170,7 @@ func (t *Tracker) adminJobs() []string {
 	limit, _ := t.limiter.get()
 	jobs := []JobStatus{{Job: "queryworker", Count: limit, Desired: limit, Started: true}}
 	if t.workersOpen() {
-		jobs = append(jobs, jobStatus(t.jobs)...)
+		jobs = append(jobs, jobStatus(t.q.Jobs)...)
 	}
 	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Job < jobs[j].Job })
 	var out []string
@@ -204,7 +204,7 @@ func (t *Tracker) adminWant(args string) []string {
 	job := m[2]
 	classes := []string{"queryworker"}
 	if t.workersOpen() {
-		classes = append(classes, t.jobs.Classes()...)
+		classes = append(classes, t.q.Jobs.Classes()...)
 	}
 	sort.Strings(classes)
 	switch {
@@ -220,7 +220,7 @@ func (t *Tracker) adminWant(args string) []string {
 	case slices.Contains(classes, job):
 		// The original answers so even when it ignores the count (more
 		// than one monitor or job_master); so do we.
-		_ = t.jobs.SetWant(job, n)
+		_ = t.q.Jobs.SetWant(job, n)
 	default:
 		return []string{fmt.Sprintf("ERROR: Invalid class '%s'.  Valid classes: %s", job, strings.Join(classes, ", "))}
 	}
@@ -240,7 +240,7 @@ func (t *Tracker) adminTo(args string) []string {
 		// is what the original would report, and nothing else happens.
 		n, _ = t.limiter.get()
 	case t.workersOpen():
-		n = t.jobs.Message(m[1], m[2])
+		n = t.q.Jobs.Message(m[1], m[2])
 	}
 	return []string{fmt.Sprintf("Message sent to %d children.", n)}
 }

@@ -24,10 +24,10 @@ func TestNamespaceCacheShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.ns != m.Namespace() {
+	if tr.q.NS != m.Namespace() {
 		t.Error("the tracker and its workers cache the namespace separately")
 	}
-	if tr.ns.TTL() != cfg.NamespaceCacheTTL {
-		t.Errorf("TTL %v; want namespace_cache_ttl %v", tr.ns.TTL(), cfg.NamespaceCacheTTL)
+	if tr.q.NS.TTL() != cfg.NamespaceCacheTTL {
+		t.Errorf("TTL %v; want namespace_cache_ttl %v", tr.q.NS.TTL(), cfg.NamespaceCacheTTL)
 	}
 }

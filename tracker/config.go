@@ -17,6 +17,8 @@ import (
 
 	"github.com/gomogile/gomogile/internal/logsetup"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/tracker/internal/cluster"
+	"github.com/gomogile/gomogile/tracker/query"
 )
 
 // DefaultConfigPath is where mogilefsd looks for its configuration when
@@ -123,7 +125,7 @@ type Config struct {
 	MaxConnsPerIP int
 	// MaxOpenUploadsPerIP bounds the uploads one remote address may have
 	// open on this tracker, create_open without its create_close
-	// (max_open_uploads_per_ip; 0 = no bound). See uploads.go.
+	// (max_open_uploads_per_ip; 0 = no bound). See query/uploads.go.
 	MaxOpenUploadsPerIP int
 	// MaxOpenUploads bounds the open uploads of all this tracker's
 	// clients together (max_open_uploads; 0 = no bound).
@@ -690,4 +692,28 @@ func (c Config) StoreDSN() (*store.DSN, error) {
 // another background loop.
 func (c Config) DBConcurrency() int {
 	return c.QueryJobs + c.DeleteJobs + c.ReplicateJobs + c.FsckJobs + c.ReaperJobs + 2
+}
+
+// clusterSettings are the configuration values the cluster model decides
+// by; the query commands and the workers (NewJobs) get the same value.
+func (c Config) clusterSettings() cluster.Settings {
+	return cluster.Settings{MinFreeMB: c.MinFreeSpace, DefaultMinDevCount: c.DefaultMinDevCount}
+}
+
+// nodeConfig configures the storage-node client, the tracker's and the
+// workers' alike.
+func (c Config) nodeConfig() cluster.NodeConfig {
+	return cluster.NodeConfig{ConnTimeout: c.ConnTimeout, NodeTimeout: c.NodeTimeout, PoolSize: c.ConnPoolSize}
+}
+
+// queryConfig is what the query commands read of c.
+func (c Config) queryConfig() query.Config {
+	return query.Config{
+		Cluster:             c.clusterSettings(),
+		RequestTimeout:      c.RequestTimeout,
+		SleepMax:            c.SleepMax,
+		MaxOpenUploadsPerIP: c.MaxOpenUploadsPerIP,
+		MaxOpenUploads:      c.MaxOpenUploads,
+		TempFileTTL:         c.TempFileTTL,
+	}
 }

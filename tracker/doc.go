@@ -17,9 +17,10 @@
 //
 // # Commands
 //
-// Argument names, reply keys and error codes are Query.pm's. Each command
-// has a category, decided in one table (commandTable in requests.go), that
-// says who may send it (see Access):
+// Argument names, reply keys and error codes are Query.pm's. The commands
+// live in package tracker/query, apart from the server. Each command has a
+// category, decided in one table (query's table.go), that says who may
+// send it (see Access):
 //
 // Client commands: create_open, create_close, get_paths, delete, rename,
 // updateclass, file_info, file_debug, list_keys, list_fids (an

@@ -1,6 +1,10 @@
 package tracker
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/gomogile/gomogile/tracker/query"
+)
 
 // Test hooks.
 var DefaultDSNIn = defaultDSN
@@ -21,8 +25,8 @@ func Logger(t *Tracker) *slog.Logger { return t.log }
 // ("client", "admin", or "uncategorised" for one added without).
 func CommandCategories() map[string]string {
 	out := map[string]string{}
-	for name, c := range (&Tracker{}).commandTable() {
-		out[name] = c.cat.String()
+	for name, c := range query.Commands() {
+		out[name] = c.Cat.String()
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/jobs"
+	"github.com/gomogile/gomogile/tracker/query"
 )
 
 // NewJobs is the standard JobsFactory: package tracker/jobs's workers with
@@ -52,7 +53,7 @@ func testingEnv(env []string) (testing bool, fake map[int]string) {
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		if k == "TESTING" {
-			testing = perlTrue(v)
+			testing = query.PerlTrue(v)
 		}
 		if n, ok := strings.CutPrefix(k, "T_FAKE_IO_DEV"); ok {
 			if id, err := strconv.Atoi(n); err == nil && id > 0 {

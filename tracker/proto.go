@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gomogile/gomogile/internal/wire"
+	"github.com/gomogile/gomogile/tracker/query"
 )
 
 // MaxLineBytes caps one request line. The original tracker buffers without
@@ -27,14 +28,9 @@ type Request struct {
 	Raw string
 }
 
-// Args are decoded request arguments.
-type Args map[string]string
-
-// Get returns the argument or "".
-func (a Args) Get(k string) string { return a[k] }
-
-// Has reports whether the argument was given at all.
-func (a Args) Has(k string) bool { _, ok := a[k]; return ok }
+// Args are decoded request arguments (query.Args: the query commands read
+// them).
+type Args = query.Args
 
 // Errors of ParseRequest. The server answers them as protocol errors; none
 // of them closes the connection except ErrLineTooLong.
@@ -146,43 +142,9 @@ func unescape(s string) (string, error) {
 // (space becomes '+'); every other byte becomes %XX in upper case.
 func Escape(s string) string { return wire.Escape(s) }
 
-// Reply is an ordered set of reply arguments. The original emitted Perl
-// hash order (random); we keep insertion order so replies are stable.
-type Reply struct {
-	keys []string
-	vals map[string]string
-}
-
-// Set adds or replaces k.
-func (r *Reply) Set(k string, v any) {
-	if r.vals == nil {
-		r.vals = map[string]string{}
-	}
-	if _, ok := r.vals[k]; !ok {
-		r.keys = append(r.keys, k)
-	}
-	r.vals[k] = fmt.Sprint(v)
-}
-
-// Get returns the value set for k.
-func (r *Reply) Get(k string) string { return r.vals[k] }
-
-// Encode renders the arguments as the original's ok_line did.
-func (r *Reply) Encode() string {
-	if r == nil {
-		return ""
-	}
-	var b strings.Builder
-	for i, k := range r.keys {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(Escape(k))
-		b.WriteByte('=')
-		b.WriteString(Escape(r.vals[k]))
-	}
-	return b.String()
-}
+// Reply is an ordered set of reply arguments, what a query command
+// answers (query.Reply).
+type Reply = query.Reply
 
 // okLine renders "OK args", adding callid as ok_line does.
 func okLine(r *Reply, callid *string) string {

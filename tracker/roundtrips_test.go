@@ -18,7 +18,7 @@ import (
 var wantRoundTrips = map[string]map[string]int64{
 	"create_open": {"mysql": 1, "postgres": 1}, // CreateTempFile: the fid and the INSERT at once; skip_mkcol is cached
 	// CommitFile's transaction alone: the tempfile row is what this
-	// tracker's create_open wrote (opened.go), so it is not read back.
+	// tracker's create_open wrote (query/opened.go), so it is not read back.
 	// PostgreSQL: BEGIN, DELETE tempfile, INSERT file (with its devcount,
 	// unless the key has an owner), INSERT file_on, the replicate queue
 	// (its nexttry on the server's clock), COMMIT. MySQL

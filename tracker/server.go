@@ -20,6 +20,7 @@ import (
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 	"github.com/gomogile/gomogile/tracker/jobs"
+	"github.com/gomogile/gomogile/tracker/query"
 )
 
 // Version is what "!version" reports: the MogileFS release whose protocol
@@ -63,29 +64,22 @@ type Options struct {
 type Tracker struct {
 	pendq  pendingQueries // requests waiting for a query slot, for !queue
 	cfg    Config
-	st     store.Store
-	jobs   *jobs.Manager
 	log    *slog.Logger
-	nodes  *cluster.Nodes
-	host   string
 	onStop func()
 
-	ns       *cluster.Cache
-	cached   settingCache // settingCachedBool
-	commands map[string]command
-	limiter  *limiter
-	watch    *watchers
-	perAddr  perAddr
-	uploads  *uploadSlots // create_open without create_close (uploads.go)
-	temps    openedTemps  // tempfile rows create_open wrote (opened.go)
-	files    fileCounts   // the status page's file counts (statuscounts.go)
+	// q is what the query commands run against (package query): the
+	// store, the namespace cache, the storage-node client, the workers.
+	q       *query.Env
+	limiter *limiter
+	watch   *watchers
+	perAddr perAddr
+	files   fileCounts // the status page's file counts (statuscounts.go)
 
 	mu        sync.Mutex
 	listeners []net.Listener
 	conns     map[*conn]struct{}
 	opened    bool
 	closing   bool
-	jobsOpen  bool
 	started   time.Time
 	connSlots chan struct{}
 
@@ -123,31 +117,35 @@ func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
 	w := newWatchers()
 	t := &Tracker{
 		cfg:     cfg,
-		st:      st,
-		jobs:    opts.Jobs,
-		host:    opts.Hostname,
 		onStop:  opts.Shutdown,
-		nodes:   cluster.NewNodes(cfg.nodeConfig(), opts.HTTPClient),
-		ns:      cluster.NewCache(st, cfg.NamespaceCacheTTL),
 		limiter: newLimiter(cfg.QueryJobs),
 		watch:   w,
 		conns:   map[*conn]struct{}{},
 		perAddr: perAddr{max: cfg.MaxConnsPerIP},
 	}
-	if opts.Jobs != nil {
-		t.ns = opts.Jobs.Namespace()
-	}
-	t.commands = t.commandTable()
-	t.uploads = newUploadSlots(cfg, t.tempfileGone)
 	watched := slog.New(newLogHandler(parent.Handler(), w))
 	t.log = watched.With("component", "tracker")
+	ns := cluster.NewCache(st, cfg.NamespaceCacheTTL)
 	if opts.Jobs != nil {
+		ns = opts.Jobs.Namespace()
 		// The workers' warnings and errors reach !watch too, as the
 		// original's children's errors did.
 		opts.Jobs.SetLogger(watched)
 	}
-	if t.host == "" {
-		t.host, _ = os.Hostname()
+	host := opts.Hostname
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	qc := cfg.queryConfig()
+	t.q = &query.Env{
+		Store:   st,
+		NS:      ns,
+		Nodes:   cluster.NewNodes(cfg.nodeConfig(), opts.HTTPClient),
+		Log:     t.log,
+		Config:  qc,
+		Jobs:    opts.Jobs,
+		Host:    host,
+		Uploads: query.NewUploads(qc, st),
 	}
 	if cfg.MaxConns > 0 {
 		t.connSlots = make(chan struct{}, cfg.MaxConns)
@@ -170,7 +168,7 @@ func (t *Tracker) Open(ctx context.Context) error {
 	if t.opened {
 		return errors.New("tracker: already open")
 	}
-	if err := t.st.Ping(ctx); err != nil {
+	if err := t.q.Store.Ping(ctx); err != nil {
 		return fmt.Errorf("tracker: database: %w", err)
 	}
 	var lc net.ListenConfig
@@ -192,8 +190,8 @@ func (t *Tracker) Open(ctx context.Context) error {
 		t.listeners = nil
 		return err
 	}
-	if t.jobs != nil {
-		if err := t.jobs.Open(ctx); err != nil {
+	if t.q.Jobs != nil {
+		if err := t.q.Jobs.Open(ctx); err != nil {
 			t.closeStatus()
 			for _, l := range t.listeners {
 				l.Close()
@@ -201,7 +199,7 @@ func (t *Tracker) Open(ctx context.Context) error {
 			t.listeners = nil
 			return fmt.Errorf("tracker: start jobs: %w", err)
 		}
-		t.jobsOpen = true
+		t.q.JobsStarted()
 	}
 	t.opened = true
 	t.started = time.Now()
@@ -260,8 +258,8 @@ func (t *Tracker) Close() error {
 	t.reqCancel()
 	t.closeStatus()
 	var err error
-	if t.jobsOpen {
-		if e := t.jobs.Close(); e != nil {
+	if t.q.JobsRunning() {
+		if e := t.q.Jobs.Close(); e != nil {
 			err = fmt.Errorf("tracker: close jobs: %w", e)
 		}
 	}
@@ -481,12 +479,12 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	case err != nil:
 		return errLine("bad_params", err.Error(), callid), false
 	}
-	cmd, ok := t.commands[req.Cmd]
+	cmd, ok := query.Lookup(req.Cmd)
 	if !ok {
 		return errLine("unknown_command", "", callid), false
 	}
 	// Refused before it waits for a query slot: a peer shut out holds none.
-	if refused := t.queryRefused(c, req.Cmd, cmd.cat, callid); refused != "" {
+	if refused := t.queryRefused(c, req.Cmd, cmd.Cat, callid); refused != "" {
 		return refused, false
 	}
 	clientIP := ""
@@ -499,7 +497,7 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	// database or storage node holds neither a slot nor the client's
 	// connection past request_timeout.
 	// bulk is the same minus the deadline, for transfers whose length
-	// depends on a blob's size (see request.bulk).
+	// depends on a blob's size (see query.Request.Bulk).
 	bulk, cancelBulk := context.WithCancel(t.reqCtx)
 	defer cancelBulk()
 	ctx, cancel := context.WithTimeout(bulk, t.cfg.RequestTimeout)
@@ -529,17 +527,17 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 	t.stats.inProgress.Add(1)
 	t.stats.queries.Add(1)
 	start := time.Now()
-	r := &request{Request: req, clientIP: clientIP, altZone: req.Args.Get("zone") == "alt", bulk: bulk}
-	res, herr := t.run(ctx, cmd.run, r)
+	r := &query.Request{Cmd: req.Cmd, Args: req.Args, ClientIP: clientIP, AltZone: req.Args.Get("zone") == "alt", Bulk: bulk}
+	res, herr := t.run(ctx, cmd.Run, r)
 	t.observeRequest(req.Cmd, time.Since(start), herr)
 	t.stats.inProgress.Add(-1)
 	t.limiter.release()
 	t.recent.add(fmt.Sprintf("%s %s %s %.4f", clientIP, req.Cmd, truncate(req.Raw, maxLogValue), time.Since(start).Seconds()))
 
 	if herr != nil {
-		var pe *protoError
+		var pe *query.ProtoError
 		if errors.As(herr, &pe) {
-			return errLine(pe.code, pe.text, callid), false
+			return errLine(pe.Code, pe.Text, callid), false
 		}
 		if errors.Is(herr, store.ErrDuplicate) {
 			return errLine("dup", "", callid), false
@@ -559,14 +557,14 @@ func (t *Tracker) handleLine(c *conn, line string) (reply string, quit bool) {
 
 // run calls a handler, turning a panic into an error: one bad request must
 // not take the tracker down.
-func (t *Tracker) run(ctx context.Context, h handler, r *request) (res *Reply, err error) {
+func (t *Tracker) run(ctx context.Context, h query.Handler, r *query.Request) (res *Reply, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.log.Error("command panicked", "cmd", r.Cmd, "panic", p)
 			res, err = nil, fmt.Errorf("internal error in %s", r.Cmd)
 		}
 	}()
-	return h(ctx, r)
+	return h(t.q, ctx, r)
 }
 
 // watchGone cancels a request when its client hangs up while it runs, by

@@ -20,6 +20,7 @@ import (
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/storemetrics"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
+	"github.com/gomogile/gomogile/tracker/query"
 )
 
 // The status listener (status_listen) is the tracker's HTTP side for
@@ -78,11 +79,11 @@ func (t *Tracker) initStatus(reg *prometheus.Registry) error {
 		}, func() float64 { return 1 }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gomogile_locks_info", Help: "Always 1; the labels say where the named locks live: the mechanism, and the outside lock service (lock_dsn) or \"database\".",
-			ConstLabels: prometheus.Labels{"mechanism": t.st.Capabilities().LockMechanism, "service": cmp.Or(t.st.Capabilities().LockService, "database")},
+			ConstLabels: prometheus.Labels{"mechanism": t.q.Store.Capabilities().LockMechanism, "service": cmp.Or(t.q.Store.Capabilities().LockService, "database")},
 		}, func() float64 { return 1 }),
 		stateCollector{t},
 	}
-	cs = append(cs, t.uploads.collectors()...)
+	cs = append(cs, t.q.Uploads.Collectors()...)
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, r := range cs[:i] {
@@ -146,10 +147,10 @@ var errSchema = errors.New("schema version is not the tracker's")
 
 // ready is /readyz: the database answers and holds schema SchemaVersion.
 func (t *Tracker) ready(ctx context.Context) error {
-	if err := t.st.Ping(ctx); err != nil {
+	if err := t.q.Store.Ping(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	v, err := t.st.ServerSetting(ctx, "schema_version")
+	v, err := t.q.Store.ServerSetting(ctx, "schema_version")
 	if err != nil {
 		return fmt.Errorf("database: schema_version: %w", err)
 	}
@@ -243,7 +244,7 @@ func pct(part, whole int64) int {
 // counts (withFiles): a scrape every few seconds must not make the
 // database read every file row once a minute when nobody looks.
 func (t *Tracker) snapshot(ctx context.Context, withFiles bool) (statusSnapshot, error) {
-	s := statusSnapshot{Version: Version, Caps: t.st.Capabilities(), Now: time.Now()}
+	s := statusSnapshot{Version: Version, Caps: t.q.Store.Capabilities(), Now: time.Now()}
 	t.mu.Lock()
 	if !t.started.IsZero() {
 		s.Uptime = time.Since(t.started).Truncate(time.Second)
@@ -251,12 +252,12 @@ func (t *Tracker) snapshot(ctx context.Context, withFiles bool) (statusSnapshot,
 	t.mu.Unlock()
 	var errs []error
 	fail := func(what string, err error) { errs = append(errs, fmt.Errorf("%s: %w", what, err)) }
-	if info, err := t.st.Info(ctx); err != nil {
+	if info, err := t.q.Store.Info(ctx); err != nil {
 		fail("backend", err)
 	} else {
 		s.Backend = info
 	}
-	hosts, err := t.st.Hosts(ctx)
+	hosts, err := t.q.Store.Hosts(ctx)
 	if err != nil {
 		fail("hosts", err)
 	}
@@ -265,12 +266,12 @@ func (t *Tracker) snapshot(ctx context.Context, withFiles bool) (statusSnapshot,
 		names[h.ID] = h.Name
 		s.Hosts = append(s.Hosts, statusHost{ID: h.ID, Name: h.Name, Status: h.Status, Addr: net.JoinHostPort(h.IP, strconv.Itoa(h.HTTPPort))})
 	}
-	devs, err := t.st.Devices(ctx)
+	devs, err := t.q.Store.Devices(ctx)
 	if err != nil {
 		fail("devices", err)
 	}
 	for _, d := range devs {
-		obs := t.observe(d.ID)
+		obs := t.q.Observe(d.ID)
 		sd := statusDevice{ID: d.ID, Host: names[d.HostID], Status: d.Status, Observed: obs.State, Weight: d.Weight,
 			MBTotal: d.MBTotal, MBUsed: d.MBUsed}
 		if sd.MBTotal == 0 && obs.TotalKB > 0 {
@@ -281,31 +282,31 @@ func (t *Tracker) snapshot(ctx context.Context, withFiles bool) (statusSnapshot,
 	}
 	sort.Slice(s.Devices, func(i, j int) bool { return s.Devices[i].ID < s.Devices[j].ID })
 	for _, q := range statusQueues {
-		n, err := t.st.QueueLength(ctx, q)
+		n, err := t.q.Store.QueueLength(ctx, q)
 		if err != nil {
 			fail("queue "+q.String(), err)
 			continue
 		}
 		s.Queues = append(s.Queues, statusQueue{Name: q.String(), Depth: n})
 	}
-	if t.jobs != nil {
-		s.Jobs = jobStatus(t.jobs)
+	if t.q.Jobs != nil {
+		s.Jobs = jobStatus(t.q.Jobs)
 	}
-	if all, err := t.st.ServerSettings(ctx); err != nil {
+	if all, err := t.q.Store.ServerSettings(ctx); err != nil {
 		fail("settings", err)
 	} else {
 		s.Fsck, s.Rebalance = fsckStatus(all), rebalanceStatus(all)
 	}
 	s.Warnings = t.watch.recent.newestFirst()
-	if domains, err := t.st.Domains(ctx); err != nil {
+	if domains, err := t.q.Store.Domains(ctx); err != nil {
 		fail("domains", err)
-	} else if classes, err := t.st.Classes(ctx); err != nil {
+	} else if classes, err := t.q.Store.Classes(ctx); err != nil {
 		fail("classes", err)
 	} else {
 		var counts []store.FileCount
 		var at time.Time
 		if withFiles {
-			if counts, at, err = t.files.get(ctx, t.st, s.Now); err != nil {
+			if counts, at, err = t.files.get(ctx, t.q.Store, s.Now); err != nil {
 				fail("file counts", err)
 			}
 		}
@@ -316,7 +317,7 @@ func (t *Tracker) snapshot(ctx context.Context, withFiles bool) (statusSnapshot,
 	if err := t.ready(ctx); err != nil {
 		s.Alerts = append(s.Alerts, "Database not ready: "+err.Error())
 	}
-	s.Alerts = append(s.Alerts, unreachable(hosts, devs, t.observe)...)
+	s.Alerts = append(s.Alerts, unreachable(hosts, devs, t.q.Observe)...)
 	err = errors.Join(errs...)
 	if err != nil {
 		s.Unavailable = err.Error()
@@ -380,10 +381,10 @@ func unreachable(hosts []store.Host, devs []store.Device, observe func(int) clus
 // reports.
 func fsckStatus(all map[string]string) statusFsck {
 	f := statusFsck{
-		Running:    perlTrue(all["fsck_host"]),
+		Running:    query.PerlTrue(all["fsck_host"]),
 		Host:       all["fsck_host"],
-		MaxChecked: perlNum(all["fsck_highest_fid_checked"]),
-		EndFid:     perlNum(all["fsck_fid_at_end"]),
+		MaxChecked: query.PerlNum(all["fsck_highest_fid_checked"]),
+		EndFid:     query.PerlNum(all["fsck_fid_at_end"]),
 	}
 	f.Percent = pct(f.MaxChecked, f.EndFid)
 	return f
@@ -391,7 +392,7 @@ func fsckStatus(all map[string]string) statusFsck {
 
 // rebalanceStatus reads the rebalance worker's saved state (rebal_state).
 func rebalanceStatus(all map[string]string) statusRebalance {
-	r := statusRebalance{Running: perlTrue(all["rebal_host"]), Host: all["rebal_host"], Started: perlTrue(all["rebal_state"])}
+	r := statusRebalance{Running: query.PerlTrue(all["rebal_host"]), Host: all["rebal_host"], Started: query.PerlTrue(all["rebal_state"])}
 	if r.Started {
 		st := cluster.ParseRebalState(all["rebal_state"])
 		r.SourceDevs, r.CompletedDevs = len(st.SourceDevs), len(st.CompletedDevs)

@@ -106,7 +106,7 @@ func summarize(domains []store.Domain, classes []store.Class, counts []store.Fil
 // daemon puts around its Store lists them; a Store without it (a tracker
 // embedded by New with a bare Store) does not.
 func (t *Tracker) heldLocks() ([]storemetrics.HeldLock, bool) {
-	if h, ok := t.st.(heldLister); ok {
+	if h, ok := t.q.Store.(heldLister); ok {
 		return h.Held(), true
 	}
 	return nil, false

@@ -1,8 +1,11 @@
-package tracker
+package query
 
 import (
 	"context"
+	"fmt"
 	"slices"
+
+	"github.com/gomogile/gomogile/store"
 )
 
 // With case_sensitive_list_keys off (stored 0), list_keys matches its
@@ -19,8 +22,57 @@ import (
 // variant in use, not one per variant of the whole prefix), and their
 // sorted lists are merged.
 
+func (e *Env) cmdListKeys(ctx context.Context, r *Request) (*Reply, error) {
+	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
+	_, dom, err := e.checkDomain(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	prefix, after := r.Args.Get("prefix"), r.Args.Get("after")
+	fold, err := e.listKeysFolds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The original matched after against prefix as a regex; a literal
+	// prefix test is what clients mean, and with the prefix matched
+	// case-insensitively so is this one (a client pages with next_after,
+	// which may be any case of the prefix).
+	if prefix != "" && PerlTrue(after) && !hasPrefix(after, prefix, fold) {
+		return nil, perr("after_mismatch")
+	}
+	limit := int(PerlNum(r.Args.Get("limit")))
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	var keys []string
+	if fold && prefix != "" {
+		keys, err = e.listKeysFold(ctx, dom.ID, prefix, after, limit)
+	} else {
+		keys, err = e.Store.ListKeys(ctx, dom.ID, prefix, after, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, perr("none_match")
+	}
+	res := &Reply{}
+	next := ""
+	for _, k := range keys {
+		if k > next {
+			next = k
+		}
+	}
+	res.Set("key_count", len(keys))
+	res.Set("next_after", next)
+	for i, k := range keys {
+		res.Set(fmt.Sprintf("key_%d", i+1), k)
+	}
+	return res, nil
+}
+
 // listKeysFold is ListKeys with prefix matched case-insensitively.
-func (t *Tracker) listKeysFold(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error) {
+func (e *Env) listKeysFold(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error) {
 	variants := []string{""}
 	for i := 0; i < len(prefix); i++ {
 		c := prefix[i]
@@ -34,7 +86,7 @@ func (t *Tracker) listKeysFold(ctx context.Context, dmid int, prefix, after stri
 		var next []string
 		for _, v := range variants {
 			for _, cand := range []string{v + string(up), v + string(lo)} {
-				keys, err := t.st.ListKeys(ctx, dmid, cand, after, 1)
+				keys, err := e.Store.ListKeys(ctx, dmid, cand, after, 1)
 				if err != nil {
 					return nil, err
 				}
@@ -49,7 +101,7 @@ func (t *Tracker) listKeysFold(ctx context.Context, dmid int, prefix, after stri
 	}
 	var out []string
 	for _, v := range variants {
-		keys, err := t.st.ListKeys(ctx, dmid, v, after, limit)
+		keys, err := e.Store.ListKeys(ctx, dmid, v, after, limit)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"context"
@@ -13,32 +13,32 @@ import (
 // running) and rebal_signal ("stop").
 
 // rebalSourceDevs are the policy's source devices now.
-func (t *Tracker) rebalSourceDevs(ns *namespace, p cluster.RebalPolicy) []int {
-	return p.SourceDevices(ns.JoinAll(t.observe))
+func (e *Env) rebalSourceDevs(ns *namespace, p cluster.RebalPolicy) []int {
+	return p.SourceDevices(ns.JoinAll(e.Observe))
 }
 
 // rebalDestDevs are the policy's destinations now, minus exclude: the
 // same filter the job master applies, under the same min_free_space.
-func (t *Tracker) rebalDestDevs(ns *namespace, p cluster.RebalPolicy, exclude []int) []int {
+func (e *Env) rebalDestDevs(ns *namespace, p cluster.RebalPolicy, exclude []int) []int {
 	skip := map[int]bool{}
 	for _, id := range exclude {
 		skip[id] = true
 	}
-	return p.DestDevices(ns.JoinAll(t.observe), t.settings(), skip)
+	return p.DestDevices(ns.JoinAll(e.Observe), e.Config.Cluster, skip)
 }
 
-func (t *Tracker) cmdRebalanceStatus(ctx context.Context, r *request) (*Reply, error) {
-	state, err := t.setting(ctx, "rebal_state")
+func (e *Env) cmdRebalanceStatus(ctx context.Context, r *Request) (*Reply, error) {
+	state, err := e.setting(ctx, "rebal_state")
 	if err != nil {
 		return nil, err
 	}
-	if !perlTrue(state) {
+	if !PerlTrue(state) {
 		return nil, perr("no_rebal_state")
 	}
 	// queue_length (gomogile's own) counts the moves queued and not yet
 	// done, so a client can tell when the last one has run: the worker
 	// marks the run finished once it has queued everything, not moved it.
-	n, err := t.st.QueueLength(ctx, store.QueueRebalance)
+	n, err := e.Store.QueueLength(ctx, store.QueueRebalance)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (t *Tracker) cmdRebalanceStatus(ctx context.Context, r *request) (*Reply, e
 	// emptying a device learns that it is not empty.
 	var nonempty []int
 	for _, id := range cluster.ParseRebalState(state).CompletedDevs {
-		fids, err := t.st.FidsOnDevice(ctx, id, 0, 1)
+		fids, err := e.Store.FidsOnDevice(ctx, id, 0, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -63,44 +63,44 @@ func (t *Tracker) cmdRebalanceStatus(ctx context.Context, r *request) (*Reply, e
 	return res, nil
 }
 
-func (t *Tracker) cmdRebalanceStart(ctx context.Context, r *request) (*Reply, error) {
-	rebalHost, err := t.setting(ctx, "rebal_host")
+func (e *Env) cmdRebalanceStart(ctx context.Context, r *Request) (*Reply, error) {
+	rebalHost, err := e.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err
 	}
-	fsckHost, err := t.setting(ctx, "fsck_host")
+	fsckHost, err := e.setting(ctx, "fsck_host")
 	if err != nil {
 		return nil, err
 	}
-	if perlTrue(rebalHost) {
+	if PerlTrue(rebalHost) {
 		return nil, perr("rebal_running", "rebalance is already running")
 	}
-	if perlTrue(fsckHost) {
+	if PerlTrue(fsckHost) {
 		return nil, perr("fsck_running", "fsck running; cannot run rebalance at same time")
 	}
-	state, err := t.setting(ctx, "rebal_state")
+	state, err := e.setting(ctx, "rebal_state")
 	if err != nil {
 		return nil, err
 	}
-	if !perlTrue(state) {
-		p, err := t.rebalPolicy(ctx)
+	if !PerlTrue(state) {
+		p, err := e.rebalPolicy(ctx)
 		if err != nil {
 			return nil, err
 		}
-		ns, err := t.fresh(ctx)
+		ns, err := e.fresh(ctx)
 		if err != nil {
 			return nil, err
 		}
-		now, err := t.st.Now(ctx)
+		now, err := e.Store.Now(ctx)
 		if err != nil {
 			return nil, err
 		}
-		state = cluster.RebalState{SourceDevs: t.rebalSourceDevs(ns, p), TimeStarted: now.Unix()}.String()
-		if err := t.st.SetServerSetting(ctx, "rebal_state", state); err != nil {
+		state = cluster.RebalState{SourceDevs: e.rebalSourceDevs(ns, p), TimeStarted: now.Unix()}.String()
+		if err := e.Store.SetServerSetting(ctx, "rebal_state", state); err != nil {
 			return nil, err
 		}
 	}
-	if err := t.st.SetServerSetting(ctx, "rebal_host", t.host); err != nil {
+	if err := e.Store.SetServerSetting(ctx, "rebal_host", e.Host); err != nil {
 		return nil, err
 	}
 	res := &Reply{}
@@ -110,12 +110,12 @@ func (t *Tracker) cmdRebalanceStart(ctx context.Context, r *request) (*Reply, er
 
 // rebalPolicy reads and parses the stored rebal_policy, refusing with the
 // original's error codes when it is missing or malformed.
-func (t *Tracker) rebalPolicy(ctx context.Context) (cluster.RebalPolicy, error) {
-	pol, err := t.setting(ctx, "rebal_policy")
+func (e *Env) rebalPolicy(ctx context.Context) (cluster.RebalPolicy, error) {
+	pol, err := e.setting(ctx, "rebal_policy")
 	if err != nil {
 		return cluster.RebalPolicy{}, err
 	}
-	if !perlTrue(pol) {
+	if !PerlTrue(pol) {
 		return cluster.RebalPolicy{}, perr("no_rebal_policy")
 	}
 	p, err := cluster.ParseRebalPolicy(pol)
@@ -125,50 +125,50 @@ func (t *Tracker) rebalPolicy(ctx context.Context) (cluster.RebalPolicy, error) 
 	return p, nil
 }
 
-func (t *Tracker) cmdRebalanceTest(ctx context.Context, r *request) (*Reply, error) {
-	p, err := t.rebalPolicy(ctx)
+func (e *Env) cmdRebalanceTest(ctx context.Context, r *Request) (*Reply, error) {
+	p, err := e.rebalPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := t.fresh(ctx)
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sdevs := t.rebalSourceDevs(ns, p)
+	sdevs := e.rebalSourceDevs(ns, p)
 	res := &Reply{}
 	res.Set("sdevs", joinInts(sdevs))
-	res.Set("ddevs", joinInts(t.rebalDestDevs(ns, p, sdevs)))
+	res.Set("ddevs", joinInts(e.rebalDestDevs(ns, p, sdevs)))
 	return res, nil
 }
 
-func (t *Tracker) cmdRebalanceReset(ctx context.Context, r *request) (*Reply, error) {
-	host, err := t.setting(ctx, "rebal_host")
+func (e *Env) cmdRebalanceReset(ctx context.Context, r *Request) (*Reply, error) {
+	host, err := e.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err
 	}
-	if perlTrue(host) {
+	if PerlTrue(host) {
 		return nil, perr("rebal_running", "rebalance is running")
 	}
-	return nil, t.st.DeleteServerSetting(ctx, "rebal_state")
+	return nil, e.Store.DeleteServerSetting(ctx, "rebal_state")
 }
 
-func (t *Tracker) cmdRebalanceStop(ctx context.Context, r *request) (*Reply, error) {
-	host, err := t.setting(ctx, "rebal_host")
+func (e *Env) cmdRebalanceStop(ctx context.Context, r *Request) (*Reply, error) {
+	host, err := e.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err
 	}
-	if !perlTrue(host) {
+	if !PerlTrue(host) {
 		return nil, perr("rebal_not_started")
 	}
-	return nil, t.st.SetServerSetting(ctx, "rebal_signal", "stop")
+	return nil, e.Store.SetServerSetting(ctx, "rebal_signal", "stop")
 }
 
-func (t *Tracker) cmdRebalanceSetPolicy(ctx context.Context, r *request) (*Reply, error) {
-	host, err := t.setting(ctx, "rebal_host")
+func (e *Env) cmdRebalanceSetPolicy(ctx context.Context, r *Request) (*Reply, error) {
+	host, err := e.setting(ctx, "rebal_host")
 	if err != nil {
 		return nil, err
 	}
-	if perlTrue(host) {
+	if PerlTrue(host) {
 		return nil, perr("no_set_rebal", "cannot change rebalance policy while rebalance is running")
 	}
 	pol := r.Args.Get("policy")
@@ -177,8 +177,8 @@ func (t *Tracker) cmdRebalanceSetPolicy(ctx context.Context, r *request) (*Reply
 	if _, err := cluster.ParseRebalPolicy(pol); err != nil {
 		return nil, perr("bad_rebal_pol", err.Error())
 	}
-	if err := t.st.SetServerSetting(ctx, "rebal_policy", pol); err != nil {
+	if err := e.Store.SetServerSetting(ctx, "rebal_policy", pol); err != nil {
 		return nil, err
 	}
-	return nil, t.st.DeleteServerSetting(ctx, "rebal_state")
+	return nil, e.Store.DeleteServerSetting(ctx, "rebal_state")
 }

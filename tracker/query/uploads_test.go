@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 func TestUploadSlots_Decisions(t *testing.T) {
 	present := map[int64]bool{}
 	asked := 0
-	cfg := DefaultConfig()
+	cfg := Config{}
 	cfg.MaxOpenUploadsPerIP, cfg.MaxOpenUploads, cfg.TempFileTTL = 2, 3, time.Nanosecond
-	u := newUploadSlots(cfg, func(_ context.Context, fid int64) (bool, error) {
+	u := newUploads(cfg, func(_ context.Context, fid int64) (bool, error) {
 		asked++
 		return !present[fid], nil
 	})
@@ -83,9 +83,9 @@ func TestUploadSlots_Decisions(t *testing.T) {
 
 // With neither limit set, nothing is counted or refused.
 func TestUploadSlots_NoLimits(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Config{}
 	cfg.MaxOpenUploadsPerIP, cfg.MaxOpenUploads = 0, 0
-	u := newUploadSlots(cfg, nil)
+	u := newUploads(cfg, nil)
 	for range 10 {
 		s, err := u.take(context.Background(), netip.Addr{})
 		if err != nil || s != nil {

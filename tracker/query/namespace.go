@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 // ---- domains and classes ----
 
-func (t *Tracker) cmdGetDomains(ctx context.Context, r *request) (*Reply, error) {
-	ns, err := t.namespace(ctx)
+func (e *Env) cmdGetDomains(ctx context.Context, r *Request) (*Reply, error) {
+	ns, err := e.namespace(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -21,7 +21,7 @@ func (t *Tracker) cmdGetDomains(ctx context.Context, r *request) (*Reply, error)
 	for i, d := range ns.Domains {
 		n := i + 1
 		res.Set(fmt.Sprintf("domain%d", n), d.Name)
-		classes := t.domainClasses(ns, d.ID)
+		classes := e.domainClasses(ns, d.ID)
 		for j, c := range classes {
 			p := fmt.Sprintf("domain%dclass%d", n, j+1)
 			res.Set(p+"name", c.Name)
@@ -36,15 +36,15 @@ func (t *Tracker) cmdGetDomains(ctx context.Context, r *request) (*Reply, error)
 }
 
 // domainClasses lists a domain's classes with the implicit default first.
-func (t *Tracker) domainClasses(ns *namespace, dmid int) []store.Class {
+func (e *Env) domainClasses(ns *namespace, dmid int) []store.Class {
 	var out []store.Class
 	if _, ok := ns.Classes[dmid]; !ok || ns.Classes[dmid][0].ID != 0 {
-		c, _ := t.classFor(ns, dmid, 0)
+		c, _ := e.classFor(ns, dmid, 0)
 		out = append(out, c)
 	}
 	for _, c := range ns.Classes[dmid] {
 		if c.ID == 0 && c.MinDevCount == 0 {
-			c.MinDevCount = t.cfg.DefaultMinDevCount
+			c.MinDevCount = e.Config.Cluster.DefaultMinDevCount
 		}
 		out = append(out, c)
 	}
@@ -58,30 +58,30 @@ func replPolicyString(p string) string {
 	return p
 }
 
-func (t *Tracker) cmdCreateDomain(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdCreateDomain(ctx context.Context, r *Request) (*Reply, error) {
 	name := r.Args.Get("domain")
-	if !perlTrue(name) {
+	if !PerlTrue(name) {
 		return nil, perr("no_domain")
 	}
-	_, err := t.st.CreateDomain(ctx, name)
-	t.ns.Invalidate()
+	_, err := e.Store.CreateDomain(ctx, name)
+	e.NS.Invalidate()
 	if errors.Is(err, store.ErrDuplicate) {
 		return nil, perr("domain_exists")
 	}
 	if err != nil {
-		return nil, err // logged by handleLine; store text is not for clients
+		return nil, err // logged by the server; store text is not for clients
 	}
 	res := &Reply{}
 	res.Set("domain", name)
 	return res, nil
 }
 
-func (t *Tracker) cmdDeleteDomain(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdDeleteDomain(ctx context.Context, r *Request) (*Reply, error) {
 	name := r.Args.Get("domain")
-	if !perlTrue(name) {
+	if !PerlTrue(name) {
 		return nil, perr("no_domain")
 	}
-	ns, err := t.fresh(ctx)
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +89,8 @@ func (t *Tracker) cmdDeleteDomain(ctx context.Context, r *request) (*Reply, erro
 	if !ok {
 		return nil, perr("domain_not_found")
 	}
-	err = t.st.DeleteDomain(ctx, d.ID)
-	t.ns.Invalidate()
+	err = e.Store.DeleteDomain(ctx, d.ID)
+	e.NS.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrHasFiles):
 		return nil, perr("domain_has_files")
@@ -99,7 +99,7 @@ func (t *Tracker) cmdDeleteDomain(ctx context.Context, r *request) (*Reply, erro
 	case errors.Is(err, store.ErrNotFound):
 		return nil, perr("domain_not_found")
 	case err != nil:
-		t.log.Error("delete domain", "domain", name, "err", err)
+		e.Log.Error("delete domain", "domain", name, "err", err)
 		return nil, perr("failure")
 	}
 	res := &Reply{}
@@ -107,15 +107,15 @@ func (t *Tracker) cmdDeleteDomain(ctx context.Context, r *request) (*Reply, erro
 	return res, nil
 }
 
-func (t *Tracker) cmdCreateClass(ctx context.Context, r *request) (*Reply, error) {
-	return t.createClass(ctx, r, perlTrue(r.Args.Get("update")))
+func (e *Env) cmdCreateClass(ctx context.Context, r *Request) (*Reply, error) {
+	return e.createClass(ctx, r, PerlTrue(r.Args.Get("update")))
 }
 
-func (t *Tracker) cmdUpdateClass(ctx context.Context, r *request) (*Reply, error) {
-	return t.createClass(ctx, r, true)
+func (e *Env) cmdUpdateClass(ctx context.Context, r *Request) (*Reply, error) {
+	return e.createClass(ctx, r, true)
 }
 
-func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Reply, error) {
+func (e *Env) createClass(ctx context.Context, r *Request, update bool) (*Reply, error) {
 	domain := r.Args.Get("domain")
 	if domain == "" {
 		return nil, perr("no_domain")
@@ -124,12 +124,12 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	if cname == "" {
 		return nil, perr("no_class")
 	}
-	mindev := perlNum(r.Args.Get("mindevcount"))
+	mindev := PerlNum(r.Args.Get("mindevcount"))
 	if mindev <= 0 {
 		return nil, perr("invalid_mindevcount")
 	}
 	policy := r.Args.Get("replpolicy")
-	if perlTrue(policy) {
+	if PerlTrue(policy) {
 		// The replicate worker parses it with the same function, so a
 		// class accepted here is one it can replicate.
 		if _, err := cluster.ParseReplPolicy(policy); err != nil {
@@ -140,7 +140,7 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	}
 	hashGiven := false
 	var ht store.HashType
-	if h := r.Args.Get("hashtype"); perlTrue(h) {
+	if h := r.Args.Get("hashtype"); PerlTrue(h) {
 		hashGiven = true
 		v, ok := store.ParseHashType(h)
 		if !ok {
@@ -148,7 +148,7 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 		}
 		ht = v
 	}
-	ns, err := t.fresh(ctx)
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -178,20 +178,20 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 		if hashGiven {
 			c.HashType = ht
 		}
-		err = t.st.UpdateClass(ctx, c)
+		err = e.Store.UpdateClass(ctx, c)
 	} else {
-		_, err = t.st.CreateClass(ctx, store.Class{DomainID: d.ID, Name: cname, MinDevCount: int(mindev), ReplPolicy: policy, HashType: ht})
+		_, err = e.Store.CreateClass(ctx, store.Class{DomainID: d.ID, Name: cname, MinDevCount: int(mindev), ReplPolicy: policy, HashType: ht})
 		if errors.Is(err, store.ErrDuplicate) {
-			t.ns.Invalidate()
+			e.NS.Invalidate()
 			return nil, perr("class_exists")
 		}
 	}
-	t.ns.Invalidate()
+	e.NS.Invalidate()
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, perr("class_not_found")
 		}
-		return nil, err // logged by handleLine; store text is not for clients
+		return nil, err // logged by the server; store text is not for clients
 	}
 	res := &Reply{}
 	res.Set("class", cname)
@@ -200,7 +200,7 @@ func (t *Tracker) createClass(ctx context.Context, r *request, update bool) (*Re
 	return res, nil
 }
 
-func (t *Tracker) cmdDeleteClass(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdDeleteClass(ctx context.Context, r *Request) (*Reply, error) {
 	domain := r.Args.Get("domain")
 	if domain == "" {
 		return nil, perr("no_domain")
@@ -212,7 +212,7 @@ func (t *Tracker) cmdDeleteClass(ctx context.Context, r *request) (*Reply, error
 	if cname == "default" {
 		return nil, perr("nodel_default_class")
 	}
-	ns, err := t.fresh(ctx)
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -220,19 +220,19 @@ func (t *Tracker) cmdDeleteClass(ctx context.Context, r *request) (*Reply, error
 	if !ok {
 		return nil, perr("domain_not_found")
 	}
-	c, ok := ns.ClassByName(d.ID, cname, t.settings())
+	c, ok := ns.ClassByName(d.ID, cname, e.Config.Cluster)
 	if !ok {
 		return nil, perr("class_not_found")
 	}
-	err = t.st.DeleteClass(ctx, d.ID, c.ID)
-	t.ns.Invalidate()
+	err = e.Store.DeleteClass(ctx, d.ID, c.ID)
+	e.NS.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrHasFiles):
 		return nil, perr("class_has_files")
 	case errors.Is(err, store.ErrNotFound):
 		return nil, perr("class_not_found")
 	case err != nil:
-		t.log.Error("delete class", "domain", domain, "class", cname, "err", err)
+		e.Log.Error("delete class", "domain", domain, "class", cname, "err", err)
 		return nil, perr("failure")
 	}
 	res := &Reply{}
@@ -251,21 +251,21 @@ func validHostState(s string) bool {
 	return false
 }
 
-func (t *Tracker) cmdCreateHost(ctx context.Context, r *request) (*Reply, error) {
-	return t.createHost(ctx, r, perlTrue(r.Args.Get("update")))
+func (e *Env) cmdCreateHost(ctx context.Context, r *Request) (*Reply, error) {
+	return e.createHost(ctx, r, PerlTrue(r.Args.Get("update")))
 }
 
-func (t *Tracker) cmdUpdateHost(ctx context.Context, r *request) (*Reply, error) {
-	return t.createHost(ctx, r, true)
+func (e *Env) cmdUpdateHost(ctx context.Context, r *Request) (*Reply, error) {
+	return e.createHost(ctx, r, true)
 }
 
-func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Reply, error) {
+func (e *Env) createHost(ctx context.Context, r *Request, update bool) (*Reply, error) {
 	a := r.Args
 	name := a.Get("host")
-	if !perlTrue(name) {
+	if !PerlTrue(name) {
 		return nil, perr("no_host")
 	}
-	ns, err := t.fresh(ctx)
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -279,17 +279,17 @@ func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Rep
 		if exists {
 			return nil, perr("host_exists")
 		}
-		if !perlTrue(a.Get("ip")) {
+		if !PerlTrue(a.Get("ip")) {
 			return nil, perr("no_ip")
 		}
-		if !perlTrue(a.Get("port")) {
+		if !PerlTrue(a.Get("port")) {
 			return nil, perr("no_port")
 		}
-		if !perlTrue(status) {
+		if !PerlTrue(status) {
 			status = "down"
 		}
 	}
-	if perlTrue(status) && !validHostState(status) {
+	if PerlTrue(status) && !validHostState(status) {
 		return nil, perr("unknown_state")
 	}
 	port := func(k string) (int, error) {
@@ -306,7 +306,7 @@ func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Rep
 	if !exists {
 		h = store.Host{Name: name}
 	}
-	if perlTrue(status) {
+	if PerlTrue(status) {
 		h.Status = store.HostStatus(status)
 	}
 	if a.Has("ip") {
@@ -329,11 +329,11 @@ func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Rep
 		h.AltMask = a.Get("altmask")
 	}
 	if exists {
-		err = t.st.UpdateHost(ctx, h)
+		err = e.Store.UpdateHost(ctx, h)
 	} else {
-		h, err = t.st.CreateHost(ctx, h)
+		h, err = e.Store.CreateHost(ctx, h)
 	}
-	t.ns.Invalidate()
+	e.NS.Invalidate()
 	if err != nil {
 		return nil, err
 	}
@@ -343,8 +343,8 @@ func (t *Tracker) createHost(ctx context.Context, r *request, update bool) (*Rep
 	return res, nil
 }
 
-func (t *Tracker) cmdDeleteHost(ctx context.Context, r *request) (*Reply, error) {
-	ns, err := t.fresh(ctx)
+func (e *Env) cmdDeleteHost(ctx context.Context, r *Request) (*Reply, error) {
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -357,8 +357,8 @@ func (t *Tracker) cmdDeleteHost(ctx context.Context, r *request) (*Reply, error)
 			return nil, perr("host_not_empty")
 		}
 	}
-	err = t.st.DeleteHost(ctx, h.ID)
-	t.ns.Invalidate()
+	err = e.Store.DeleteHost(ctx, h.ID)
+	e.NS.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrHasDevices):
 		return nil, perr("host_not_empty")
@@ -368,15 +368,15 @@ func (t *Tracker) cmdDeleteHost(ctx context.Context, r *request) (*Reply, error)
 	return nil, err
 }
 
-func (t *Tracker) cmdGetHosts(ctx context.Context, r *request) (*Reply, error) {
-	ns, err := t.namespace(ctx)
+func (e *Env) cmdGetHosts(ctx context.Context, r *Request) (*Reply, error) {
+	ns, err := e.namespace(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res := &Reply{}
 	n := 0
 	for _, h := range ns.Hosts {
-		if r.Args.Has("hostid") && int64(h.ID) != perlNum(r.Args.Get("hostid")) {
+		if r.Args.Has("hostid") && int64(h.ID) != PerlNum(r.Args.Get("hostid")) {
 			continue
 		}
 		n++
@@ -394,10 +394,10 @@ func (t *Tracker) cmdGetHosts(ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func (t *Tracker) cmdCreateDevice(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdCreateDevice(ctx context.Context, r *Request) (*Reply, error) {
 	a := r.Args
 	state := a.Get("state")
-	if !perlTrue(state) {
+	if !PerlTrue(state) {
 		state = "alive"
 	}
 	if !store.DeviceState(state).Valid() {
@@ -407,19 +407,19 @@ func (t *Tracker) cmdCreateDevice(ctx context.Context, r *request) (*Reply, erro
 	if err != nil || devid <= 0 || !allDigits(a.Get("devid")) {
 		return nil, perr("invalid_devid")
 	}
-	ns, err := t.fresh(ctx)
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var hostid int
 	switch {
-	case perlTrue(a.Get("hostid")) && allDigits(a.Get("hostid")):
+	case PerlTrue(a.Get("hostid")) && allDigits(a.Get("hostid")):
 		id, _ := strconv.Atoi(a.Get("hostid"))
 		if _, ok := ns.HostByID[id]; !ok {
 			return nil, perr("unknown_hostid")
 		}
 		hostid = id
-	case perlTrue(a.Get("hostname")):
+	case PerlTrue(a.Get("hostname")):
 		h, ok := ns.HostByName[a.Get("hostname")]
 		if !ok {
 			return nil, perr("unknown_host")
@@ -428,8 +428,8 @@ func (t *Tracker) cmdCreateDevice(ctx context.Context, r *request) (*Reply, erro
 	default:
 		return nil, perr("bad_args", "No hostid/hostname parameter")
 	}
-	_, err = t.st.CreateDevice(ctx, store.Device{ID: devid, HostID: hostid, Status: store.DeviceState(state), Weight: 100})
-	t.ns.Invalidate()
+	_, err = e.Store.CreateDevice(ctx, store.Device{ID: devid, HostID: hostid, Status: store.DeviceState(state), Weight: 100})
+	e.NS.Invalidate()
 	switch {
 	case errors.Is(err, store.ErrDuplicate):
 		return nil, perr("existing_devid")
@@ -451,15 +451,15 @@ func allDigits(s string) bool {
 	return true
 }
 
-func (t *Tracker) cmdGetDevices(ctx context.Context, r *request) (*Reply, error) {
-	ns, err := t.namespace(ctx)
+func (e *Env) cmdGetDevices(ctx context.Context, r *Request) (*Reply, error) {
+	ns, err := e.namespace(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res := &Reply{}
 	n := 0
 	for _, d := range ns.Devices {
-		if r.Args.Has("devid") && int64(d.ID) != perlNum(r.Args.Get("devid")) {
+		if r.Args.Has("devid") && int64(d.ID) != PerlNum(r.Args.Get("devid")) {
 			continue
 		}
 		n++
@@ -468,7 +468,7 @@ func (t *Tracker) cmdGetDevices(ctx context.Context, r *request) (*Reply, error)
 		res.Set(p+"hostid", d.HostID)
 		res.Set(p+"status", d.Status)
 		res.Set(p+"weight", d.Weight)
-		res.Set(p+"observed_state", t.observe(d.ID).State)
+		res.Set(p+"observed_state", e.Observe(d.ID).State)
 		if d.MBTotal > 0 {
 			res.Set(p+"mb_total", d.MBTotal)
 			res.Set(p+"mb_used", d.MBUsed)
@@ -483,7 +483,7 @@ func (t *Tracker) cmdGetDevices(ctx context.Context, r *request) (*Reply, error)
 		} else {
 			res.Set(p+"mb_asof", d.MBAsOf.Unix())
 		}
-		util, reject := t.deviceStats(d.ID)
+		util, reject := e.deviceStats(d.ID)
 		res.Set(p+"utilization", util)
 		res.Set(p+"reject_bad_md5", reject)
 	}
@@ -494,8 +494,8 @@ func (t *Tracker) cmdGetDevices(ctx context.Context, r *request) (*Reply, error)
 // deviceStats are get_devices' utilization and reject_bad_md5 from the
 // monitor, as the original's Device fields: the figure exactly as the node
 // sent it, and 1 or 0; both empty while the monitor does not know them.
-func (t *Tracker) deviceStats(devid int) (util, reject string) {
-	o := t.observe(devid)
+func (e *Env) deviceStats(devid int) (util, reject string) {
+	o := e.Observe(devid)
 	if o.UtilizationOK {
 		util = o.Utilization
 	}
@@ -509,8 +509,8 @@ func (t *Tracker) deviceStats(devid int) (util, reject string) {
 }
 
 // deviceOfHost resolves set_state/set_weight's host+device pair.
-func (t *Tracker) deviceOfHost(ctx context.Context, hostname string, devid int) (store.Device, error) {
-	ns, err := t.fresh(ctx)
+func (e *Env) deviceOfHost(ctx context.Context, hostname string, devid int) (store.Device, error) {
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return store.Device{}, err
 	}
@@ -524,55 +524,37 @@ func (t *Tracker) deviceOfHost(ctx context.Context, hostname string, devid int) 
 	return d, nil
 }
 
-func (t *Tracker) cmdSetWeight(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdSetWeight(ctx context.Context, r *Request) (*Reply, error) {
 	host := r.Args.Get("host")
-	devid := int(perlNum(r.Args.Get("device")))
+	devid := int(PerlNum(r.Args.Get("device")))
 	weight, ok := numArg(r.Args.Get("weight"))
-	if !perlTrue(host) || devid == 0 || !ok || weight < 0 || weight > maxWeightArg {
+	if !PerlTrue(host) || devid == 0 || !ok || weight < 0 || weight > maxWeightArg {
 		return nil, perr("bad_params")
 	}
-	d, err := t.deviceOfHost(ctx, host, devid)
+	d, err := e.deviceOfHost(ctx, host, devid)
 	if err != nil {
 		return nil, err
 	}
-	err = t.st.SetDeviceWeight(ctx, d.ID, int(weight))
-	t.ns.Invalidate()
+	err = e.Store.SetDeviceWeight(ctx, d.ID, int(weight))
+	e.NS.Invalidate()
 	return nil, err
 }
 
-func (t *Tracker) cmdSetState(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdSetState(ctx context.Context, r *Request) (*Reply, error) {
 	host := r.Args.Get("host")
-	devid := int(perlNum(r.Args.Get("device")))
+	devid := int(PerlNum(r.Args.Get("device")))
 	state := store.DeviceState(r.Args.Get("state"))
-	if !perlTrue(host) || devid == 0 || !state.Valid() {
+	if !PerlTrue(host) || devid == 0 || !state.Valid() {
 		return nil, perr("bad_params")
 	}
-	d, err := t.deviceOfHost(ctx, host, devid)
+	d, err := e.deviceOfHost(ctx, host, devid)
 	if err != nil {
 		return nil, err
 	}
 	if d.Status == store.DeviceDead && state == store.DeviceAlive {
 		return nil, perr("state_too_high")
 	}
-	err = t.st.SetDeviceState(ctx, d.ID, state)
-	t.ns.Invalidate()
+	err = e.Store.SetDeviceState(ctx, d.ID, state)
+	e.NS.Invalidate()
 	return nil, err
 }
-
-func (t *Tracker) cmdReplicateNow(ctx context.Context, r *request) (*Reply, error) {
-	n, err := t.st.Expedite(ctx, store.QueueReplicate)
-	if err != nil {
-		return nil, err
-	}
-	res := &Reply{}
-	res.Set("count", n)
-	return res, nil
-}
-
-// ---- fsck ----
-//
-// fsck is driven through server settings, as the original's fsck worker
-// reads them: fsck_host (running when set), fsck_highest_fid_checked,
-// fsck_fid_at_end, fsck_start_time, fsck_stop_time, fsck_fids_checked,
-// fsck_start_fid, fsck_opt_policy_only, fsck_start_maxlogid,
-// fsck_logid_processed and the fsck_sum_evcount_<code> counters.

@@ -1,11 +1,10 @@
-package tracker
+package query
 
 import (
 	"context"
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
@@ -16,45 +15,31 @@ import (
 // (namespace_cache_ttl).
 type namespace = cluster.Snapshot
 
-// settings are the configuration values the cluster model decides by; the
-// workers get the same value (NewJobs).
-func (t *Tracker) settings() cluster.Settings { return t.cfg.clusterSettings() }
-
-func (c Config) clusterSettings() cluster.Settings {
-	return cluster.Settings{MinFreeMB: c.MinFreeSpace, DefaultMinDevCount: c.DefaultMinDevCount}
-}
-
-// nodeConfig configures the storage-node client, the tracker's and the
-// workers' alike.
-func (c Config) nodeConfig() cluster.NodeConfig {
-	return cluster.NodeConfig{ConnTimeout: c.ConnTimeout, NodeTimeout: c.NodeTimeout, PoolSize: c.ConnPoolSize}
-}
-
-func (t *Tracker) namespace(ctx context.Context) (*namespace, error) {
-	return t.ns.Get(ctx)
+func (e *Env) namespace(ctx context.Context) (*namespace, error) {
+	return e.NS.Get(ctx)
 }
 
 // fresh reloads the namespace now: admin commands act on the database as
 // it is, not on a cached view.
-func (t *Tracker) fresh(ctx context.Context) (*namespace, error) {
-	t.ns.Invalidate()
-	return t.ns.Get(ctx)
+func (e *Env) fresh(ctx context.Context) (*namespace, error) {
+	e.NS.Invalidate()
+	return e.NS.Get(ctx)
 }
 
 // checkDomain is Worker::Query::check_domain. A name missing from the cache
 // triggers one reload: another tracker may have just created it.
-func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, store.Domain, error) {
+func (e *Env) checkDomain(ctx context.Context, r *Request) (*namespace, store.Domain, error) {
 	name := r.Args.Get("domain")
 	if name == "" {
 		return nil, store.Domain{}, perr("no_domain")
 	}
-	ns, err := t.namespace(ctx)
+	ns, err := e.namespace(ctx)
 	if err != nil {
 		return nil, store.Domain{}, err
 	}
 	d, ok := ns.DomainByName[name]
 	if !ok {
-		if ns, err = t.fresh(ctx); err != nil {
+		if ns, err = e.fresh(ctx); err != nil {
 			return nil, store.Domain{}, err
 		}
 		if d, ok = ns.DomainByName[name]; !ok {
@@ -66,8 +51,8 @@ func (t *Tracker) checkDomain(ctx context.Context, r *request) (*namespace, stor
 
 // checkDomainKey is checkDomain for the commands that also need a key,
 // refused with no_key when empty, as Query.pm checks them in that order.
-func (t *Tracker) checkDomainKey(ctx context.Context, r *request) (*namespace, store.Domain, string, error) {
-	ns, dom, err := t.checkDomain(ctx, r)
+func (e *Env) checkDomainKey(ctx context.Context, r *Request) (*namespace, store.Domain, string, error) {
+	ns, dom, err := e.checkDomain(ctx, r)
 	if err != nil {
 		return nil, dom, "", err
 	}
@@ -81,15 +66,15 @@ func (t *Tracker) checkDomainKey(ctx context.Context, r *request) (*namespace, s
 // lookupClass finds a class by name; a miss reloads the namespace once,
 // since another tracker may have just created the class. It returns the
 // namespace it answered from.
-func (t *Tracker) lookupClass(ctx context.Context, ns *namespace, dmid int, name string) (*store.Class, *namespace, error) {
-	if c, ok := ns.ClassByName(dmid, name, t.settings()); ok {
+func (e *Env) lookupClass(ctx context.Context, ns *namespace, dmid int, name string) (*store.Class, *namespace, error) {
+	if c, ok := ns.ClassByName(dmid, name, e.Config.Cluster); ok {
 		return &c, ns, nil
 	}
-	ns, err := t.fresh(ctx)
+	ns, err := e.fresh(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c, ok := ns.ClassByName(dmid, name, t.settings()); ok {
+	if c, ok := ns.ClassByName(dmid, name, e.Config.Cluster); ok {
 		return &c, ns, nil
 	}
 	return nil, ns, nil
@@ -97,34 +82,25 @@ func (t *Tracker) lookupClass(ctx context.Context, ns *namespace, dmid int, name
 
 // classFor returns a class, the implicit default class getting
 // default_mindevcount as in Factory::Domain.
-func (t *Tracker) classFor(ns *namespace, dmid, classid int) (store.Class, bool) {
-	return ns.Class(dmid, classid, t.settings())
-}
-
-// observe is the monitor's view of devid; without a running jobs manager
-// there is no monitor and the database state alone decides.
-func (t *Tracker) observe(devid int) cluster.Observation {
-	if t.jobs == nil || !t.jobsOpen {
-		return cluster.Observation{}
-	}
-	return t.jobs.Observe(devid)
+func (e *Env) classFor(ns *namespace, dmid, classid int) (store.Class, bool) {
+	return ns.Class(dmid, classid, e.Config.Cluster)
 }
 
 // device joins d with its host and observation for the cluster model's
 // predicates; ok is false when its host is unknown.
-func (t *Tracker) device(ns *namespace, d store.Device) (cluster.Device, bool) {
-	return ns.Join(d, t.observe(d.ID))
+func (e *Env) device(ns *namespace, d store.Device) (cluster.Device, bool) {
+	return ns.Join(d, e.Observe(d.ID))
 }
 
 // hostIP is Host::ip: the alternate IP for clients inside altmask, or
 // when the client asked for zone=alt.
-func hostIP(h store.Host, r *request) string {
+func hostIP(h store.Host, r *Request) string {
 	if h.AltIP != "" && h.AltMask != "" {
-		if r.altZone {
+		if r.AltZone {
 			return h.AltIP
 		}
 		if _, n, err := net.ParseCIDR(h.AltMask); err == nil {
-			if ip := net.ParseIP(r.clientIP); ip != nil && n.Contains(ip) {
+			if ip := net.ParseIP(r.ClientIP); ip != nil && n.Contains(ip) {
 				return h.AltIP
 			}
 		}
@@ -132,13 +108,13 @@ func hostIP(h store.Host, r *request) string {
 	return h.IP
 }
 
-func hostBase(h store.Host, r *request, getPort bool) string {
+func hostBase(h store.Host, r *Request, getPort bool) string {
 	return cluster.HostURL(h, hostIP(h, r), getPort)
 }
 
 // devURL is DevFID::url (put port) or get_url (get port); ok is false when
 // the device or its host is unknown.
-func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (string, bool) {
+func devURL(ns *namespace, devid int, fid int64, r *Request, getPort bool) (string, bool) {
 	d, ok := ns.DevByID[devid]
 	if !ok {
 		return "", false
@@ -151,8 +127,8 @@ func devURL(ns *namespace, devid int, fid int64, r *request, getPort bool) (stri
 }
 
 // shouldReadFrom is the cluster model's Device.ShouldReadFrom.
-func (t *Tracker) shouldReadFrom(ns *namespace, d store.Device) bool {
-	dv, ok := t.device(ns, d)
+func (e *Env) shouldReadFrom(ns *namespace, d store.Device) bool {
+	dv, ok := e.device(ns, d)
 	return ok && dv.ShouldReadFrom()
 }
 
@@ -187,31 +163,3 @@ func weightedList(in []weighted) []store.Device {
 	}
 	return out
 }
-
-// waitForMonitor waits (at most monitorWait) until the monitor has observed
-// at least one device, when a jobs manager runs and devices exist.
-func (t *Tracker) waitForMonitor(ctx context.Context, ns *namespace) {
-	if t.jobs == nil || !t.jobsOpen || len(ns.Devices) == 0 {
-		return
-	}
-	deadline := time.Now().Add(monitorWait)
-	for {
-		for _, d := range ns.Devices {
-			if t.jobs.Observe(d.ID).State != "" {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// monitorWait bounds waitForMonitor; the original's monitor runs every few
-// seconds.
-const monitorWait = 5 * time.Second

@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"context"
@@ -14,22 +14,22 @@ import (
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 )
 
-func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdCreateOpen(ctx context.Context, r *Request) (*Reply, error) {
 	// The original takes an empty key here (create_close then discards the
 	// upload), but a tempfile row needs a key in our store: no_key.
-	ns, dom, key, err := t.checkDomainKey(ctx, r)
+	ns, dom, key, err := e.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	multi := perlTrue(r.Args.Get("multi_dest"))
-	size := perlNum(r.Args.Get("size"))
+	multi := PerlTrue(r.Args.Get("multi_dest"))
+	size := PerlNum(r.Args.Get("size"))
 	expFid, ok := numArg(r.Args.Get("fid"))
 	if !ok || expFid < 0 || expFid > store.MaxNamedFid {
 		return nil, perr("bad_params", fmt.Sprintf("fid must be between 1 and %d", store.MaxNamedFid))
 	}
 	classid := 0
 	if cname := r.Args.Get("class"); cname != "" {
-		c, fresh, err := t.lookupClass(ctx, ns, dom.ID, cname)
+		c, fresh, err := e.lookupClass(ctx, ns, dom.ID, cname)
 		if err != nil {
 			return nil, err
 		}
@@ -41,31 +41,31 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 
 	// The slot first, so that a create_open past a limit costs no write
 	// (uploads.go); one that fails before its tempfile exists gives it back.
-	slot, err := t.uploads.take(ctx, clientAddr(r))
+	slot, err := e.Uploads.take(ctx, clientAddr(r))
 	if err != nil {
-		if held, ok := t.uploads.limitLog.allow(); ok {
-			t.log.Warn("create_open refused: too many open uploads", "remote", r.clientIP,
-				"open", t.uploads.open(), "err", err, "refused_unlogged", held)
+		if held, ok := e.Uploads.limitLog.allow(); ok {
+			e.Log.Warn("create_open refused: too many open uploads", "remote", r.ClientIP,
+				"open", e.Uploads.open(), "err", err, "refused_unlogged", held)
 		}
 		return nil, err
 	}
 	opened := false
 	defer func() {
 		if !opened {
-			t.uploads.cancel(slot)
+			e.Uploads.cancel(slot)
 		}
 	}()
 
 	// As the original's wait_for_monitor: right after start the monitor
 	// may not have looked at any device yet; wait for it briefly rather
 	// than answer no_devices.
-	t.waitForMonitor(ctx, ns)
+	e.waitForMonitor(ctx, ns)
 
 	want := 1
 	if multi {
 		want = 3
 	}
-	dests := cluster.UploadDests(ns.JoinAll(t.observe), size, want, t.settings())
+	dests := cluster.UploadDests(ns.JoinAll(e.Observe), size, want, e.Config.Cluster)
 	if len(dests) == 0 {
 		return nil, perr("no_devices")
 	}
@@ -74,27 +74,27 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 		devids[i] = d.ID
 	}
 	// Read before the tempfile exists, so that nothing fails after it.
-	skip, err := t.settingCachedBool(ctx, "skip_mkcol")
+	skip, err := e.settingCachedBool(ctx, "skip_mkcol")
 	if err != nil {
 		return nil, err
 	}
-	fid, err := t.st.CreateTempFile(ctx, store.TempFile{Fid: expFid, DomainID: dom.ID, Key: key, ClassID: classid, DevIDs: devids})
+	fid, err := e.Store.CreateTempFile(ctx, store.TempFile{Fid: expFid, DomainID: dom.ID, Key: key, ClassID: classid, DevIDs: devids})
 	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrDuplicate):
 			return nil, perr("fid_in_use")
 		case errors.Is(err, store.ErrNoSpace):
-			return nil, t.noSpace("create_open", err)
+			return nil, e.noSpace("create_open", err)
 		}
-		t.log.Error("register tempfile", "err", err)
+		e.Log.Error("register tempfile", "err", err)
 		return nil, perr("db")
 	}
-	t.uploads.opened(slot, fid)
+	e.Uploads.opened(slot, fid)
 	opened = true
-	t.temps.remember(fid, classid, slices.Clone(devids))
+	e.temps.remember(fid, classid, slices.Clone(devids))
 
 	if !skip {
-		t.mkcols(ctx, ns, dests, fid, r)
+		e.mkcols(ctx, ns, dests, fid, r)
 	}
 	return createOpenReply(ns, dests, fid, multi, r), nil
 }
@@ -102,15 +102,15 @@ func (t *Tracker) cmdCreateOpen(ctx context.Context, r *request) (*Reply, error)
 // mkcols asks each destination's node to make the fid's directory, all at
 // once, as the original did before answering create_open. A failure is
 // only logged: the client's PUT then fails and says so.
-func (t *Tracker) mkcols(ctx context.Context, ns *namespace, dests []cluster.Device, fid int64, r *request) {
+func (e *Env) mkcols(ctx context.Context, ns *namespace, dests []cluster.Device, fid int64, r *Request) {
 	var wg sync.WaitGroup
 	for _, d := range dests {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			h := ns.HostByID[d.HostID]
-			if err := t.nodes.Mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
-				t.log.Warn("MKCOL failed; the PUT may fail", "devid", d.ID, "fid", fid, "err", err)
+			if err := e.Nodes.Mkcol(ctx, hostBase(h, r, false), d.ID, fid); err != nil {
+				e.Log.Warn("MKCOL failed; the PUT may fail", "devid", d.ID, "fid", fid, "err", err)
 			}
 		}()
 	}
@@ -119,7 +119,7 @@ func (t *Tracker) mkcols(ctx context.Context, ns *namespace, dests []cluster.Dev
 
 // createOpenReply is create_open's answer: the fid and one path (or, with
 // multi_dest, each destination's devid and path).
-func createOpenReply(ns *namespace, dests []cluster.Device, fid int64, multi bool, r *request) *Reply {
+func createOpenReply(ns *namespace, dests []cluster.Device, fid int64, multi bool, r *Request) *Reply {
 	res := &Reply{}
 	res.Set("fid", fid)
 	if multi {
@@ -137,8 +137,8 @@ func createOpenReply(ns *namespace, dests []cluster.Device, fid int64, multi boo
 	return res
 }
 
-func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error) {
-	ns, dom, err := t.checkDomain(ctx, r)
+func (e *Env) cmdCreateClose(ctx context.Context, r *Request) (*Reply, error) {
+	ns, dom, err := e.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -151,22 +151,22 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	ended := false
 	defer func() {
 		if ended {
-			t.uploads.ended(a.fid)
+			e.Uploads.ended(a.fid)
 		}
 	}()
 	if u, ok := devURL(ns, a.devid, a.fid, r, false); !ok || u != a.path {
 		return nil, perr("bogus_args")
 	}
 	var tf store.TempFile
-	if row, ok := t.temps.take(a.fid); ok {
+	if row, ok := e.temps.take(a.fid); ok {
 		tf = store.TempFile{Fid: a.fid, ClassID: row.classID, DevIDs: row.devIDs}
-	} else if tf, err = t.st.TempFile(ctx, a.fid); errors.Is(err, store.ErrNotFound) {
+	} else if tf, err = e.Store.TempFile(ctx, a.fid); errors.Is(err, store.ErrNotFound) {
 		ended = true
-		return t.noTempFile(ctx, r, a.fid, dom.ID, a.key) // commit_retry.go
+		return e.noTempFile(ctx, r, a.fid, dom.ID, a.key) // commit_retry.go
 	} else if err != nil {
 		return nil, err
 	}
-	failed := func() { ended = t.backOutUpload(ctx, a.fid, a.devid) || ended }
+	failed := func() { ended = e.backOutUpload(ctx, a.fid, a.devid) || ended }
 	if !slices.Contains(tf.DevIDs, a.devid) {
 		failed()
 		return nil, perr("invalid_destdev", fmt.Sprintf("File uploaded to invalid dest %d. Valid devices were: %s", a.devid, joinInts(tf.DevIDs)))
@@ -176,17 +176,17 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 		failed()
 		return nil, nil
 	}
-	size, err := t.uploadSize(ctx, r, a.path)
+	size, err := e.uploadSize(ctx, r, a.path)
 	if err != nil {
 		failed()
 		return nil, err
 	}
-	class, classOK := t.classFor(ns, dom.ID, tf.ClassID)
+	class, classOK := e.classFor(ns, dom.ID, tf.ClassID)
 	keepSum := a.haveSum && classOK && class.HashType == a.sumType
 	// The client asked for verification, or the class keeps checksums of
 	// this type and we are about to store it: check before trusting it.
-	if a.haveSum && (perlTrue(r.Args.Get("checksumverify")) || keepSum) {
-		rest, cancel, err := t.verifyUploadSum(r, a)
+	if a.haveSum && (PerlTrue(r.Args.Get("checksumverify")) || keepSum) {
+		rest, cancel, err := e.verifyUploadSum(r, a)
 		defer cancel()
 		if err != nil {
 			failed()
@@ -207,15 +207,15 @@ func (t *Tracker) cmdCreateClose(ctx context.Context, r *request) (*Reply, error
 	if keepSum {
 		c.Checksum = &store.Checksum{Fid: a.fid, HashType: a.sumType, Sum: a.sum}
 	}
-	if _, err := t.commitFile(ctx, c); err != nil {
+	if _, err := e.commitFile(ctx, c); err != nil {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			ended = true
-			return t.noTempFile(ctx, r, a.fid, dom.ID, a.key)
+			return e.noTempFile(ctx, r, a.fid, dom.ID, a.key)
 		case errors.Is(err, store.ErrNoSpace):
 			// The tempfile stays: a create_close retried once there is
 			// space commits it.
-			return nil, t.noSpace("create_close", err)
+			return nil, e.noSpace("create_close", err)
 		}
 		return nil, err
 	}
@@ -234,19 +234,19 @@ type closeArgs struct {
 	sum       []byte
 }
 
-func parseCloseArgs(r *request) (closeArgs, error) {
+func parseCloseArgs(r *Request) (closeArgs, error) {
 	a := closeArgs{key: r.Args.Get("key"), path: r.Args.Get("path")}
 	switch {
-	case !perlTrue(r.Args.Get("fid")):
+	case !PerlTrue(r.Args.Get("fid")):
 		return a, perr("no_fid")
-	case !perlTrue(r.Args.Get("devid")):
+	case !PerlTrue(r.Args.Get("devid")):
 		return a, perr("no_devid")
-	case !perlTrue(a.path):
+	case !PerlTrue(a.path):
 		return a, perr("no_path")
 	}
-	a.fid = perlNum(r.Args.Get("fid"))
-	a.devid = int(perlNum(r.Args.Get("devid")))
-	if a.haveSum = perlTrue(r.Args.Get("checksum")); a.haveSum {
+	a.fid = PerlNum(r.Args.Get("fid"))
+	a.devid = int(PerlNum(r.Args.Get("devid")))
+	if a.haveSum = PerlTrue(r.Args.Get("checksum")); a.haveSum {
 		var err error
 		if a.sumType, a.sum, err = parseChecksum(r.Args.Get("checksum")); err != nil {
 			return a, perr("invalid_checksum_format")
@@ -258,18 +258,18 @@ func parseCloseArgs(r *request) (closeArgs, error) {
 // backOutUpload backs out an upload that will not be committed: the blob
 // is recorded and the fid queued for deletion, so nothing is orphaned on
 // the storage node. It reports whether the tempfile row is gone.
-func (t *Tracker) backOutUpload(ctx context.Context, fid int64, devid int) (ended bool) {
+func (e *Env) backOutUpload(ctx context.Context, fid int64, devid int) (ended bool) {
 	bctx := context.WithoutCancel(ctx)
-	if _, err := t.st.AddFileOn(bctx, fid, devid); err != nil {
-		t.log.Error("back out upload: record copy", "fid", fid, "devid", devid, "err", err)
+	if _, err := e.Store.AddFileOn(bctx, fid, devid); err != nil {
+		e.Log.Error("back out upload: record copy", "fid", fid, "devid", devid, "err", err)
 	}
-	if err := t.st.DeleteTempFile(bctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
-		t.log.Error("back out upload: drop tempfile", "fid", fid, "err", err)
+	if err := e.Store.DeleteTempFile(bctx, fid); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.Log.Error("back out upload: drop tempfile", "fid", fid, "err", err)
 	} else {
 		ended = true
 	}
-	if err := t.st.Enqueue(bctx, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
-		t.log.Error("back out upload: queue delete", "fid", fid, "err", err)
+	if err := e.Store.Enqueue(bctx, store.QueueDelete, store.QueueEntry{Fid: fid}); err != nil {
+		e.Log.Error("back out upload: queue delete", "fid", fid, "err", err)
 	}
 	return ended
 }
@@ -277,12 +277,12 @@ func (t *Tracker) backOutUpload(ctx context.Context, fid int64, devid int) (ende
 // uploadSize is the uploaded blob's size as its storage node reports it,
 // checked against the client's size= when given (size_verify_error,
 // size_mismatch).
-func (t *Tracker) uploadSize(ctx context.Context, r *request, path string) (int64, error) {
-	expect := perlNum(r.Args.Get("size"))
+func (e *Env) uploadSize(ctx context.Context, r *Request, path string) (int64, error) {
+	expect := PerlNum(r.Args.Get("size"))
 	if expect == 0 {
 		expect = -1
 	}
-	size, err := t.nodes.Size(ctx, path)
+	size, err := e.Nodes.Size(ctx, path)
 	if err != nil {
 		kind := "cantreach"
 		if errors.Is(err, cluster.ErrMissing) {
@@ -300,9 +300,9 @@ func (t *Tracker) uploadSize(ctx context.Context, r *request, path string) (int6
 // with the client's checksum (checksum_mismatch). The read takes as long
 // as the blob is big, so it runs on the request's bulk context, and the
 // rest of the request gets request_timeout anew: the returned context.
-func (t *Tracker) verifyUploadSum(r *request, a closeArgs) (context.Context, context.CancelFunc, error) {
-	actual, err := t.digest(r.bulk, a.path, a.sumType)
-	rest, cancel := context.WithTimeout(r.bulk, t.cfg.RequestTimeout)
+func (e *Env) verifyUploadSum(r *Request, a closeArgs) (context.Context, context.CancelFunc, error) {
+	actual, err := e.digest(r.bulk(), a.path, a.sumType)
+	rest, cancel := context.WithTimeout(r.bulk(), e.Config.RequestTimeout)
 	if err != nil || string(actual) != string(a.sum) {
 		got := "(unreadable: " + fmt.Sprint(err) + ")"
 		if err == nil {
@@ -318,10 +318,10 @@ func (t *Tracker) verifyUploadSum(r *request, a closeArgs) (context.Context, con
 // with ERR db_full, and logs it (at most once a second: a flood of uploads
 // must not fill the log as well). Nothing was written; once space is
 // freed, the same request succeeds, with no restart.
-func (t *Tracker) noSpace(cmd string, err error) error {
-	t.uploads.refusedNoSpace.Add(1)
-	if held, ok := t.uploads.fullLog.allow(); ok {
-		t.log.Error("metadata database out of space: uploads refused until space is freed", "cmd", cmd, "err", err, "refused_unlogged", held)
+func (e *Env) noSpace(cmd string, err error) error {
+	e.Uploads.refusedNoSpace.Add(1)
+	if held, ok := e.Uploads.fullLog.allow(); ok {
+		e.Log.Error("metadata database out of space: uploads refused until space is freed", "cmd", cmd, "err", err, "refused_unlogged", held)
 	}
 	return perr("db_full", "Metadata database out of space: uploads are refused until space is freed")
 }
@@ -334,27 +334,27 @@ func joinInts(a []int) string {
 	return strings.Join(s, ",")
 }
 
-func (t *Tracker) fileByKey(ctx context.Context, dmid int, key, missingCode string) (store.File, error) {
-	f, err := t.st.FileByKey(ctx, dmid, key)
+func (e *Env) fileByKey(ctx context.Context, dmid int, key, missingCode string) (store.File, error) {
+	f, err := e.Store.FileByKey(ctx, dmid, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return f, perr(missingCode)
 	}
 	return f, err
 }
 
-func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdGetPaths(ctx context.Context, r *Request) (*Reply, error) {
 	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
-	ns, dom, key, err := t.checkDomainKey(ctx, r)
+	ns, dom, key, err := e.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	pathcount := int(perlNum(r.Args.Get("pathcount")))
+	pathcount := int(PerlNum(r.Args.Get("pathcount")))
 	if pathcount < 2 {
 		pathcount = 2
 	}
-	noverify := perlTrue(r.Args.Get("noverify"))
+	noverify := PerlTrue(r.Args.Get("noverify"))
 	// The file and its devices in one read (one round trip on SQL).
-	f, devids, err := store.FileByKeyOn(ctx, t.st, dom.ID, key)
+	f, devids, err := store.FileByKeyOn(ctx, e.Store, dom.ID, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, perr("unknown_key")
 	}
@@ -364,7 +364,7 @@ func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
 	var cand []weighted
 	for _, id := range devids {
 		if d, ok := ns.DevByID[id]; ok {
-			cand = append(cand, weighted{d, readWeight(d, t.observe(d.ID))})
+			cand = append(cand, weighted{d, readWeight(d, e.Observe(d.ID))})
 		}
 	}
 	res := &Reply{}
@@ -375,13 +375,13 @@ func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
 			continue
 		}
 		u, _ := devURL(ns, d.ID, f.Fid, r, true)
-		if !t.shouldReadFrom(ns, d) {
+		if !e.shouldReadFrom(ns, d) {
 			backup = u
 			continue
 		}
 		// Only the first path is verified, and not with noverify.
 		if len(paths) == 0 && !noverify {
-			if n, err := t.nodes.Size(ctx, u); err != nil || n != f.Length {
+			if n, err := e.Nodes.Size(ctx, u); err != nil || n != f.Length {
 				continue
 			}
 		}
@@ -410,16 +410,16 @@ func (t *Tracker) cmdGetPaths(ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func (t *Tracker) cmdDelete(ctx context.Context, r *request) (*Reply, error) {
-	_, dom, key, err := t.checkDomainKey(ctx, r)
+func (e *Env) cmdDelete(ctx context.Context, r *Request) (*Reply, error) {
+	_, dom, key, err := e.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
+	f, err := e.fileByKey(ctx, dom.ID, key, "unknown_key")
 	if err != nil {
 		return nil, err
 	}
-	if err := t.st.DeleteFile(ctx, f.Fid); err != nil {
+	if err := e.Store.DeleteFile(ctx, f.Fid); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, perr("unknown_key")
 		}
@@ -428,8 +428,8 @@ func (t *Tracker) cmdDelete(ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func (t *Tracker) cmdRename(ctx context.Context, r *request) (*Reply, error) {
-	_, dom, err := t.checkDomain(ctx, r)
+func (e *Env) cmdRename(ctx context.Context, r *Request) (*Reply, error) {
+	_, dom, err := e.checkDomain(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -437,10 +437,10 @@ func (t *Tracker) cmdRename(ctx context.Context, r *request) (*Reply, error) {
 	if from == "" || to == "" {
 		return nil, perr("no_key")
 	}
-	if _, err := t.fileByKey(ctx, dom.ID, from, "unknown_key"); err != nil {
+	if _, err := e.fileByKey(ctx, dom.ID, from, "unknown_key"); err != nil {
 		return nil, err
 	}
-	switch err := t.st.RenameFile(ctx, dom.ID, from, to); {
+	switch err := e.Store.RenameFile(ctx, dom.ID, from, to); {
 	case errors.Is(err, store.ErrDuplicate):
 		return nil, perr("key_exists")
 	case errors.Is(err, store.ErrNotFound):
@@ -451,27 +451,27 @@ func (t *Tracker) cmdRename(ctx context.Context, r *request) (*Reply, error) {
 	return nil, nil
 }
 
-func (t *Tracker) cmdUpdateClassOfKey(ctx context.Context, r *request) (*Reply, error) {
-	ns, dom, key, err := t.checkDomainKey(ctx, r)
+func (e *Env) cmdUpdateClassOfKey(ctx context.Context, r *Request) (*Reply, error) {
+	ns, dom, key, err := e.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	cname := r.Args.Get("class")
-	if !perlTrue(cname) {
+	if !PerlTrue(cname) {
 		return nil, perr("no_class")
 	}
-	c, _, err := t.lookupClass(ctx, ns, dom.ID, cname)
+	c, _, err := e.lookupClass(ctx, ns, dom.ID, cname)
 	if err != nil {
 		return nil, err
 	}
 	if c == nil {
 		return nil, perr("class_not_found")
 	}
-	f, err := t.fileByKey(ctx, dom.ID, key, "invalid_key")
+	f, err := e.fileByKey(ctx, dom.ID, key, "invalid_key")
 	if err != nil {
 		return nil, err
 	}
-	devids, err := t.st.FileOn(ctx, f.Fid)
+	devids, err := e.Store.FileOn(ctx, f.Fid)
 	if err != nil {
 		return nil, err
 	}
@@ -479,39 +479,39 @@ func (t *Tracker) cmdUpdateClassOfKey(ctx context.Context, r *request) (*Reply, 
 		return nil, perr("no_devices")
 	}
 	if f.ClassID != c.ID {
-		if err := t.st.SetFileClass(ctx, f.Fid, c.ID); err != nil {
+		if err := e.Store.SetFileClass(ctx, f.Fid, c.ID); err != nil {
 			return nil, err
 		}
-		if err := t.st.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: f.Fid}); err != nil {
+		if err := e.Store.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: f.Fid}); err != nil {
 			return nil, err
 		}
 	}
 	return nil, nil
 }
 
-func (t *Tracker) className(ns *namespace, dmid, classid int) string {
-	if c, ok := ns.Class(dmid, classid, t.settings()); ok {
+func (e *Env) className(ns *namespace, dmid, classid int) string {
+	if c, ok := ns.Class(dmid, classid, e.Config.Cluster); ok {
 		return c.Name
 	}
 	return strconv.Itoa(classid) // class deleted behind the file's back
 }
 
-func (t *Tracker) cmdFileInfo(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdFileInfo(ctx context.Context, r *Request) (*Reply, error) {
 	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
-	ns, dom, key, err := t.checkDomainKey(ctx, r)
+	ns, dom, key, err := e.checkDomainKey(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	f, err := t.fileByKey(ctx, dom.ID, key, "unknown_key")
+	f, err := e.fileByKey(ctx, dom.ID, key, "unknown_key")
 	if err != nil {
 		return nil, err
 	}
 	res := &Reply{}
 	res.Set("fid", f.Fid)
 	res.Set("domain", dom.Name)
-	res.Set("class", t.className(ns, f.DomainID, f.ClassID))
-	if c, ok := ns.Class(f.DomainID, f.ClassID, t.settings()); ok && c.HashType != store.HashNone {
-		cs, err := t.st.Checksum(ctx, f.Fid)
+	res.Set("class", e.className(ns, f.DomainID, f.ClassID))
+	if c, ok := ns.Class(f.DomainID, f.ClassID, e.Config.Cluster); ok && c.HashType != store.HashNone {
+		cs, err := e.Store.Checksum(ctx, f.Fid)
 		switch {
 		case err == nil:
 			res.Set("checksum", checksumInfo(cs.HashType, cs.Sum))
@@ -524,8 +524,8 @@ func (t *Tracker) cmdFileInfo(ctx context.Context, r *request) (*Reply, error) {
 	res.Set("key", key)
 	res.Set("length", f.Length)
 	res.Set("devcount", f.DevCount)
-	if perlTrue(r.Args.Get("devices")) {
-		devids, err := t.st.FileOn(ctx, f.Fid)
+	if PerlTrue(r.Args.Get("devices")) {
+		devids, err := e.Store.FileOn(ctx, f.Fid)
 		if err != nil {
 			return nil, err
 		}
@@ -534,8 +534,8 @@ func (t *Tracker) cmdFileInfo(ctx context.Context, r *request) (*Reply, error) {
 	return res, nil
 }
 
-func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) {
-	ns, file, fid, err := t.fileDebugTarget(ctx, r)
+func (e *Env) cmdFileDebug(ctx context.Context, r *Request) (*Reply, error) {
+	ns, file, fid, err := e.fileDebugTarget(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -550,9 +550,9 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 		if d, ok := ns.DomainByID[file.DomainID]; ok {
 			res.Set("fid_domain", d.Name)
 		}
-		res.Set("fid_class", t.className(ns, file.DomainID, file.ClassID))
+		res.Set("fid_class", e.className(ns, file.DomainID, file.ClassID))
 	}
-	if tf, err := t.st.TempFile(ctx, fid); err == nil {
+	if tf, err := e.Store.TempFile(ctx, fid); err == nil {
 		res.Set("tempfile_fid", tf.Fid)
 		res.Set("tempfile_dmid", tf.DomainID)
 		res.Set("tempfile_dkey", tf.Key)
@@ -562,10 +562,10 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	if err := t.fileDebugQueues(ctx, fid, res); err != nil {
+	if err := e.fileDebugQueues(ctx, fid, res); err != nil {
 		return nil, err
 	}
-	devids, err := t.st.FileOn(ctx, fid)
+	devids, err := e.Store.FileOn(ctx, fid)
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +579,7 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 	}
 	// The original always answers, whatever it found: checksum is always
 	// set.
-	cs, err := t.st.Checksum(ctx, fid)
+	cs, err := e.Store.Checksum(ctx, fid)
 	switch {
 	case err == nil:
 		res.Set("checksum", checksumInfo(cs.HashType, cs.Sum))
@@ -594,14 +594,14 @@ func (t *Tracker) cmdFileDebug(ctx context.Context, r *request) (*Reply, error) 
 // fileDebugTarget is the fid file_debug asks about — fid=, else the file
 // of domain= and key= — and its file row (nil for a fid without one:
 // file_debug then reports its tempfile, queue rows and copies alone).
-func (t *Tracker) fileDebugTarget(ctx context.Context, r *request) (*namespace, *store.File, int64, error) {
-	if perlTrue(r.Args.Get("fid")) {
-		fid := perlNum(r.Args.Get("fid"))
-		ns, err := t.namespace(ctx)
+func (e *Env) fileDebugTarget(ctx context.Context, r *Request) (*namespace, *store.File, int64, error) {
+	if PerlTrue(r.Args.Get("fid")) {
+		fid := PerlNum(r.Args.Get("fid"))
+		ns, err := e.namespace(ctx)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		f, err := t.st.File(ctx, fid)
+		f, err := e.Store.File(ctx, fid)
 		switch {
 		case err == nil:
 			return ns, &f, fid, nil
@@ -610,14 +610,14 @@ func (t *Tracker) fileDebugTarget(ctx context.Context, r *request) (*namespace, 
 		}
 		return nil, nil, 0, err
 	}
-	ns, dom, err := t.checkDomain(ctx, r)
+	ns, dom, err := e.checkDomain(ctx, r)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	if r.Args.Get("key") == "" {
 		return nil, nil, 0, perr("no_key")
 	}
-	f, err := t.fileByKey(ctx, dom.ID, r.Args.Get("key"), "unknown_key")
+	f, err := e.fileByKey(ctx, dom.ID, r.Args.Get("key"), "unknown_key")
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -626,12 +626,12 @@ func (t *Tracker) fileDebugTarget(ctx context.Context, r *request) (*namespace, 
 
 // fileDebugQueues adds fid's row in each queue to res, under the
 // original's prefixes and with the columns its tables had.
-func (t *Tracker) fileDebugQueues(ctx context.Context, fid int64, res *Reply) error {
+func (e *Env) fileDebugQueues(ctx context.Context, fid int64, res *Reply) error {
 	for _, q := range []struct {
 		prefix string
 		q      store.Queue
 	}{{"replqueue", store.QueueReplicate}, {"delqueue", store.QueueDelete}, {"rebqueue", store.QueueRebalance}, {"fsckqueue", store.QueueFsck}} {
-		it, err := t.st.QueueItem(ctx, q.q, fid)
+		it, err := e.Store.QueueItem(ctx, q.q, fid)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -662,71 +662,22 @@ func zeroEmpty(n int) string {
 	return strconv.Itoa(n)
 }
 
-func (t *Tracker) cmdListKeys(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdListFids(ctx context.Context, r *Request) (*Reply, error) {
 	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
-	_, dom, err := t.checkDomain(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	prefix, after := r.Args.Get("prefix"), r.Args.Get("after")
-	fold, err := t.listKeysFolds(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The original matched after against prefix as a regex; a literal
-	// prefix test is what clients mean, and with the prefix matched
-	// case-insensitively so is this one (a client pages with next_after,
-	// which may be any case of the prefix).
-	if prefix != "" && perlTrue(after) && !hasPrefix(after, prefix, fold) {
-		return nil, perr("after_mismatch")
-	}
-	limit := int(perlNum(r.Args.Get("limit")))
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
-	var keys []string
-	if fold && prefix != "" {
-		keys, err = t.listKeysFold(ctx, dom.ID, prefix, after, limit)
-	} else {
-		keys, err = t.st.ListKeys(ctx, dom.ID, prefix, after, limit)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(keys) == 0 {
-		return nil, perr("none_match")
-	}
-	res := &Reply{}
-	next := ""
-	for _, k := range keys {
-		if k > next {
-			next = k
-		}
-	}
-	res.Set("key_count", len(keys))
-	res.Set("next_after", next)
-	for i, k := range keys {
-		res.Set(fmt.Sprintf("key_%d", i+1), k)
-	}
-	return res, nil
-}
-
-func (t *Tracker) cmdListFids(ctx context.Context, r *request) (*Reply, error) {
-	ctx = store.AllowReplica(ctx) // a read replica may answer (2.73's slaves_ok)
-	from := perlNum(r.Args.Get("from"))
-	count := int(perlNum(r.Args.Get("to")))
+	from := PerlNum(r.Args.Get("from"))
+	count := int(PerlNum(r.Args.Get("to")))
 	if count == 0 {
 		count = 100
 	}
 	if count > 500 || count < 0 {
 		count = 500
 	}
-	ns, err := t.namespace(ctx)
+	ns, err := e.namespace(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// file_row_from_fidid_range: fid > from, at most "to" rows.
-	files, err := t.st.Files(ctx, from+1, math.MaxInt64, count)
+	files, err := e.Store.Files(ctx, from+1, math.MaxInt64, count)
 	if err != nil {
 		return nil, err
 	}
@@ -735,7 +686,7 @@ func (t *Tracker) cmdListFids(ctx context.Context, r *request) (*Reply, error) {
 		n := i + 1
 		res.Set(fmt.Sprintf("fid_%d_fid", n), f.Fid)
 		res.Set(fmt.Sprintf("fid_%d_domain", n), ns.DomainByID[f.DomainID].Name)
-		res.Set(fmt.Sprintf("fid_%d_class", n), t.className(ns, f.DomainID, f.ClassID))
+		res.Set(fmt.Sprintf("fid_%d_class", n), e.className(ns, f.DomainID, f.ClassID))
 		res.Set(fmt.Sprintf("fid_%d_key", n), f.Key)
 		res.Set(fmt.Sprintf("fid_%d_length", n), f.Length)
 		res.Set(fmt.Sprintf("fid_%d_devcount", n), f.DevCount)

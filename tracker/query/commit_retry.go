@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"context"
@@ -22,11 +22,11 @@ const commitRetries = 3
 
 // commitFile is CommitFile, retried while its outcome is unknown. A retry
 // that finds the commit applied returns its result.
-func (t *Tracker) commitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
-	res, err := t.st.CommitFile(ctx, c)
+func (e *Env) commitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	res, err := e.Store.CommitFile(ctx, c)
 	for i := 0; i < commitRetries && errors.Is(err, store.ErrUnknownOutcome) && ctx.Err() == nil; i++ {
-		t.log.Warn("create_close: commit outcome unknown, retrying", "fid", c.Fid, "attempt", i+1, "err", err)
-		res, err = t.st.CommitFile(ctx, c)
+		e.Log.Warn("create_close: commit outcome unknown, retrying", "fid", c.Fid, "attempt", i+1, "err", err)
+		res, err = e.Store.CommitFile(ctx, c)
 	}
 	return res, err
 }
@@ -34,11 +34,11 @@ func (t *Tracker) commitFile(ctx context.Context, c store.Commit) (store.CommitR
 // closedBefore reports whether fid, whose tempfile is gone, is already
 // committed as key of dmid (with length size unless size is -1): the
 // create_close being retried did apply.
-func (t *Tracker) closedBefore(ctx context.Context, fid int64, dmid int, key string, size int64) (bool, error) {
+func (e *Env) closedBefore(ctx context.Context, fid int64, dmid int, key string, size int64) (bool, error) {
 	if key == "" {
 		return false, nil
 	}
-	f, err := t.st.File(ctx, fid)
+	f, err := e.Store.File(ctx, fid)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -50,12 +50,12 @@ func (t *Tracker) closedBefore(ctx context.Context, fid int64, dmid int, key str
 
 // noTempFile answers a create_close whose tempfile is gone: OK when that
 // exact commit applied, no_temp_file otherwise.
-func (t *Tracker) noTempFile(ctx context.Context, r *request, fid int64, dmid int, key string) (*Reply, error) {
+func (e *Env) noTempFile(ctx context.Context, r *Request, fid int64, dmid int, key string) (*Reply, error) {
 	size := int64(-1)
-	if perlTrue(r.Args.Get("size")) {
-		size = perlNum(r.Args.Get("size"))
+	if PerlTrue(r.Args.Get("size")) {
+		size = PerlNum(r.Args.Get("size"))
 	}
-	done, err := t.closedBefore(ctx, fid, dmid, key, size)
+	done, err := e.closedBefore(ctx, fid, dmid, key, size)
 	if err != nil {
 		return nil, err
 	}

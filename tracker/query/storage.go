@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 )
 
 // digest fetches url and hashes it with ht.
-func (t *Tracker) digest(ctx context.Context, url string, ht store.HashType) ([]byte, error) {
+func (e *Env) digest(ctx context.Context, url string, ht store.HashType) ([]byte, error) {
 	h := ht.New()
 	if h == nil {
 		return nil, fmt.Errorf("unknown hashtype %d", ht)
 	}
-	return t.nodes.Digest(ctx, url, h)
+	return e.Nodes.Digest(ctx, url, h)
 }
 
 // parseChecksum is Checksum::from_string: "MD5:<hex>".

@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"container/heap"
@@ -53,9 +53,9 @@ const (
 	sweepMax = 100
 )
 
-// uploadSlots counts the open uploads of this tracker. With neither limit
+// Uploads counts the open uploads of this tracker. With neither limit
 // configured it counts nothing and refuses nothing (take gives a nil slot).
-type uploadSlots struct {
+type Uploads struct {
 	perAddr, total int           // max_open_uploads_per_ip, max_open_uploads; 0 = no bound
 	ttl            time.Duration // tempfile_ttl: when the reaper may have taken a row
 	// gone reports whether fid's tempfile row no longer exists.
@@ -84,9 +84,14 @@ type upload struct {
 	freed bool
 }
 
-// newUploadSlots returns the slot table for cfg.
-func newUploadSlots(cfg Config, gone func(ctx context.Context, fid int64) (bool, error)) *uploadSlots {
-	return &uploadSlots{
+// NewUploads returns the slot table for cfg's limits on st.
+func NewUploads(cfg Config, st store.Store) *Uploads {
+	return newUploads(cfg, tempfileGone(st))
+}
+
+// newUploads is NewUploads asking gone whether a row is gone.
+func newUploads(cfg Config, gone func(ctx context.Context, fid int64) (bool, error)) *Uploads {
+	return &Uploads{
 		perAddr: cfg.MaxOpenUploadsPerIP, total: cfg.MaxOpenUploads, ttl: cfg.TempFileTTL, gone: gone,
 		byAddr: map[netip.Addr]int{}, byFid: map[int64]*upload{},
 	}
@@ -94,7 +99,7 @@ func newUploadSlots(cfg Config, gone func(ctx context.Context, fid int64) (bool,
 
 // take gives addr a slot, or refuses with ERR too_many_uploads. At a
 // limit it first frees the slots whose rows are gone (see sweep).
-func (u *uploadSlots) take(ctx context.Context, addr netip.Addr) (*upload, error) {
+func (u *Uploads) take(ctx context.Context, addr netip.Addr) (*upload, error) {
 	if u.perAddr <= 0 && u.total <= 0 {
 		return nil, nil
 	}
@@ -112,13 +117,13 @@ func (u *uploadSlots) take(ctx context.Context, addr netip.Addr) (*upload, error
 }
 
 // atLimit reports whether a create_open from addr would be refused now.
-func (u *uploadSlots) atLimit(addr netip.Addr) bool {
+func (u *Uploads) atLimit(addr netip.Addr) bool {
 	return (u.perAddr > 0 && u.byAddr[addr] >= u.perAddr) || (u.total > 0 && u.held >= u.total)
 }
 
 // refusal is the error for a create_open from addr now, or nil; it counts
 // the refusal by its reason.
-func (u *uploadSlots) refusal(addr netip.Addr) error {
+func (u *Uploads) refusal(addr netip.Addr) error {
 	switch {
 	case u.perAddr > 0 && u.byAddr[addr] >= u.perAddr:
 		u.refusedPerIP.Add(1)
@@ -132,7 +137,7 @@ func (u *uploadSlots) refusal(addr netip.Addr) error {
 
 // sweepLocked frees expired slots whose rows are gone, asking about at most
 // sweepMax, at most once per sweepEvery. It unlocks u.mu while it asks.
-func (u *uploadSlots) sweepLocked(ctx context.Context, now time.Time) {
+func (u *Uploads) sweepLocked(ctx context.Context, now time.Time) {
 	if u.sweeping || now.Before(u.nextSweep) || len(u.due) == 0 || u.due[0].check.After(now) {
 		return
 	}
@@ -166,7 +171,7 @@ func (u *uploadSlots) sweepLocked(ctx context.Context, now time.Time) {
 }
 
 // opened records that s's create_open made the tempfile row fid.
-func (u *uploadSlots) opened(s *upload, fid int64) {
+func (u *Uploads) opened(s *upload, fid int64) {
 	if s == nil {
 		return
 	}
@@ -183,7 +188,7 @@ func (u *uploadSlots) opened(s *upload, fid int64) {
 }
 
 // cancel gives back the slot of a create_open that made no tempfile row.
-func (u *uploadSlots) cancel(s *upload) {
+func (u *Uploads) cancel(s *upload) {
 	if s == nil {
 		return
 	}
@@ -196,7 +201,7 @@ func (u *uploadSlots) cancel(s *upload) {
 
 // ended gives back fid's slot, if this tracker holds one: its tempfile
 // row is gone.
-func (u *uploadSlots) ended(fid int64) {
+func (u *Uploads) ended(fid int64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if s := u.byFid[fid]; s != nil {
@@ -205,13 +210,13 @@ func (u *uploadSlots) ended(fid int64) {
 }
 
 // open is how many slots are held.
-func (u *uploadSlots) open() int {
+func (u *Uploads) open() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.held
 }
 
-func (u *uploadSlots) freeLocked(s *upload) {
+func (u *Uploads) freeLocked(s *upload) {
 	if s.freed {
 		return
 	}
@@ -251,18 +256,20 @@ func (h *uploadHeap) Pop() any {
 	return s
 }
 
-// tempfileGone reports whether fid's tempfile row no longer exists.
-func (t *Tracker) tempfileGone(ctx context.Context, fid int64) (bool, error) {
-	_, err := t.st.TempFile(ctx, fid)
-	if errors.Is(err, store.ErrNotFound) {
-		return true, nil
+// tempfileGone reports whether fid's tempfile row in st no longer exists.
+func tempfileGone(st store.Store) func(ctx context.Context, fid int64) (bool, error) {
+	return func(ctx context.Context, fid int64) (bool, error) {
+		_, err := st.TempFile(ctx, fid)
+		if errors.Is(err, store.ErrNotFound) {
+			return true, nil
+		}
+		return false, err
 	}
-	return false, err
 }
 
-// collectors are the upload metrics: slots held, and refused create_opens
+// Collectors are the upload metrics: slots held, and refused create_opens
 // by reason (the limit's key, or no_space for a full database).
-func (u *uploadSlots) collectors() []prometheus.Collector {
+func (u *Uploads) Collectors() []prometheus.Collector {
 	refused := func(reason string, n *atomic.Int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "gomogile_uploads_refused_total", Help: "create_open requests refused, by reason.",
@@ -280,8 +287,8 @@ func (u *uploadSlots) collectors() []prometheus.Collector {
 }
 
 // clientAddr is the address a request's slots are charged to.
-func clientAddr(r *request) netip.Addr {
-	a, _ := netip.ParseAddr(r.clientIP) // no IP peer: the zero Addr, one bucket
+func clientAddr(r *Request) netip.Addr {
+	a, _ := netip.ParseAddr(r.ClientIP) // no IP peer: the zero Addr, one bucket
 	return a.Unmap()
 }
 

@@ -1,4 +1,4 @@
-package tracker
+package query
 
 import (
 	"context"
@@ -13,17 +13,6 @@ import (
 
 	"github.com/gomogile/gomogile/store"
 )
-
-func (t *Tracker) settingBool(ctx context.Context, key string) (bool, error) {
-	v, err := t.st.ServerSetting(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read setting %s: %w", key, err)
-	}
-	return perlTrue(v), nil
-}
 
 // settingTTL bounds how stale settingCached may be: the original's
 // server_setting_cached reads a copy its monitor refreshes every few
@@ -42,26 +31,27 @@ type cachedSetting struct {
 	at  time.Time
 }
 
-// settingCachedBool is settingBool for a setting read on a hot path
-// (create_open's skip_mkcol), as the original's server_setting_cached:
+// settingCachedBool is a boolean setting (Perl truth, false when unset)
+// read on a hot path (create_open's skip_mkcol), as the original's
+// server_setting_cached:
 // the database is asked at most once per settingTTL per key, and a
 // set_server_setting through this tracker is seen at once.
-func (t *Tracker) settingCachedBool(ctx context.Context, key string) (bool, error) {
-	v, _, err := t.settingCached(ctx, key)
-	return perlTrue(v), err
+func (e *Env) settingCachedBool(ctx context.Context, key string) (bool, error) {
+	v, _, err := e.settingCached(ctx, key)
+	return PerlTrue(v), err
 }
 
 // settingCached is a setting's value and whether it is set at all, read
 // as settingCachedBool reads it.
-func (t *Tracker) settingCached(ctx context.Context, key string) (string, bool, error) {
-	c := &t.cached
+func (e *Env) settingCached(ctx context.Context, key string) (string, bool, error) {
+	c := &e.cached
 	c.mu.Lock()
 	v, ok := c.m[key]
 	c.mu.Unlock()
 	if ok && time.Since(v.at) < settingTTL {
 		return v.val, v.set, nil
 	}
-	val, err := t.st.ServerSetting(ctx, key)
+	val, err := e.Store.ServerSetting(ctx, key)
 	set := err == nil
 	if errors.Is(err, store.ErrNotFound) {
 		err = nil
@@ -80,13 +70,13 @@ func (t *Tracker) settingCached(ctx context.Context, key string) (string, bool, 
 
 // listKeysFolds reports whether list_keys matches prefixes
 // case-insensitively: case_sensitive_list_keys set, and off (listkeys.go).
-func (t *Tracker) listKeysFolds(ctx context.Context) (bool, error) {
-	v, set, err := t.settingCached(ctx, "case_sensitive_list_keys")
-	return set && !perlTrue(v), err
+func (e *Env) listKeysFolds(ctx context.Context) (bool, error) {
+	v, set, err := e.settingCached(ctx, "case_sensitive_list_keys")
+	return set && !PerlTrue(v), err
 }
 
-func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
-	v, err := t.st.ServerSetting(ctx, key)
+func (e *Env) setting(ctx context.Context, key string) (string, error) {
+	v, err := e.Store.ServerSetting(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	}
@@ -97,14 +87,14 @@ func (t *Tracker) setting(ctx context.Context, key string) (string, error) {
 }
 
 // setOrDelete is set_server_setting with Perl's undef meaning delete.
-func (t *Tracker) setOrDelete(ctx context.Context, key string, val *string) error {
-	t.cached.mu.Lock()
-	delete(t.cached.m, key)
-	t.cached.mu.Unlock()
+func (e *Env) setOrDelete(ctx context.Context, key string, val *string) error {
+	e.cached.mu.Lock()
+	delete(e.cached.m, key)
+	e.cached.mu.Unlock()
 	if val == nil {
-		return t.st.DeleteServerSetting(ctx, key)
+		return e.Store.DeleteServerSetting(ctx, key)
 	}
-	return t.st.SetServerSetting(ctx, key, *val)
+	return e.Store.SetServerSetting(ctx, key, *val)
 }
 
 func sp(s string) *string { return &s }
@@ -115,13 +105,13 @@ func sp(s string) *string { return &s }
 func settingCleaner(key string) (clean func(string) (*string, error), ok bool) {
 	any := func(v string) (*string, error) { return &v, nil }
 	delIfBlank := func(v string) (*string, error) {
-		if !perlTrue(v) {
+		if !PerlTrue(v) {
 			return nil, nil
 		}
 		return &v, nil
 	}
 	boolean := func(v string) (*string, error) {
-		if !perlTrue(v) {
+		if !PerlTrue(v) {
 			return sp("0"), nil
 		}
 		switch strings.ToLower(v[:1]) {
@@ -140,7 +130,7 @@ func settingCleaner(key string) (clean func(string) (*string, error), ok bool) {
 		return nil, errors.New("Unknown format")
 	}
 	num := func(v string) (*string, error) {
-		if !perlTrue(v) {
+		if !PerlTrue(v) {
 			return sp("0"), nil
 		}
 		if allDigits(v) {
@@ -212,9 +202,9 @@ func settingReadable(key string) bool {
 	return key == "fsck_checksum" || !strings.HasPrefix(key, "fsck_")
 }
 
-func (t *Tracker) cmdSetServerSetting(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdSetServerSetting(ctx context.Context, r *Request) (*Reply, error) {
 	key := r.Args.Get("key")
-	if !perlTrue(key) {
+	if !PerlTrue(key) {
 		return nil, perr("bad_params")
 	}
 	clean, ok := settingCleaner(key)
@@ -228,26 +218,26 @@ func (t *Tracker) cmdSetServerSetting(ctx context.Context, r *request) (*Reply, 
 	if why := settingRefusal(key, v); why != "" {
 		return nil, perr("setting_refused", key+" refused: "+why)
 	}
-	if strings.HasPrefix(key, "slave_") && key != "slave_version" && v != nil && *v != "" && !t.st.Capabilities().ReadReplicas {
+	if strings.HasPrefix(key, "slave_") && key != "slave_version" && v != nil && *v != "" && !e.Store.Capabilities().ReadReplicas {
 		return nil, perr("setting_refused", key+" refused: db_dsn's backend has no read replicas (MySQL/MariaDB and PostgreSQL have)")
 	}
-	if err := t.setOrDelete(ctx, key, v); err != nil {
+	if err := e.setOrDelete(ctx, key, v); err != nil {
 		return nil, err
 	}
 	if strings.HasPrefix(key, "slave_") {
-		if _, err := t.st.IncrServerSetting(ctx, "slave_version", 1); err != nil {
+		if _, err := e.Store.IncrServerSetting(ctx, "slave_version", 1); err != nil {
 			return nil, err
 		}
 	}
 	return nil, nil
 }
 
-func (t *Tracker) cmdServerSetting(ctx context.Context, r *request) (*Reply, error) {
+func (e *Env) cmdServerSetting(ctx context.Context, r *Request) (*Reply, error) {
 	key := r.Args.Get("key")
-	if !perlTrue(key) {
+	if !PerlTrue(key) {
 		return nil, perr("bad_params")
 	}
-	v, err := t.setting(ctx, key)
+	v, err := e.setting(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +247,8 @@ func (t *Tracker) cmdServerSetting(ctx context.Context, r *request) (*Reply, err
 	return res, nil
 }
 
-func (t *Tracker) cmdServerSettings(ctx context.Context, r *request) (*Reply, error) {
-	all, err := t.st.ServerSettings(ctx)
+func (e *Env) cmdServerSettings(ctx context.Context, r *Request) (*Reply, error) {
+	all, err := e.Store.ServerSettings(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -278,13 +268,13 @@ func (t *Tracker) cmdServerSettings(ctx context.Context, r *request) (*Reply, er
 	return res, nil
 }
 
-func (t *Tracker) intSetting(ctx context.Context, key string) (int64, error) {
-	v, err := t.setting(ctx, key)
-	return perlNum(v), err
+func (e *Env) intSetting(ctx context.Context, key string) (int64, error) {
+	v, err := e.setting(ctx, key)
+	return PerlNum(v), err
 }
 
-func (t *Tracker) dbUnixTime(ctx context.Context) (string, error) {
-	now, err := t.st.Now(ctx)
+func (e *Env) dbUnixTime(ctx context.Context) (string, error) {
+	now, err := e.Store.Now(ctx)
 	if err != nil {
 		return "", err
 	}
