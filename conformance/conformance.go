@@ -164,6 +164,7 @@ func Run(t *testing.T, h Harness) {
 		{"DevCountConcurrent", testDevCountConcurrent},
 		{"SyncDevCount", testSyncDevCount},
 		{"FidsOnDevice", testFidsOnDevice},
+		{"FileOnRowsPaging", testFileOnRowsPaging},
 
 		// Queues.
 		{"QueueLifecycleReplicate", testQueueLifecycleReplicate},
@@ -181,12 +182,14 @@ func Run(t *testing.T, h Harness) {
 		{"Expedite", testExpedite},
 		{"QueueIsolation", testQueueIsolation},
 		{"QueueLengthAndClear", testQueueLengthAndClear},
+		{"QueueItemsPaging", testQueueItemsPaging},
 
 		// Settings, checksums, fsck log.
 		{"ServerSettings", testServerSettings},
 		{"IncrServerSetting", testIncrServerSetting},
 		{"IncrServerSettingConcurrent", testIncrServerSettingConcurrent},
 		{"Checksums", testChecksums},
+		{"ChecksumsPaging", testChecksumsPaging},
 		{"FsckLog", testFsckLog},
 
 		// Everything at once, against the model.

@@ -1,9 +1,11 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/gomogile/gomogile/store"
@@ -199,5 +201,48 @@ func testFidsOnDevice(t *testing.T, e *env) {
 	ok(t, err, "FidsOnDevice of an empty device")
 	if len(none) != 0 {
 		t.Errorf("FidsOnDevice of an unknown device = %v; want none", none)
+	}
+}
+
+// testFileOnRowsPaging: FileOnRows walks every copy of every file in
+// (fid, devid) order, a page at a time, whatever the page size; a removed
+// copy is gone from it.
+func testFileOnRowsPaging(t *testing.T, e *env) {
+	s := e.open(t)
+	ctx := t.Context()
+	devs := mkDevices(t, s, 3)
+	d := mkDomain(t, s, "dom")
+	var want []store.FileOnRow
+	for i, on := range [][]int{{devs[2], devs[0]}, {devs[1]}, nil, devs, {devs[0]}} {
+		f := mkFile(t, s, d.ID, fmt.Sprintf("k%d", i), on...)
+		for _, dev := range sortedInts(on) {
+			want = append(want, store.FileOnRow{Fid: f.Fid, DevID: dev})
+		}
+	}
+	drop := want[4] // the second copy of the file on every device
+	_, err := s.RemoveFileOn(ctx, drop.Fid, drop.DevID)
+	ok(t, err, "RemoveFileOn(%d, %d)", drop.Fid, drop.DevID)
+	want = slices.DeleteFunc(want, func(r store.FileOnRow) bool { return r == drop })
+	for _, page := range []int{1, 2, 4, 100} {
+		var got []store.FileOnRow
+		after := store.FileOnRow{}
+		for n := 0; n < 100; n++ {
+			rows, err := s.FileOnRows(ctx, after, page)
+			ok(t, err, "FileOnRows(%+v, %d)", after, page)
+			if len(rows) > page {
+				t.Fatalf("FileOnRows(%+v, %d) returned %d rows", after, page, len(rows))
+			}
+			got = append(got, rows...)
+			if len(rows) < page {
+				break
+			}
+			after = rows[len(rows)-1]
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("FileOnRows in pages of %d = %v; want %v", page, got, want)
+		}
+	}
+	if _, err := s.FileOnRows(ctx, store.FileOnRow{}, -1); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("FileOnRows(limit -1): got %v; want ErrInvalid", err)
 	}
 }

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -454,5 +455,55 @@ func testQueueLengthAndClear(t *testing.T, e *env) {
 	}
 	if n := queueLen(t, a, store.QueueReplicate); n != 4 {
 		t.Errorf("QueueLength(replicate) after clearing others = %d; want 4", n)
+	}
+}
+
+// testQueueItemsPaging: QueueItems lists one queue's rows (parked ones
+// included, never another queue's, even where two share a table) above a
+// fid, ascending, with every column, a page at a time.
+func testQueueItemsPaging(t *testing.T, e *env) {
+	s := e.open(t)
+	ctx := t.Context()
+	for i, q := range allQueues {
+		var es []store.QueueEntry
+		for fid := int64(1); fid <= int64(4+i); fid++ {
+			es = append(es, entry(q, fid*3+int64(i), time.Duration(fid)*time.Minute))
+		}
+		es = append(es, entry(q, 1000+int64(i), store.Never))
+		ok(t, s.Enqueue(ctx, q, es...), "Enqueue(%s)", q)
+	}
+	for _, q := range allQueues {
+		want, err := s.QueueItems(ctx, q, 0, 1000)
+		ok(t, err, "QueueItems(%s)", q)
+		if n := queueLen(t, s, q); int64(len(want)) != n {
+			t.Fatalf("QueueItems(%s) lists %d rows; QueueLength says %d", q, len(want), n)
+		}
+		for i, it := range want {
+			if one := item(t, s, q, it.Fid); one != it {
+				t.Errorf("QueueItems(%s)[%d] = %+v; QueueItem says %+v", q, i, it, one)
+			}
+			if i > 0 && want[i-1].Fid >= it.Fid {
+				t.Errorf("QueueItems(%s) not ascending at %d: %d then %d", q, i, want[i-1].Fid, it.Fid)
+			}
+		}
+		for _, page := range []int{1, 2} {
+			var got []store.QueueItem
+			after := int64(0)
+			for n := 0; n < 100; n++ {
+				its, err := s.QueueItems(ctx, q, after, page)
+				ok(t, err, "QueueItems(%s, %d, %d)", q, after, page)
+				got = append(got, its...)
+				if len(its) < page {
+					break
+				}
+				after = its[len(its)-1].Fid
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("QueueItems(%s) in pages of %d = %v; want %v", q, page, got, want)
+			}
+		}
+	}
+	if _, err := s.QueueItems(ctx, store.Queue(99), 0, 10); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("QueueItems(unknown queue): got %v; want ErrInvalid", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -200,5 +201,38 @@ func testFsckLog(t *testing.T, e *env) {
 	ok(t, err, "FsckEventCounts")
 	if len(counts) != 0 {
 		t.Errorf("FsckEventCounts() after ClearFsckLog = %v; want none", counts)
+	}
+}
+
+// testChecksumsPaging: Checksums lists every stored checksum above a fid,
+// ascending, a page at a time.
+func testChecksumsPaging(t *testing.T, e *env) {
+	s := e.open(t)
+	ctx := t.Context()
+	var want []store.Checksum
+	for fid := int64(1); fid <= 7; fid++ {
+		c := store.Checksum{Fid: fid * 10, HashType: store.HashMD5, Sum: bytes.Repeat([]byte{byte(fid)}, 16)}
+		ok(t, s.SetChecksum(ctx, c), "SetChecksum(%d)", c.Fid)
+		want = append(want, c)
+	}
+	ok(t, s.DeleteChecksum(ctx, 30), "DeleteChecksum(30)")
+	want = slices.DeleteFunc(want, func(c store.Checksum) bool { return c.Fid == 30 })
+	for _, page := range []int{1, 3, 100} {
+		var got []store.Checksum
+		after := int64(0)
+		for n := 0; n < 100; n++ {
+			cs, err := s.Checksums(ctx, after, page)
+			ok(t, err, "Checksums(%d, %d)", after, page)
+			got = append(got, cs...)
+			if len(cs) < page {
+				break
+			}
+			after = cs[len(cs)-1].Fid
+		}
+		if !slices.EqualFunc(got, want, func(a, b store.Checksum) bool {
+			return a.Fid == b.Fid && a.HashType == b.HashType && bytes.Equal(a.Sum, b.Sum)
+		}) {
+			t.Errorf("Checksums in pages of %d = %v; want %v", page, got, want)
+		}
 	}
 }

@@ -288,6 +288,10 @@ type Placement interface {
 	FileOn(ctx context.Context, fid int64) ([]int, error)
 	// FidsOnDevice lists fids on devid greater than after, ascending.
 	FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error)
+	// FileOnRows lists the rows of file_on after the row after, in (fid,
+	// devid) order, at most limit: every copy of every file, paged, for a
+	// tool that reads the whole table (mogtool dump).
+	FileOnRows(ctx context.Context, after FileOnRow, limit int) ([]FileOnRow, error)
 	// SyncDevCount sets devcount to COUNT(file_on) and returns it (fsck's
 	// repair of rows edited by hand). ErrNotFound.
 	// Idempotent under retry.
@@ -339,6 +343,9 @@ type Queues interface {
 	Finish(ctx context.Context, q Queue, fid int64) error
 	// QueueItem reads one row. ErrNotFound.
 	QueueItem(ctx context.Context, q Queue, fid int64) (QueueItem, error)
+	// QueueItems lists the rows of q with fid > after, ascending, parked
+	// ones included, at most limit. ErrInvalid for an unknown queue.
+	QueueItems(ctx context.Context, q Queue, after int64, limit int) ([]QueueItem, error)
 	// QueueLength counts the rows of q, parked ones included.
 	QueueLength(ctx context.Context, q Queue) (int64, error)
 	// Expedite makes every row of q due now except parked ones
@@ -374,6 +381,9 @@ type Checksums interface {
 	SetChecksum(ctx context.Context, c Checksum) error
 	// Checksum: ErrNotFound.
 	Checksum(ctx context.Context, fid int64) (Checksum, error)
+	// Checksums lists the checksums of fids greater than after, ascending,
+	// at most limit.
+	Checksums(ctx context.Context, after int64, limit int) ([]Checksum, error)
 	// DeleteChecksum is idempotent.
 	DeleteChecksum(ctx context.Context, fid int64) error
 }
@@ -646,6 +656,12 @@ type File struct {
 	Length   int64
 	ClassID  int
 	DevCount int
+}
+
+// FileOnRow is a row of file_on: a copy of Fid on DevID.
+type FileOnRow struct {
+	Fid   int64
+	DevID int
 }
 
 // FileCount is how many committed files of one domain and class have one

@@ -230,3 +230,36 @@ func (s *Store) SyncDevCount(ctx context.Context, fid int64) (int, error) {
 	})
 	return n, s.wrap(op, err)
 }
+
+// FileOnRows lists file_on rows after `after` in (fid, devid) order.
+func (s *Store) FileOnRows(ctx context.Context, after store.FileOnRow, limit int) ([]store.FileOnRow, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
+	op := fmt.Sprintf("list file_on after fid %d device %d", after.Fid, after.DevID)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var out []store.FileOnRow
+	err := s.read(ctx, func() error {
+		out = nil
+		// fid >= ? first, so that the primary key's range bounds the scan.
+		rows, err := s.query(ctx, s.db, "SELECT fid, devid FROM file_on WHERE fid >= ? AND (fid > ? OR devid > ?) ORDER BY fid, devid"+limitClause(limit),
+			after.Fid, after.Fid, after.DevID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r store.FileOnRow
+			if err := rows.Scan(&r.Fid, &r.DevID); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}

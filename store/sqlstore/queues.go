@@ -383,6 +383,41 @@ func (s *Store) QueueItem(ctx context.Context, q store.Queue, fid int64) (store.
 	return it, s.wrap(op, err)
 }
 
+// QueueItems lists the rows of q above fid after.
+func (s *Store) QueueItems(ctx context.Context, q store.Queue, after int64, limit int) ([]store.QueueItem, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
+	op := fmt.Sprintf("list %s queue after fid %d", q, after)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	t, err := queueOf(q)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var out []store.QueueItem
+	err = s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, "SELECT "+t.cols()+" FROM "+t.table+" WHERE fid > ?"+t.where+" ORDER BY fid"+limitClause(limit), after)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			it, err := scanItem(q, rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, it)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
 // QueueLength counts the rows of q.
 func (s *Store) QueueLength(ctx context.Context, q store.Queue) (int64, error) {
 	ctx, cancel := s.bound(ctx, 0)

@@ -219,6 +219,39 @@ func (s *Store) Checksum(ctx context.Context, fid int64) (store.Checksum, error)
 	return c, nil
 }
 
+// Checksums lists checksums of fids above after.
+func (s *Store) Checksums(ctx context.Context, after int64, limit int) ([]store.Checksum, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
+	op := fmt.Sprintf("list checksums after fid %d", after)
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var out []store.Checksum
+	err := s.read(ctx, func() error {
+		out = nil
+		rows, err := s.query(ctx, s.db, "SELECT fid, hashtype, checksum FROM checksum WHERE fid > ? ORDER BY fid"+limitClause(limit), after)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c store.Checksum
+			var ht int
+			if err := rows.Scan(&c.Fid, &ht, &c.Sum); err != nil {
+				return err
+			}
+			c.HashType = store.HashType(ht)
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, s.wrap(op, err)
+}
+
 // DeleteChecksum removes a checksum if present.
 func (s *Store) DeleteChecksum(ctx context.Context, fid int64) error {
 	ctx, cancel := s.bound(ctx, 0)

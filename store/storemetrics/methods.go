@@ -184,6 +184,24 @@ func (s *Store) MaxFid(ctx context.Context) (int64, error) {
 	return r, s.done("MaxFid", start, err)
 }
 
+func (s *Store) FileOnRows(ctx context.Context, after store.FileOnRow, limit int) ([]store.FileOnRow, error) {
+	start := time.Now()
+	r, err := s.inner.FileOnRows(ctx, after, limit)
+	return r, s.done("FileOnRows", start, err)
+}
+
+func (s *Store) Checksums(ctx context.Context, after int64, limit int) ([]store.Checksum, error) {
+	start := time.Now()
+	r, err := s.inner.Checksums(ctx, after, limit)
+	return r, s.done("Checksums", start, err)
+}
+
+func (s *Store) QueueItems(ctx context.Context, q store.Queue, after int64, limit int) ([]store.QueueItem, error) {
+	start := time.Now()
+	r, err := s.inner.QueueItems(ctx, q, after, limit)
+	return r, s.done("QueueItems", start, err)
+}
+
 func (s *Store) FileCounts(ctx context.Context) ([]store.FileCount, error) {
 	start := time.Now()
 	r, err := s.inner.FileCounts(ctx)
