@@ -78,6 +78,7 @@ func init() {
 		{"rebalance", "rebalance start|status [--watch] [--interval DUR] | stop | reset | test | settings | policy show | policy set POLICY", cmdRebalance},
 		{"drain", "drain [--move [--watch] [--interval DUR]] DEVID...   (stops new files only; drain -h says more)", cmdDrain},
 		{"raw", "raw CMD [key=value ...]", cmdRaw},
+		{"dump", "dump --dsn DSN [--dbuser U] [--dbpass P] | --config mogilefsd.conf  [-o FILE] [--digest]   (reads the database, not a tracker)", cmdDump},
 	}
 }
 
