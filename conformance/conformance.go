@@ -148,6 +148,7 @@ func Run(t *testing.T, h Harness) {
 		{"FilesRange", testFilesRange},
 		{"MaxFid", testMaxFid},
 		{"FileCounts", testFileCounts},
+		{"ImportRows", testImportRows},
 		{"ListKeysByteOrder", testListKeysByteOrder},
 		{"ListKeysPrefix", testListKeysPrefix},
 		{"ListKeysPaging", testListKeysPaging},

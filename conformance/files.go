@@ -922,3 +922,93 @@ func testFileCounts(t *testing.T, e *env) {
 		t.Errorf("FileCounts() = %v; want %v", got, want)
 	}
 }
+
+// testImportRows: rows copied from another database keep their fids,
+// devcounts, due times, fail counts and flags, and fsck times; the fid
+// counter moves above them and the floor; a batch with a taken key writes
+// nothing.
+func testImportRows(t *testing.T, e *env) {
+	s := e.open(t)
+	ctx := t.Context()
+	devs := mkDevices(t, s, 2)
+	d := mkDomain(t, s, "dom")
+	c, err := s.CreateClass(ctx, store.Class{DomainID: d.ID, Name: "two", MinDevCount: 2})
+	ok(t, err, "CreateClass")
+	due := time.Unix(1_800_000_000, 0)
+	when := time.Unix(1_700_000_000, 0)
+	im := store.Import{
+		Files: []store.File{
+			{Fid: 20, DomainID: d.ID, Key: "b", Length: 5, ClassID: c.ID, DevCount: 2},
+			{Fid: 10, DomainID: d.ID, Key: "a", Length: 0, DevCount: 1},
+		},
+		FileOn:    []store.FileOnRow{{Fid: 20, DevID: devs[0]}, {Fid: 20, DevID: devs[1]}, {Fid: 10, DevID: devs[1]}, {Fid: 30, DevID: devs[0]}},
+		Checksums: []store.Checksum{{Fid: 20, HashType: store.HashMD5, Sum: bytes.Repeat([]byte{7}, 16)}},
+		Queue: []store.QueueItem{
+			{Queue: store.QueueReplicate, Fid: 20, DevID: devs[0], NextTry: due, FailCount: 3, Flags: 1},
+			{Queue: store.QueueDelete, Fid: 30, NextTry: due},
+			{Queue: store.QueueFsck, Fid: 10, DevID: devs[1], Arg: "a1", NextTry: store.EndOfTime, FailCount: 1},
+			{Queue: store.QueueRebalance, Fid: 10, DevID: devs[0], Arg: "r1", NextTry: due, Flags: 2},
+		},
+		FsckLog:  []store.FsckEvent{{Time: when, Fid: 20, Code: "REPL", DevID: devs[0]}, {Time: when.Add(-time.Hour), Fid: 10, Code: "NOPA"}},
+		FidFloor: 25,
+	}
+	ok(t, s.ImportRows(ctx, im), "ImportRows")
+	for _, want := range im.Files {
+		f, err := s.File(ctx, want.Fid)
+		ok(t, err, "File(%d)", want.Fid)
+		if f != want {
+			t.Errorf("File(%d) = %+v; want %+v as imported", want.Fid, f, want)
+		}
+	}
+	if on, err := s.FileOn(ctx, 20); err != nil || !slices.Equal(on, sortedInts(devs)) {
+		t.Errorf("FileOn(20) = %v, %v; want %v", on, err, sortedInts(devs))
+	}
+	if on, err := s.FileOn(ctx, 30); err != nil || !slices.Equal(on, devs[:1]) {
+		t.Errorf("FileOn(30) (a deleted file's copy) = %v, %v; want %v", on, err, devs[:1])
+	}
+	if cs, err := s.Checksum(ctx, 20); err != nil || !bytes.Equal(cs.Sum, im.Checksums[0].Sum) || cs.HashType != store.HashMD5 {
+		t.Errorf("Checksum(20) = %+v, %v; want %+v", cs, err, im.Checksums[0])
+	}
+	for _, want := range im.Queue {
+		it, err := s.QueueItem(ctx, want.Queue, want.Fid)
+		ok(t, err, "QueueItem(%s, %d)", want.Queue, want.Fid)
+		if !it.NextTry.Equal(want.NextTry) || it.FailCount != want.FailCount || it.Flags != want.Flags ||
+			it.DevID != want.DevID || it.Arg != want.Arg {
+			t.Errorf("QueueItem(%s, %d) = %+v; want %+v as imported", want.Queue, want.Fid, it, want)
+		}
+	}
+	evs, err := s.FsckEvents(ctx, 0, 10)
+	ok(t, err, "FsckEvents")
+	if len(evs) != 2 || !evs[0].Time.Equal(when) || evs[0].Code != "REPL" || evs[0].DevID != devs[0] ||
+		!evs[1].Time.Equal(when.Add(-time.Hour)) || evs[1].Fid != 10 || evs[0].LogID >= evs[1].LogID {
+		t.Errorf("FsckEvents = %+v; want REPL at %v then NOPA an hour earlier, in that order", evs, when)
+	}
+	fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "new"})
+	ok(t, err, "CreateTempFile")
+	if fid <= 30 {
+		t.Errorf("CreateTempFile after the import got fid %d; want above 30, the largest imported", fid)
+	}
+	floor := fid + 1000
+	ok(t, s.ImportRows(ctx, store.Import{FidFloor: floor}), "ImportRows(floor)")
+	if next, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "newer"}); err != nil || next <= floor {
+		t.Errorf("CreateTempFile after a floor of %d got %d, %v; want above the floor", floor, next, err)
+	}
+
+	// A batch one of whose keys is taken writes nothing.
+	bad := store.Import{
+		Files:  []store.File{{Fid: 500, DomainID: d.ID, Key: "c", DevCount: 1}, {Fid: 501, DomainID: d.ID, Key: "a", DevCount: 0}},
+		FileOn: []store.FileOnRow{{Fid: 500, DevID: devs[0]}},
+	}
+	if err := s.ImportRows(ctx, bad); !errors.Is(err, store.ErrDuplicate) {
+		t.Errorf("ImportRows with a taken (domain, key): %v; want ErrDuplicate", err)
+	}
+	if _, err := s.File(ctx, 500); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("File(500) after a refused import: %v; want ErrNotFound (nothing written)", err)
+	}
+	if on, _ := s.FileOn(ctx, 500); len(on) != 0 {
+		t.Errorf("FileOn(500) after a refused import = %v; want none", on)
+	}
+	if err := s.ImportRows(ctx, store.Import{Files: []store.File{{Fid: 0, DomainID: d.ID, Key: "z"}}}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("ImportRows of fid 0: %v; want ErrInvalid", err)
+	}
+}

@@ -248,6 +248,16 @@ type Files interface {
 	Files(ctx context.Context, from, to int64, limit int) ([]File, error)
 	// MaxFid is the largest committed fid, 0 when there is none.
 	MaxFid(ctx context.Context) (int64, error)
+	// ImportRows writes rows copied from another database by a move
+	// between backends (mogtool migrate), keeping their fids, devcounts,
+	// due times and fsck times, in one transaction: all of them or none.
+	// The fsck events take log ids of this database's own, in the order
+	// given. The fid counter ends at or above every fid written and
+	// im.FidFloor, so no fid is handed out again. ErrDuplicate if a file's
+	// fid or (domain, key), a copy, a checksum or a queue row is already
+	// there, and nothing is written; ErrInvalid for a row out of range.
+	// Not idempotent: a retry of one that applied fails with ErrDuplicate.
+	ImportRows(ctx context.Context, im Import) error
 	// FileCounts counts the committed files by domain, class and devcount,
 	// as the original's mogstats does: one row per combination that has
 	// files, ordered by domain, class and devcount. It reads every file
@@ -656,6 +666,16 @@ type File struct {
 	Length   int64
 	ClassID  int
 	DevCount int
+}
+
+// Import are rows copied from another database; see [Files.ImportRows].
+type Import struct {
+	Files     []File
+	FileOn    []FileOnRow
+	Checksums []Checksum
+	Queue     []QueueItem // each with its Queue; NextTry, FailCount, Flags kept
+	FsckLog   []FsckEvent // Time kept; LogID not used
+	FidFloor  int64       // the fid counter is raised to at least this
 }
 
 // FileOnRow is a row of file_on: a copy of Fid on DevID.

@@ -21,10 +21,12 @@
 //	checksum   by fid, the sum in hex
 //	queue      replicate, delete, fsck, rebalance, each by fid (nexttry in
 //	           Unix seconds, as the tables keep it)
-//	fsck_log   by logid
+//	fsck_log   in logid order
 //
-// Domains and classes are named rather than numbered: their ids are the
-// database's own and carry no meaning outside it. Hosts, devices and fids
+// Domains and classes are named rather than numbered, and fsck events and
+// devices' usage times are written without their log ids and times: those
+// are the database's own and carry no meaning outside it (a device's usage
+// time is the monitor's, which measures it again). Hosts, devices and fids
 // are numbered, since storage nodes' paths and operators' tools name them.
 // Tempfiles (uploads in flight) are not written: a dump is of an
 // installation at rest.
@@ -104,7 +106,6 @@ type (
 		Weight  int    `json:"weight"`
 		MBTotal int64  `json:"mb_total"`
 		MBUsed  int64  `json:"mb_used"`
-		MBAsOf  int64  `json:"mb_asof"` // Unix seconds, 0 = never
 	}
 	fileLine struct {
 		T        string `json:"t"`
@@ -138,7 +139,6 @@ type (
 	}
 	fsckLine struct {
 		T     string `json:"t"`
-		LogID int64  `json:"logid"`
 		Time  int64  `json:"utime"`
 		Fid   int64  `json:"fid"`
 		Code  string `json:"evcode"`
@@ -298,12 +298,8 @@ func (d *walker) namespace(ctx context.Context) error {
 	}
 	slices.SortFunc(devs, func(a, b store.Device) int { return cmp.Compare(a.ID, b.ID) })
 	for _, dv := range devs {
-		var asof int64
-		if !dv.MBAsOf.IsZero() {
-			asof = dv.MBAsOf.Unix()
-		}
 		if err := d.emit("device", deviceLine{T: "device", DevID: dv.ID, HostID: dv.HostID, Status: string(dv.Status),
-			Weight: dv.Weight, MBTotal: dv.MBTotal, MBUsed: dv.MBUsed, MBAsOf: asof}); err != nil {
+			Weight: dv.Weight, MBTotal: dv.MBTotal, MBUsed: dv.MBUsed}); err != nil {
 			return err
 		}
 	}
@@ -413,7 +409,7 @@ func (d *walker) fsckLog(ctx context.Context) error {
 			return fmt.Errorf("dump: fsck log after %d: %w", after, err)
 		}
 		for _, e := range evs {
-			if err := d.emit("fsck_log", fsckLine{T: "fsck_log", LogID: e.LogID, Time: e.Time.Unix(), Fid: e.Fid,
+			if err := d.emit("fsck_log", fsckLine{T: "fsck_log", Time: e.Time.Unix(), Fid: e.Fid,
 				Code: e.Code, DevID: e.DevID}); err != nil {
 				return err
 			}

@@ -202,6 +202,11 @@ func (s *Store) QueueItems(ctx context.Context, q store.Queue, after int64, limi
 	return r, s.done("QueueItems", start, err)
 }
 
+func (s *Store) ImportRows(ctx context.Context, im store.Import) error {
+	start := time.Now()
+	return s.done("ImportRows", start, s.inner.ImportRows(ctx, im))
+}
+
 func (s *Store) FileCounts(ctx context.Context) ([]store.FileCount, error) {
 	start := time.Now()
 	r, err := s.inner.FileCounts(ctx)
