@@ -951,8 +951,12 @@ func testImportRows(t *testing.T, e *env) {
 		},
 		FsckLog:  []store.FsckEvent{{Time: when, Fid: 20, Code: "REPL", DevID: devs[0]}, {Time: when.Add(-time.Hour), Fid: 10, Code: "NOPA"}},
 		FidFloor: 25,
+		Settings: map[string]string{"mover_progress": "fid 30"},
 	}
 	ok(t, s.ImportRows(ctx, im), "ImportRows")
+	if v, err := s.ServerSetting(ctx, "mover_progress"); err != nil || v != "fid 30" {
+		t.Errorf("setting written with the rows = %q, %v; want \"fid 30\"", v, err)
+	}
 	for _, want := range im.Files {
 		f, err := s.File(ctx, want.Fid)
 		ok(t, err, "File(%d)", want.Fid)
@@ -996,8 +1000,9 @@ func testImportRows(t *testing.T, e *env) {
 
 	// A batch one of whose keys is taken writes nothing.
 	bad := store.Import{
-		Files:  []store.File{{Fid: 500, DomainID: d.ID, Key: "c", DevCount: 1}, {Fid: 501, DomainID: d.ID, Key: "a", DevCount: 0}},
-		FileOn: []store.FileOnRow{{Fid: 500, DevID: devs[0]}},
+		Files:    []store.File{{Fid: 500, DomainID: d.ID, Key: "c", DevCount: 1}, {Fid: 501, DomainID: d.ID, Key: "a", DevCount: 0}},
+		FileOn:   []store.FileOnRow{{Fid: 500, DevID: devs[0]}},
+		Settings: map[string]string{"mover_progress": "fid 501"},
 	}
 	if err := s.ImportRows(ctx, bad); !errors.Is(err, store.ErrDuplicate) {
 		t.Errorf("ImportRows with a taken (domain, key): %v; want ErrDuplicate", err)
@@ -1007,6 +1012,9 @@ func testImportRows(t *testing.T, e *env) {
 	}
 	if on, _ := s.FileOn(ctx, 500); len(on) != 0 {
 		t.Errorf("FileOn(500) after a refused import = %v; want none", on)
+	}
+	if v, _ := s.ServerSetting(ctx, "mover_progress"); v != "fid 30" {
+		t.Errorf("setting after a refused import = %q; want it unchanged (\"fid 30\")", v)
 	}
 	if err := s.ImportRows(ctx, store.Import{Files: []store.File{{Fid: 0, DomainID: d.ID, Key: "z"}}}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("ImportRows of fid 0: %v; want ErrInvalid", err)

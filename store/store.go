@@ -676,6 +676,9 @@ type Import struct {
 	Queue     []QueueItem // each with its Queue; NextTry, FailCount, Flags kept
 	FsckLog   []FsckEvent // Time kept; LogID not used
 	FidFloor  int64       // the fid counter is raised to at least this
+	// Settings are server settings set in the same transaction: a mover's
+	// record of how far it got, which must not say more than was written.
+	Settings map[string]string
 }
 
 // FileOnRow is a row of file_on: a copy of Fid on DevID.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gomogile/gomogile/store"
@@ -28,9 +30,23 @@ func (s *Store) ImportRows(ctx context.Context, im store.Import) error {
 	if err != nil {
 		return s.wrap(op, err)
 	}
+	keys := slices.Sorted(maps.Keys(im.Settings))
+	for _, k := range keys {
+		if err := checkSettingKey(k); err != nil {
+			return s.wrap(op, err)
+		}
+		if err := checkText("setting value", im.Settings[k], 65535, false); err != nil {
+			return s.wrap(op, err)
+		}
+	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		for _, st := range stmts {
 			if _, err := s.exec(ctx, tx, st.query, st.args...); err != nil {
+				return err
+			}
+		}
+		for _, k := range keys {
+			if err := s.upsertSetting(ctx, tx, k, im.Settings[k]); err != nil {
 				return err
 			}
 		}
