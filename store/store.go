@@ -123,6 +123,13 @@ var (
 // SchemaVersion is the MogileFS schema version this contract implements.
 const SchemaVersion = 17
 
+// MoveSetting is the server setting a move between backends (mogtool
+// migrate) holds on its target from its first write until the target has
+// been checked against the source: a tracker refuses to start on a
+// database holding it, so a half-copied installation is never served as
+// if it were whole, and a dump leaves it out.
+const MoveSetting = "gomogile_move"
+
 // Never, given as a delay to [Store.Reschedule], parks a queue row until an
 // operator acts (MogileFS's ENDOFTIME); [Store.Expedite] leaves it parked.
 const Never time.Duration = -1

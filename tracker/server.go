@@ -60,6 +60,11 @@ type Options struct {
 	Registry *prometheus.Registry
 }
 
+// ErrMoveUnfinished is Open's refusal of a database that a move between
+// backends (mogtool migrate) has not finished copying and checking: it
+// may hold part of an installation only (store.MoveSetting).
+var ErrMoveUnfinished = errors.New("the database is the target of an unfinished move between backends")
+
 // Tracker serves the MogileFS protocol on its listen addresses.
 type Tracker struct {
 	pendq  pendingQueries // requests waiting for a query slot, for !queue
@@ -169,6 +174,12 @@ func (t *Tracker) Open(ctx context.Context) error {
 		return errors.New("tracker: already open")
 	}
 	if err := t.q.Store.Ping(ctx); err != nil {
+		return fmt.Errorf("tracker: database: %w", err)
+	}
+	switch v, err := t.q.Store.ServerSetting(ctx, store.MoveSetting); {
+	case err == nil:
+		return fmt.Errorf("tracker: %w (%s): run the same mogtool migrate again to finish it", ErrMoveUnfinished, v)
+	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("tracker: database: %w", err)
 	}
 	var lc net.ListenConfig

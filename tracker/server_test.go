@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker"
 )
 
@@ -338,4 +339,29 @@ func TestServer_QueueListsPendingQueries(t *testing.T) {
 	if len(got) != 1 || got[0] != "127.0.0.1 noop a=1" {
 		t.Errorf("!queue = %q; want [\"127.0.0.1 noop a=1\"]", got)
 	}
+}
+
+// A database an unfinished move between backends holds is refused at
+// Open, with the error naming the move, and nothing listens; once the move
+// is done (its setting gone) the tracker starts.
+func TestTracker_RefusesUnfinishedMove(t *testing.T) {
+	st := openStore(t, testDSN(t))
+	if err := st.SetServerSetting(t.Context(), store.MoveSetting, "copying from sqlite:///old.db"); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracker.New(testConfig(), st, &tracker.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Open(t.Context()); !errors.Is(err, tracker.ErrMoveUnfinished) || !strings.Contains(err.Error(), "sqlite:///old.db") {
+		t.Fatalf("Open on a database mid-move: %v; want ErrMoveUnfinished naming the move", err)
+	}
+	if len(tr.Addrs()) != 0 {
+		t.Errorf("a refused tracker listens on %v", tr.Addrs())
+	}
+	tr.Close()
+	if err := st.DeleteServerSetting(t.Context(), store.MoveSetting); err != nil {
+		t.Fatal(err)
+	}
+	startTracker(t, testConfig(), st, nil)
 }

@@ -242,6 +242,9 @@ func (d *walker) settings(ctx context.Context) error {
 		}
 	})
 	for _, k := range keys {
+		if k == store.MoveSetting {
+			continue // a move's bookkeeping, not the installation's
+		}
 		if err := d.emit("setting", settingLine{T: "setting", Key: k, Value: all[k]}); err != nil {
 			return err
 		}
