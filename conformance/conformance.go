@@ -149,6 +149,7 @@ func Run(t *testing.T, h Harness) {
 		{"MaxFid", testMaxFid},
 		{"FileCounts", testFileCounts},
 		{"ImportRows", testImportRows},
+		{"FidCounter", testFidCounter},
 		{"ListKeysByteOrder", testListKeysByteOrder},
 		{"ListKeysPrefix", testListKeysPrefix},
 		{"ListKeysPaging", testListKeysPaging},

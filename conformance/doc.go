@@ -32,7 +32,7 @@
 // When Run ends it prints one line to standard output, saying which
 // backend and server version really ran and how many cases passed:
 //
-//	conformance: backend=sqlite server=3.46.0 locks=database passed=116 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s Embedded:true LockService:} test=TestConformance
+//	conformance: backend=sqlite server=3.46.0 locks=database passed=117 failed=0 skipped=0 capabilities={LockMechanism:in-process CrossProcess:false DeadOwnerBound:0s Embedded:true LockService:} test=TestConformance
 //
 // go test shows it without -v only for a package run from its own
 // directory (`go test` with no package arguments); `go test ./...` keeps a

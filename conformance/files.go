@@ -1020,3 +1020,32 @@ func testImportRows(t *testing.T, e *env) {
 		t.Errorf("ImportRows of fid 0: %v; want ErrInvalid", err)
 	}
 }
+
+// testFidCounter: the counter is 0 on a new database, then at least every
+// fid handed out or named, even once its rows are gone, and an import's
+// floor.
+func testFidCounter(t *testing.T, e *env) {
+	s := e.open(t)
+	ctx := t.Context()
+	n, err := s.FidCounter(ctx)
+	ok(t, err, "FidCounter")
+	if n != 0 {
+		t.Errorf("FidCounter() of a new database = %d; want 0", n)
+	}
+	d := mkDomain(t, s, "dom")
+	fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "a"})
+	ok(t, err, "CreateTempFile")
+	if n, err = s.FidCounter(ctx); err != nil || n < fid {
+		t.Errorf("FidCounter() after fid %d was handed out = %d, %v", fid, n, err)
+	}
+	named, err := s.CreateTempFile(ctx, store.TempFile{Fid: fid + 1000, DomainID: d.ID, Key: "b"})
+	ok(t, err, "CreateTempFile(named)")
+	ok(t, s.DeleteTempFile(ctx, named), "DeleteTempFile")
+	if n, err = s.FidCounter(ctx); err != nil || n < named {
+		t.Errorf("FidCounter() after named fid %d (its row gone) = %d, %v; want at least it", named, n, err)
+	}
+	ok(t, s.ImportRows(ctx, store.Import{FidFloor: named + 5000}), "ImportRows(floor)")
+	if n, err = s.FidCounter(ctx); err != nil || n < named+5000 {
+		t.Errorf("FidCounter() after a floor of %d = %d, %v", named+5000, n, err)
+	}
+}

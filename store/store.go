@@ -255,6 +255,11 @@ type Files interface {
 	Files(ctx context.Context, from, to int64, limit int) ([]File, error)
 	// MaxFid is the largest committed fid, 0 when there is none.
 	MaxFid(ctx context.Context) (int64, error)
+	// FidCounter is the largest fid the database has handed out or been
+	// given (a named fid, ImportRows' floor), at least MaxFid and every
+	// tempfile's fid; 0 for a new database. A move between backends
+	// carries it, so that no fid is ever handed out twice.
+	FidCounter(ctx context.Context) (int64, error)
 	// ImportRows writes rows copied from another database by a move
 	// between backends (mogtool migrate), keeping their fids, devcounts,
 	// due times and fsck times, in one transaction: all of them or none.

@@ -49,6 +49,30 @@ func (s *Store) nextFid(ctx context.Context) (int64, error) {
 	return fid, err
 }
 
+// FidCounter is the fid counter's value, and never below a fid in file
+// or tempfile (a database the counter row was not made in yet: one made by
+// mogdbsetup and never written by a Store).
+func (s *Store) FidCounter(ctx context.Context) (int64, error) {
+	ctx, cancel := s.bound(ctx, 0)
+	defer cancel()
+	const op = "read the fid counter"
+	if err := s.check(op); err != nil {
+		return 0, err
+	}
+	var v int64
+	err := s.read(ctx, func() error {
+		var c sql.NullInt64
+		err := s.queryRow(ctx, s.db, "SELECT value FROM gomogile_counter WHERE name = ?", fidCounter).Scan(&c)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		top, err := s.topFid(ctx, s.db)
+		v = max(c.Int64, top)
+		return err
+	})
+	return v, s.wrap(op, err)
+}
+
 // initFidCounter creates the fid counter, or raises it, to the largest fid
 // in file or tempfile, without failing when a concurrent Store does the
 // same. Fids taken meanwhile are already below the counter.

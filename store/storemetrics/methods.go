@@ -202,6 +202,12 @@ func (s *Store) QueueItems(ctx context.Context, q store.Queue, after int64, limi
 	return r, s.done("QueueItems", start, err)
 }
 
+func (s *Store) FidCounter(ctx context.Context) (int64, error) {
+	start := time.Now()
+	r, err := s.inner.FidCounter(ctx)
+	return r, s.done("FidCounter", start, err)
+}
+
 func (s *Store) ImportRows(ctx context.Context, im store.Import) error {
 	start := time.Now()
 	return s.done("ImportRows", start, s.inner.ImportRows(ctx, im))
