@@ -27,50 +27,15 @@ import (
 // goes to a file that appears only once it is whole.
 func cmdDump(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "dump")
-	cfgFile := fs.String("config", "", "a mogilefsd.conf to take db_dsn, db_user, db_pass and lock_dsn from")
-	dsn := fs.String("dsn", "", "the database, as db_dsn (overrides --config)")
-	user := fs.String("dbuser", "", "db_user")
-	pass := fs.String("dbpass", "", "db_pass")
-	lockDSN := fs.String("lock_dsn", "", "lock_dsn")
+	db := dbFlags(fs, "", "the database")
 	out := fs.String("o", "", "write the dump to this file (default: standard output)")
 	digest := fs.Bool("digest", false, "print each table's rows and SHA-256 instead of the dump")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	cfg := mogtracker.DefaultConfig()
-	if *cfgFile != "" {
-		f, err := os.Open(*cfgFile)
-		if err != nil {
-			return fmt.Errorf("dump: %w", err)
-		}
-		cfg, err = mogtracker.ParseConfig(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("dump: %s: %w", *cfgFile, err)
-		}
-	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "dsn":
-			cfg.DBDSN = *dsn
-		case "dbuser":
-			cfg.DBUser = *user
-		case "dbpass":
-			cfg.DBPass, cfg.DBPassSet = *pass, true
-		case "lock_dsn":
-			cfg.LockDSN = *lockDSN
-		}
-	})
-	if cfg.DBDSN == "" {
-		return usagef("dump: --dsn or --config naming db_dsn is required")
-	}
-	d, err := cfg.StoreDSN()
+	st, err := db.open(ctx, fs)
 	if err != nil {
-		return usagef("dump: %v", err)
-	}
-	st, err := store.OpenDSN(ctx, d)
-	if err != nil {
-		return fmt.Errorf("dump: open %s: %w", d.Redacted(), err)
+		return err
 	}
 	defer st.Close()
 	if *digest {
@@ -84,6 +49,90 @@ func cmdDump(ctx context.Context, e *env, args []string) error {
 		return dump.Write(ctx, st, e.stdout)
 	}
 	return writeFileWhole(*out, func(f *os.File) error { return dump.Write(ctx, st, f) })
+}
+
+// dbFlagSet names a metadata database as a tracker's configuration does:
+// db_dsn, db_user, db_pass and lock_dsn, from flags (prefixed, for a
+// command naming two databases) or a mogilefsd.conf.
+type dbFlagSet struct {
+	prefix                           string
+	cfgFile, dsn, user, pass, locks *string
+}
+
+func dbFlags(fs *flag.FlagSet, prefix, what string) *dbFlagSet {
+	p := prefix
+	if p != "" {
+		p += "-"
+	}
+	return &dbFlagSet{
+		prefix:  prefix,
+		cfgFile: fs.String(p+"config", "", "a mogilefsd.conf naming "+what+" (db_dsn, db_user, db_pass, lock_dsn)"),
+		dsn:     fs.String(ifEmpty(prefix, "dsn"), "", what+", as db_dsn (overrides the config file's)"),
+		user:    fs.String(p+"dbuser", "", "db_user for "+what),
+		pass:    fs.String(p+"dbpass", "", "db_pass for "+what),
+		locks:   fs.String(p+"lock_dsn", "", "lock_dsn for "+what),
+	}
+}
+
+func ifEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// dsn is the database's DSN, parsed once, as the tracker would parse it
+// (tracker.Config.StoreDSN).
+func (d *dbFlagSet) storeDSN(fs *flag.FlagSet) (*store.DSN, error) {
+	p := d.prefix
+	if p != "" {
+		p += "-"
+	}
+	cfg := mogtracker.DefaultConfig()
+	if *d.cfgFile != "" {
+		f, err := os.Open(*d.cfgFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fs.Name(), err)
+		}
+		cfg, err = mogtracker.ParseConfig(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", fs.Name(), *d.cfgFile, err)
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case ifEmpty(d.prefix, "dsn"):
+			cfg.DBDSN = *d.dsn
+		case p + "dbuser":
+			cfg.DBUser = *d.user
+		case p + "dbpass":
+			cfg.DBPass, cfg.DBPassSet = *d.pass, true
+		case p + "lock_dsn":
+			cfg.LockDSN = *d.locks
+		}
+	})
+	if cfg.DBDSN == "" {
+		return nil, usagef("%s: --%s or --%sconfig naming db_dsn is required", fs.Name(), ifEmpty(d.prefix, "dsn"), p)
+	}
+	dsn, err := cfg.StoreDSN()
+	if err != nil {
+		return nil, usagef("%s: %v", fs.Name(), err)
+	}
+	return dsn, nil
+}
+
+// open opens the database.
+func (d *dbFlagSet) open(ctx context.Context, fs *flag.FlagSet) (store.Store, error) {
+	dsn, err := d.storeDSN(fs)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.OpenDSN(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %s: %w", fs.Name(), dsn.Redacted(), err)
+	}
+	return st, nil
 }
 
 // printDigest prints one line per table and the digest of them all: the

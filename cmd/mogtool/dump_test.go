@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomogile/gomogile/internal/migrate"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 )
@@ -101,5 +102,50 @@ func TestDump_BadInput(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
 		t.Errorf("an interrupted write left %d files", len(ents))
+	}
+}
+
+// migrate copies one database into another, checks it, and says so;
+// --verify-only compares two and changes nothing; a second run into the
+// same target is refused as not empty.
+func TestMigrate(t *testing.T) {
+	from := dumpDB(t)
+	to := "sqlite:///" + filepath.Join(t.TempDir(), "db")
+	stdout, stderr, err := run(t, NewMain(), "migrate", "--from", from, "--to", to)
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "migrate: done") || !strings.Contains(stderr, "migrate files: ") || !strings.Contains(stderr, "migrate done: 1/1 files (100.0%)") {
+		t.Errorf("migrate printed %q and %q", stdout, stderr)
+	}
+	a, _, _ := run(t, NewMain(), "dump", "--dsn", from)
+	b, _, _ := run(t, NewMain(), "dump", "--dsn", to)
+	if a != b || !strings.Contains(b, `"key":"cat.jpg"`) {
+		t.Errorf("dumps after migrate differ:\n%s\n---\n%s", a, b)
+	}
+	if out, _, err := run(t, NewMain(), "migrate", "--verify-only", "--from", from, "--to", to); err != nil || !strings.Contains(out, "same installation") {
+		t.Errorf("migrate --verify-only of equal databases: %q, %v", out, err)
+	}
+	if _, _, err := run(t, NewMain(), "migrate", "--from", from, "--to", to); !errors.Is(err, migrate.ErrTargetNotEmpty) {
+		t.Errorf("migrate into a full target: %v; want ErrTargetNotEmpty", err)
+	}
+	other := dumpDB(t)
+	if _, _, err := run(t, NewMain(), "dump", "--dsn", other); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.Context(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetServerSetting(t.Context(), "memcache_servers", "x:1"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, _, err := run(t, NewMain(), "migrate", "--verify-only", "--from", other, "--to", to); !errors.Is(err, migrate.ErrMismatch) ||
+		!strings.Contains(err.Error(), "setting") {
+		t.Errorf("migrate --verify-only of different databases: %v; want ErrMismatch naming the setting table", err)
+	}
+	if _, _, err := run(t, NewMain(), "migrate", "--to", to); err == nil || !strings.Contains(err.Error(), "--from") {
+		t.Errorf("migrate without --from: %v; want a usage error naming --from", err)
 	}
 }

@@ -79,6 +79,7 @@ func init() {
 		{"drain", "drain [--move [--watch] [--interval DUR]] DEVID...   (stops new files only; drain -h says more)", cmdDrain},
 		{"raw", "raw CMD [key=value ...]", cmdRaw},
 		{"dump", "dump --dsn DSN [--dbuser U] [--dbpass P] | --config mogilefsd.conf  [-o FILE] [--digest]   (reads the database, not a tracker)", cmdDump},
+		{"migrate", "migrate --from DSN|--from-config FILE --to DSN|--to-config FILE [--verify-only] [--source-quiesced] [--batch N]   (database to database)", cmdMigrate},
 	}
 }
 
