@@ -55,7 +55,7 @@ func cmdDump(ctx context.Context, e *env, args []string) error {
 // db_dsn, db_user, db_pass and lock_dsn, from flags (prefixed, for a
 // command naming two databases) or a mogilefsd.conf.
 type dbFlagSet struct {
-	prefix                           string
+	prefix                          string
 	cfgFile, dsn, user, pass, locks *string
 }
 
