@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
-	"github.com/gomogile/gomogile/internal/dump"
+	"github.com/gomogile/gomogile/store/dump"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/etcd" // lock_dsn=etcd://…, as the tracker takes it
 	_ "github.com/gomogile/gomogile/store/mysql"
@@ -20,7 +20,7 @@ import (
 )
 
 // cmdDump writes the metadata database's canonical dump (package
-// internal/dump): it reads the database itself, named as a tracker names
+// store/dump): it reads the database itself, named as a tracker names
 // it (--dsn, --dbuser, --dbpass, --lock_dsn, or --config with a
 // mogilefsd.conf), not through a tracker. --digest prints each table's row
 // count and SHA-256 instead, to compare two databases. With -o the dump

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/migrate"
+	"github.com/gomogile/gomogile/store/migrate"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 )

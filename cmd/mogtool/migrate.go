@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/migrate"
+	"github.com/gomogile/gomogile/store/migrate"
 )
 
 // cmdMigrate moves the metadata from one database to another, whatever
-// their backends (package internal/migrate), and checks the copy; with
+// their backends (package store/migrate), and checks the copy; with
 // --verify-only it checks two databases against each other and changes
 // nothing. Both are named as a tracker names its database (--from DSN or
 // --from-config FILE, and --to likewise). The copy goes on from where an

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/dump"
+	"github.com/gomogile/gomogile/store/dump"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/mysql"

@@ -2,7 +2,7 @@
 // another, whatever their backends, through the store contract alone (so
 // a backend written elsewhere is a source or a target with nothing written
 // for it), and proves the copy: after it, the two databases' canonical
-// dumps (internal/dump) must hash alike table by table.
+// dumps (store/dump) must hash alike table by table.
 //
 // The target must be empty, or hold an unfinished move from the same
 // source, which is then resumed. From its first write until the check has
@@ -29,7 +29,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/dump"
+	"github.com/gomogile/gomogile/store/dump"
 	"github.com/gomogile/gomogile/store"
 )
 
