@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/client"
-	"github.com/gomogile/gomogile/store/dump"
-	"github.com/gomogile/gomogile/store/migrate"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/dump"
+	"github.com/gomogile/gomogile/store/migrate"
 	"github.com/gomogile/gomogile/tracker"
 )
 

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
-	"github.com/gomogile/gomogile/store/dump"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/dump"
 	_ "github.com/gomogile/gomogile/store/etcd" // lock_dsn=etcd://…, as the tracker takes it
 	_ "github.com/gomogile/gomogile/store/mysql"
 	_ "github.com/gomogile/gomogile/store/postgres"

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomogile/gomogile/store/migrate"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/migrate"
 )
 
 // dumpDB makes a SQLite database holding a domain and one file.

@@ -29,8 +29,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gomogile/gomogile/store/dump"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/dump"
 )
 
 // Errors a move ends with before it writes anything.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/store/dump"
 	"github.com/gomogile/gomogile/internal/testdb"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/dump"
 	_ "github.com/gomogile/gomogile/store/mysql"
 	_ "github.com/gomogile/gomogile/store/postgres"
 	_ "github.com/gomogile/gomogile/store/sqlite"
