@@ -1,7 +1,7 @@
 # gomogile — see README.md.
 GO ?= go
 
-.PHONY: all build test bench load run stop vet fuzz clean torture
+.PHONY: all build test bench bench-move load run stop vet fuzz clean torture
 
 all: build
 
@@ -22,6 +22,20 @@ bench:
 	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
 	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
 	$(GO) test -run='^$$' -bench=. -benchtime=2000x ./store/...
+
+# Moving an installation between backends (store/migrate): every source >
+# target pair at 100,000 and at 1,000,000 files (two copies each, SHA-1
+# checksums), one move each, check included; "move:" lines.
+# MOVE_FILES and MOVE_PAIRS (e.g. sqlite>postgres,sqlite>mysql) narrow it.
+MOVE_FILES ?= 100000 1000000
+MOVE_PAIRS ?=
+bench-move:
+	bash scripts/test-servers.sh
+	for n in $(MOVE_FILES); do \
+	GOMOGILE_TEST_MYSQL_DSN="$${GOMOGILE_TEST_MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}" \
+	GOMOGILE_TEST_POSTGRES_DSN="$${GOMOGILE_TEST_POSTGRES_DSN:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" \
+	$(GO) test -run='^$$' -bench=BenchmarkMove -benchtime=1x -timeout=3h ./store/migrate -args -move.files=$$n -move.pairs='$(MOVE_PAIRS)' || exit 1; \
+	done
 
 # The load generator: upload + get_paths through the Go client, 1/8/32
 # clients, 1, 2 and 4 trackers, every backend on a fresh database each; one
