@@ -45,6 +45,9 @@ var (
 	// ErrSourceMidMove: the source is itself the target of an unfinished
 	// move.
 	ErrSourceMidMove = errors.New("migrate: the source is the target of an unfinished move")
+	// ErrSourceEmpty: the source holds no installation: no domain, host,
+	// device or fid (a new database, or a DSN naming the wrong one).
+	ErrSourceEmpty = errors.New("migrate: the source holds no MogileFS installation")
 	// ErrMismatch: after the copy the two databases' dumps differ.
 	ErrMismatch = errors.New("migrate: source and target differ")
 )
@@ -188,6 +191,21 @@ func (m *mover) checkSource(ctx context.Context) error {
 		return ErrSourceMidMove
 	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("migrate: read the source: %w", err)
+	}
+	domains, err := m.src.Domains(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: read the source's domains: %w", err)
+	}
+	hosts, err := m.src.Hosts(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: read the source's hosts: %w", err)
+	}
+	fids, err := m.src.FidCounter(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: read the source's fid counter: %w", err)
+	}
+	if len(domains) == 0 && len(hosts) == 0 && fids == 0 {
+		return ErrSourceEmpty
 	}
 	if m.opts.SourceQuiesced {
 		return nil

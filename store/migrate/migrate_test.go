@@ -189,6 +189,9 @@ func TestMove_Refusals(t *testing.T) {
 		t.Errorf("a refused move marked the target: %v", err)
 	}
 
+	if err := Move(ctx, open(t, sqliteDSN(t)), empty, Options{SourceQuiesced: true}); !errors.Is(err, ErrSourceEmpty) {
+		t.Errorf("Move from a new database: %v; want ErrSourceEmpty", err)
+	}
 	must(t, src.SetServerSetting(ctx, store.MoveSetting, `{"source":"x","phase":"files"}`), "SetServerSetting")
 	if err := Move(ctx, src, empty, Options{SourceQuiesced: true}); !errors.Is(err, ErrSourceMidMove) {
 		t.Errorf("Move from a source mid-move: %v; want ErrSourceMidMove", err)
