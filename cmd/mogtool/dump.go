@@ -81,7 +81,7 @@ func ifEmpty(s, def string) string {
 	return s
 }
 
-// dsn is the database's DSN, parsed once, as the tracker would parse it
+// storeDSN is the database's DSN, parsed once, as the tracker would parse it
 // (tracker.Config.StoreDSN).
 func (d *dbFlagSet) storeDSN(fs *flag.FlagSet) (*store.DSN, error) {
 	p := d.prefix
