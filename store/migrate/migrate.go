@@ -27,6 +27,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -48,6 +49,9 @@ var (
 	// ErrSourceEmpty: the source holds no installation: no domain, host,
 	// device or fid (a new database, or a DSN naming the wrong one).
 	ErrSourceEmpty = errors.New("migrate: the source holds no MogileFS installation")
+	// ErrSourceReplicas: the source names read replicas (2.73's slave
+	// settings), which are replicas of it, not of the target.
+	ErrSourceReplicas = errors.New("migrate: the source names read replicas (slave_keys)")
 	// ErrMismatch: after the copy the two databases' dumps differ.
 	ErrMismatch = errors.New("migrate: source and target differ")
 )
@@ -206,6 +210,14 @@ func (m *mover) checkSource(ctx context.Context) error {
 	}
 	if len(domains) == 0 && len(hosts) == 0 && fids == 0 {
 		return ErrSourceEmpty
+	}
+	// Copied, the slave list would send the new database's reads to
+	// replicas of the old one.
+	if v, err := m.src.ServerSetting(ctx, "slave_keys"); err == nil && strings.TrimSpace(v) != "" {
+		return fmt.Errorf("%w: %s; remove them (mogadm slave delete) before the move, and add the new database's replicas after it",
+			ErrSourceReplicas, v)
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("migrate: read the source's settings: %w", err)
 	}
 	if m.opts.SourceQuiesced {
 		return nil

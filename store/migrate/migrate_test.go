@@ -192,6 +192,11 @@ func TestMove_Refusals(t *testing.T) {
 	if err := Move(ctx, open(t, sqliteDSN(t)), empty, Options{SourceQuiesced: true}); !errors.Is(err, ErrSourceEmpty) {
 		t.Errorf("Move from a new database: %v; want ErrSourceEmpty", err)
 	}
+	must(t, src.SetServerSetting(ctx, "slave_keys", "r1"), "SetServerSetting")
+	if err := Move(ctx, src, empty, Options{SourceQuiesced: true}); !errors.Is(err, ErrSourceReplicas) {
+		t.Errorf("Move from a source with read replicas: %v; want ErrSourceReplicas", err)
+	}
+	must(t, src.DeleteServerSetting(ctx, "slave_keys"), "DeleteServerSetting")
 	must(t, src.SetServerSetting(ctx, store.MoveSetting, `{"source":"x","phase":"files"}`), "SetServerSetting")
 	if err := Move(ctx, src, empty, Options{SourceQuiesced: true}); !errors.Is(err, ErrSourceMidMove) {
 		t.Errorf("Move from a source mid-move: %v; want ErrSourceMidMove", err)
