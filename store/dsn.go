@@ -71,6 +71,12 @@ type DSN struct {
 	// them.
 	Replicas      []*DSN
 	ReplicaMaxLag time.Duration
+	// Existing asks for a database that already holds the MogileFS
+	// schema (Open's option ExistingOnly): one that does not is refused
+	// with ErrSchemaMismatch before anything is created in it, and an
+	// embedded database's missing file is not made. A backend that does
+	// not honour it creates the schema as usual.
+	Existing bool
 }
 
 // AllHosts is the host list to connect to: Hosts, whose first entry is

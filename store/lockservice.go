@@ -180,6 +180,17 @@ func WithLockDSN(lockDSN string) OpenOption {
 	}
 }
 
+// ExistingOnly opens only a database that already holds an installation's
+// schema (DSN.Existing): for tools that read one (mogtool dump, the source
+// of a move), which must not turn a wrongly named database into an empty
+// MogileFS one.
+func ExistingOnly() OpenOption {
+	return func(d *DSN) error {
+		d.Existing = true
+		return nil
+	}
+}
+
 // takeLockDSN moves the lock_dsn parameter out of Params into Locks.
 func (d *DSN) takeLockDSN() error {
 	vs, ok := d.Params["lock_dsn"]

@@ -33,7 +33,7 @@ func cmdDump(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	st, err := db.open(ctx, fs)
+	st, err := db.open(ctx, fs, true)
 	if err != nil {
 		return err
 	}
@@ -122,12 +122,15 @@ func (d *dbFlagSet) storeDSN(fs *flag.FlagSet) (*store.DSN, error) {
 	return dsn, nil
 }
 
-// open opens the database.
-func (d *dbFlagSet) open(ctx context.Context, fs *flag.FlagSet) (store.Store, error) {
+// open opens the database; existing: only one that holds an
+// installation's schema already, creating nothing in any other
+// (store.ExistingOnly), as a database read from must be.
+func (d *dbFlagSet) open(ctx context.Context, fs *flag.FlagSet, existing bool) (store.Store, error) {
 	dsn, err := d.storeDSN(fs)
 	if err != nil {
 		return nil, err
 	}
+	dsn.Existing = existing
 	st, err := store.OpenDSN(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: open %s: %w", fs.Name(), dsn.Redacted(), err)

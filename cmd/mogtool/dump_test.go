@@ -96,6 +96,18 @@ func TestDump_BadInput(t *testing.T) {
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed dump left %s (%v)", out, err)
 	}
+	// A DSN naming a file that does not exist (a typo): refused, and the
+	// file is not made.
+	typo := filepath.Join(t.TempDir(), "metadata.db")
+	if _, _, err := run(t, NewMain(), "dump", "--dsn", "sqlite:///"+typo); !errors.Is(err, store.ErrSchemaMismatch) {
+		t.Errorf("dump of a missing database: %v; want ErrSchemaMismatch", err)
+	}
+	if _, _, err := run(t, NewMain(), "migrate", "--from", "sqlite:///"+typo, "--to", "sqlite:///"+filepath.Join(t.TempDir(), "to.db")); !errors.Is(err, store.ErrSchemaMismatch) {
+		t.Errorf("migrate from a missing database: %v; want ErrSchemaMismatch", err)
+	}
+	if _, err := os.Stat(typo); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dump or migrate made the database a typo named (%v)", err)
+	}
 	failing := errors.New("the dump failed half-way")
 	if err := writeFileWhole(out, func(f *os.File) error { f.WriteString("half"); return failing }); !errors.Is(err, failing) {
 		t.Errorf("writeFileWhole = %v; want the write's error", err)

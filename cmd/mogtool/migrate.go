@@ -31,12 +31,12 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	src, err := from.open(ctx, fs)
+	src, err := from.open(ctx, fs, true)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := to.open(ctx, fs)
+	dst, err := to.open(ctx, fs, false)
 	if err != nil {
 		return err
 	}

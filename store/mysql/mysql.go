@@ -145,6 +145,7 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 			DeadOwnerBound: deadOwnerBound,
 		},
 		OpTimeout:    d.OpTimeout,
+		Existing:     d.Existing,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
 	}

@@ -68,6 +68,7 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		Dialect:      Dialect{},
 		Capabilities: capabilities(cfg.locks),
 		OpTimeout:    d.OpTimeout,
+		Existing:     d.Existing,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
 		Replicas:     replicas(d),

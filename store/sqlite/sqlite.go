@@ -92,6 +92,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -168,6 +169,9 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat(path); dsn.Existing && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("sqlite: %w: %s does not exist (not created: the caller asked for an existing database)", store.ErrSchemaMismatch, path)
+	}
 	f, err := openFile(path)
 	if err != nil {
 		return nil, err
@@ -215,6 +219,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		// would drop them (sqlstore closes the DB again; that is a no-op).
 		OnClose:      func() error { return errors.Join(db.Close(), f.release()) },
 		OpTimeout:    dsn.OpTimeout,
+		Existing:     dsn.Existing,
 		MaxIdleConns: dsn.MaxIdleConns,
 		MaxOpenConns: dsn.MaxOpenConns,
 		// upgradeColumns did what MogileFS's SQLite upgrades did.

@@ -352,6 +352,9 @@ type Config struct {
 	// then records the version. Otherwise New refuses such a database
 	// (CheckSchemaVersion): CREATE TABLE IF NOT EXISTS adds no column.
 	UpgradedOldSchema bool
+	// Existing is store.DSN.Existing: New refuses a database without the
+	// MogileFS schema before it creates anything there.
+	Existing bool
 	// Batch, if set, is a second pool on DB's database whose connections
 	// take several statements in one query (MySQL's multiStatements), with
 	// DB's session settings. Lease then runs its transaction in two round

@@ -71,6 +71,8 @@ type Store struct {
 	opTimeout time.Duration
 	// upgradedOld is Config.UpgradedOldSchema.
 	upgradedOld bool
+	// existing is Config.Existing.
+	existing bool
 	// conflictAttempts is conflictAttempts(Config.ConflictAttempts).
 	conflictAttempts int
 	fidInsert        fidInsert
@@ -106,6 +108,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 
 		opTimeout:        cfg.OpTimeout,
 		upgradedOld:      cfg.UpgradedOldSchema,
+		existing:         cfg.Existing,
 		conflictAttempts: conflictAttempts(cfg.ConflictAttempts),
 	}
 	s.fidInsert = s.newFidInsert()
@@ -170,6 +173,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	if err := CheckSchemaVersion(have, s.upgradedOld); err != nil {
 		return err
+	}
+	if have == 0 && s.existing {
+		return fmt.Errorf("store: check schema: %w: the database holds no MogileFS schema (no schema_version setting); nothing was created in it",
+			store.ErrSchemaMismatch)
 	}
 	stmts := append(append([]string{}, s.d.Schema()...), OwnSchema...)
 	stmts = append(stmts, s.d.Fencing().Schema, s.d.Fencing().ServiceSchema)
