@@ -188,7 +188,8 @@ func countFiles(ctx context.Context, st store.Store) (int64, error) {
 	return n, nil
 }
 
-// checkSource refuses a source mid-move, or with a tracker running.
+// checkSource refuses a source that is itself mid-move, holds no
+// installation, names read replicas, or has a tracker running.
 func (m *mover) checkSource(ctx context.Context) error {
 	switch _, err := m.src.ServerSetting(ctx, store.MoveSetting); {
 	case err == nil:
