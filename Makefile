@@ -1,7 +1,7 @@
 # gomogile — see README.md.
 GO ?= go
 
-.PHONY: all build test bench bench-move load run stop vet fuzz clean torture
+.PHONY: all build test bench bench-move load run stop vet lint fuzz clean torture
 
 all: build
 
@@ -10,6 +10,12 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck, fetched through the module proxy; its configuration and the
+# one check left out are in staticcheck.conf.
+lint: vet
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
+	cd examples/outside-backend && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
 
 # Starts (or installs) PostgreSQL and MariaDB when needed, then runs every
 # package's tests with all three backends.

@@ -51,7 +51,8 @@ func (c *countingConn) BeginTx(ctx context.Context, o driver.TxOptions) (driver.
 	if b, ok := c.Conn.(driver.ConnBeginTx); ok {
 		tx, err = b.BeginTx(ctx, o)
 	} else {
-		tx, err = c.Conn.Begin() //nolint:staticcheck // the driver has nothing else
+		//lint:ignore SA1019 the driver has nothing else
+		tx, err = c.Conn.Begin()
 	}
 	if err != nil {
 		return nil, err
@@ -135,7 +136,8 @@ func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.Exec(vs) //nolint:staticcheck // the driver has nothing else
+	//lint:ignore SA1019 the driver has nothing else
+	return s.Stmt.Exec(vs)
 }
 
 func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -147,7 +149,8 @@ func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValu
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.Query(vs) //nolint:staticcheck // the driver has nothing else
+	//lint:ignore SA1019 the driver has nothing else
+	return s.Stmt.Query(vs)
 }
 
 func values(args []driver.NamedValue) ([]driver.Value, error) {

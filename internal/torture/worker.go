@@ -160,8 +160,8 @@ func stallWatch(ctx context.Context, em *emitter, proc string) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			now = time.Now() // the tick's own stamp is when it was due
+		case <-t.C:
+			now := time.Now() // not the tick's own stamp: that is when it was due
 			if gap := now.Sub(last); gap >= stallMin {
 				em.emit(event{K: "stall", P: proc, S: nanos(last.Add(stallTick)), T: nanos(now)})
 			}

@@ -168,13 +168,6 @@ func (b *lockBackend) refuseLocks(size int) error {
 	return b.refused
 }
 
-// refusal is refuseLocks' error, or nil.
-func (b *lockBackend) refusal() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.refused
-}
-
 // addFenceChecks adds gomogile_lock_fence's checks column (Dialect.Fencing)
 // to a table made before it existed; a new table is created with it.
 func addFenceChecks(ctx context.Context, db *sql.DB) error {
