@@ -41,6 +41,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrUnavailable is wrapped by the errors of Available and of the Start
@@ -193,16 +194,34 @@ const (
 	portMax = 32768
 )
 
+// handedOut are the ports freePort has returned in this process. A port
+// is free to the check only until its server binds it, and servers are
+// often given their ports before any of them starts (a Galera cluster's
+// nodes: three ports each, every node's address list made before the
+// first one runs): without this, two of them could be handed one port,
+// and a node would find its own address in its peers' list and abort.
+var (
+	handedMu  sync.Mutex
+	handedOut = map[int]bool{}
+)
+
 // freePort returns a loopback TCP port in [portMin, portMax) nothing
-// listens on now, chosen at random so that processes starting servers at
-// the same time rarely pick the same one.
+// listens on now and this process has not handed out before, chosen at
+// random so that processes starting servers at the same time rarely pick
+// the same one.
 func freePort() (int, error) {
+	handedMu.Lock()
+	defer handedMu.Unlock()
 	var err error
 	for range 200 {
 		p := portMin + rand.IntN(portMax-portMin)
+		if handedOut[p] {
+			continue
+		}
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
 			ln.Close()
+			handedOut[p] = true
 			return p, nil
 		}
 	}

@@ -5,3 +5,6 @@ var Alive = alive
 
 // TempDir exposes tempDir, which sweeps stale directories first.
 func TempDir(parent, pattern string) (string, error) { return tempDir(parent, pattern, nil) }
+
+// FreePort exposes freePort.
+var FreePort = freePort
