@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -27,6 +28,10 @@ type worker struct {
 	wake    chan struct{} // :wake_up; buffered 1, so a wake is never lost
 	done    chan struct{} // closed when its goroutine has returned
 	stopped time.Time     // when a :shutdown stopped it
+	// pid is its process's id when workers are processes (0 until it
+	// started, and for goroutines); status is how that process ended
+	// (waitStatus), set before done closes.
+	pid, status atomic.Int64
 }
 
 // superviseEvery is how often the supervisor looks for workers that a
@@ -73,9 +78,7 @@ func (m *Manager) reapLocked(now time.Time) {
 			select {
 			case <-w.done:
 				if now.Sub(w.stopped) >= reapAfter {
-					// Goroutines have no pids of their own; the tracker's
-					// stands in.
-					m.log.Warn(fmt.Sprintf("Child %d (%s) died: 0 (UNEXPECTED)", os.Getpid(), jc.name))
+					m.logDeath(jc, w)
 					reaped = true
 					continue
 				}
@@ -84,10 +87,35 @@ func (m *Manager) reapLocked(now time.Time) {
 			left = append(left, w)
 		}
 		jc.dying = left
+		// A worker process that ended unasked (killed, the watchdog,
+		// crashed) is replaced, as 2.73's parent replaced a dead child.
+		alive := jc.workers[:0]
+		for _, w := range jc.workers {
+			select {
+			case <-w.done:
+				m.logDeath(jc, w)
+				reaped = true
+				continue
+			default:
+			}
+			alive = append(alive, w)
+		}
+		jc.workers = alive
 	}
 	if reaped {
 		m.reconcileLocked(false)
 	}
+}
+
+// logDeath logs a worker's end with 2.73's line: its pid (a goroutine has
+// none of its own; the tracker's stands in) and its exit status as Perl's
+// $? reads (the killing signal, or the exit code times 256).
+func (m *Manager) logDeath(jc *jobClass, w *worker) {
+	pid := int(w.pid.Load())
+	if pid == 0 {
+		pid = os.Getpid()
+	}
+	m.log.Warn(fmt.Sprintf("Child %d (%s) died: %d (UNEXPECTED)", pid, jc.name, w.status.Load()))
 }
 
 type workerKey struct{}
@@ -104,7 +132,7 @@ func wakeOf(ctx context.Context) <-chan struct{} {
 
 // effectiveLocked is how many workers jc should have now.
 func (m *Manager) effectiveLocked(jc *jobClass) int {
-	if jc.needsMaster && m.classes[JobMaster].want == 0 {
+	if jc.needsMaster && m.opts.only == "" && m.classes[JobMaster].want == 0 {
 		return 0
 	}
 	return jc.want

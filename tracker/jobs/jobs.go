@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ type Options struct {
 	TempFileTTL     time.Duration // tempfiles older than this are reaped
 
 	// HTTPClient talks to storage nodes; nil: cluster.NewHTTPClient(Nodes).
-	HTTPClient *http.Client
+	HTTPClient *http.Client `json:"-"`
 	// Nodes are conn_timeout, node_timeout and conn_pool_size for the
 	// storage-node client (zero fields: the original's defaults). The
 	// tracker passes its own, so workers and commands wait alike.
@@ -58,11 +59,11 @@ type Options struct {
 	// Namespace is the namespace cache to read hosts, devices and classes
 	// through; the tracker shares its own so that clear_cache and its
 	// changes reach the workers at once. Nil: a cache of NamespaceTTL.
-	Namespace *cluster.Cache
+	Namespace *cluster.Cache `json:"-"`
 	// NamespaceTTL is how long a namespace read is reused when Namespace
 	// is nil (namespace_cache_ttl); 0: cluster.DefaultCacheTTL.
 	NamespaceTTL time.Duration
-	Logger       *slog.Logger // nil: slog.Default()
+	Logger       *slog.Logger `json:"-"` // nil: slog.Default()
 
 	// NoReaper is reaper_jobs = 0: this tracker reaps nothing (another
 	// tracker on the database may).
@@ -99,6 +100,21 @@ type Options struct {
 	// port, where the monitor watches I/O utilisation. 0 (or less) watches
 	// nothing, as mogstored_stream_port = 0 does; DefaultOptions has 7501.
 	StreamPort int
+
+	// Process, when set, runs each worker in a process of its own, as
+	// 2.73 did: it returns the command that starts one worker of a job
+	// class — the tracker's own binary with WorkerArgs, whose main calls
+	// RunWorker. The Manager adds the connection (fd 3) and supervises the
+	// process (proc.go). Nil: workers are goroutines of this process.
+	Process func(jobClass string) *exec.Cmd `json:"-"`
+	// Watchdog is how long a worker process may be silent before it is
+	// killed and replaced; 0: 2.73's watchdog_timeout of its job (30 s for
+	// the monitor, 90 s to 240 s for the others).
+	Watchdog time.Duration
+
+	// only is set in a worker process: the one job class it runs, one
+	// worker of, whatever a job master would gate.
+	only string
 }
 
 // DefaultOptions are the original's defaults (mogilefsd.conf: replicate_jobs
@@ -122,7 +138,10 @@ func DefaultOptions() Options {
 
 // JobStat is one job class's line in !jobs / !stats.
 type JobStat struct {
-	Name      string
+	Name string
+	// Pids are the running workers' process ids, when workers are
+	// processes (Options.Process); else none.
+	Pids      []int
 	Wanted    int
 	Running   int
 	Started   bool  // it has had a worker since Open
@@ -154,6 +173,12 @@ type Manager struct {
 	classes   map[string]*jobClass
 	// sent counts the rows leased from each queue (work_sent_to_<job>).
 	sent map[store.Queue]*atomic.Int64
+	// procMu guards procs, the worker processes running (Options.Process).
+	procMu sync.Mutex
+	procs  map[*proc]struct{}
+	// publish, in the monitor's worker process, sends the observations to
+	// the tracker at a pass's start and end ("pass_start", "pass_done").
+	publish func(kind string)
 	// tempfileBudget is how long one reaper pass reads expired tempfiles
 	// before it yields to the dead devices and starts over (reaper.go).
 	tempfileBudget time.Duration
@@ -237,6 +262,7 @@ func New(st store.Store, opts Options) *Manager {
 		downLog: newDownLog(),
 		host:    host,
 		sent:    map[store.Queue]*atomic.Int64{},
+		procs:   map[*proc]struct{}{},
 
 		tempfileBudget: opts.PassTimeout / 2,
 	}
@@ -266,6 +292,19 @@ func New(st store.Store, opts Options) *Manager {
 	m.classes[JobMonitor].run = m.monitorLoop
 	m.classes[JobReaper].run = m.reaperLoop
 	m.classes[JobMaster].run = m.jobMasterLoop
+	if opts.only != "" {
+		for name, jc := range m.classes {
+			jc.want = 0
+			if name == opts.only {
+				jc.want = 1
+			}
+		}
+	}
+	if opts.Process != nil {
+		for _, jc := range m.classes {
+			jc.run = func(stop context.Context) { m.runProcess(stop, jc) }
+		}
+	}
 	return m
 }
 
@@ -303,8 +342,15 @@ func (m *Manager) Stats() []JobStat {
 	defer m.mu.Unlock()
 	out := make([]JobStat, 0, len(m.classes))
 	for _, jc := range m.classes {
+		var pids []int
+		for _, w := range jc.workers {
+			if pid := w.pid.Load(); pid > 0 {
+				pids = append(pids, int(pid))
+			}
+		}
 		out = append(out, JobStat{
 			Name:      jc.name,
+			Pids:      pids,
 			Started:   jc.started,
 			Wanted:    jc.want,
 			Running:   int(jc.running.Load()),

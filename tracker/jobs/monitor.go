@@ -161,6 +161,9 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 		m.obs.started++
 		n := m.obs.started
 		m.obs.mu.Unlock()
+		if m.publish != nil {
+			m.publish("pass_start")
+		}
 		err := m.monitorPass(ctx, log)
 		m.obs.mu.Lock()
 		m.obs.completed = n
@@ -177,6 +180,9 @@ func (m *Manager) monitorLoop(ctx context.Context) {
 		// Workers wait for one pass, failed or not: a failed pass leaves
 		// devices unobserved, which they treat as unusable, as they should.
 		m.obs.once.Do(func() { close(m.obs.firstPass) })
+		if m.publish != nil {
+			m.publish("pass_done")
+		}
 		jc.processed.Add(1)
 		select {
 		case <-ctx.Done():

@@ -172,6 +172,9 @@ type Cache struct {
 	cur     *Snapshot
 	loaded  time.Time
 	version uint64 // bumped by Invalidate; a load started before is discarded
+	// onInvalidate are told of every Invalidate: the caches of worker
+	// processes, which must drop theirs too.
+	onInvalidate map[*func()]struct{}
 }
 
 // NewCache caches st's namespace for ttl (<= 0: DefaultCacheTTL).
@@ -190,7 +193,31 @@ func (c *Cache) Invalidate() {
 	c.mu.Lock()
 	c.cur = nil
 	c.version++
+	fs := make([]func(), 0, len(c.onInvalidate))
+	for f := range c.onInvalidate {
+		fs = append(fs, *f)
+	}
 	c.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// OnInvalidate calls f after every Invalidate (which a Fresh read also
+// does) until the returned function is called. f must not block: it runs
+// in the invalidating caller.
+func (c *Cache) OnInvalidate(f func()) (stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.onInvalidate == nil {
+		c.onInvalidate = map[*func()]struct{}{}
+	}
+	c.onInvalidate[&f] = struct{}{}
+	return func() {
+		c.mu.Lock()
+		delete(c.onInvalidate, &f)
+		c.mu.Unlock()
+	}
 }
 
 // Get returns the cached snapshot, or a new one when it is older than the
