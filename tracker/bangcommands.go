@@ -178,11 +178,18 @@ func (t *Tracker) adminJobs() []string {
 		if !j.Started {
 			continue // the original lists only jobs it has had children for
 		}
-		// Goroutines have no pids; the tracker's own pid stands in, once
-		// per running worker, so that scripts counting pids count workers.
-		pids := make([]string, j.Count)
-		for i := range pids {
-			pids[i] = strconv.Itoa(os.Getpid())
+		// A worker process has its own pid (mogilefsd runs each in one);
+		// goroutine workers (and the query workers) have none, so the
+		// tracker's own pid stands in, once per worker, so that scripts
+		// counting pids count workers.
+		var pids []string
+		for _, pid := range j.Pids {
+			pids = append(pids, strconv.Itoa(pid))
+		}
+		if j.Pids == nil {
+			for range j.Count {
+				pids = append(pids, strconv.Itoa(os.Getpid()))
+			}
 		}
 		out = append(out, fmt.Sprintf("%s count %d", j.Job, j.Count),
 			fmt.Sprintf("%s desired %d", j.Job, j.Desired),

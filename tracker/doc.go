@@ -219,8 +219,22 @@
 //
 // # Job control
 //
-// The original forks a child per worker; gomogile runs a goroutine per
-// worker with the same observable model. "!want N <job>" sets the desired
+// The original forks a child per worker; so does the mogilefsd command:
+// each worker of replicate, delete, fsck, reaper, monitor and job_master
+// is a process of its own ("mogilefsd [replicate]" in ps), with its pid in
+// "!jobs" and in its "!watch" lines, so that an operator who kills or
+// stops that pid (kill -9, kill -STOP) stops that worker and never the
+// query server. The worker reaches the database through the tracker
+// (package tracker/internal/storerpc: SQLite's Store is one process per
+// file), and its locks are released when its process has ended. A worker
+// that exits or is killed is logged ("Child <pid> (<job>) died: <$?>
+// (UNEXPECTED)", 9 for kill -9) and replaced; one silent for longer than
+// its job's watchdog timeout (2.73's: monitor 30 s, replicate 90 s,
+// delete, fsck and job_master 120 s, reaper 240 s) is killed first
+// ("Watchdog killing worker <pid> (<job>)"), as 2.73's parent did. A
+// program that builds a tracker with New and a jobs.Manager without
+// jobs.Options.Process runs the workers as goroutines, with the same
+// observable model and the tracker's pid standing in. "!want N <job>" sets the desired
 // count of any job class (queryworker, replicate, delete, fsck, reaper,
 // monitor, job_master), 0 included; "!jobs" lists count, desired and pids
 // of every job that has had workers; replicate, delete and fsck workers
@@ -252,9 +266,9 @@
 //
 // Each is deliberate and pinned by a test.
 //
-//   - A job's pids in "!jobs" are the tracker's own pid, once per running
-//     worker (goroutines have none of their own), and so is the pid in
-//     "!watch" lines (TestJobControl_AsOriginal).
+//   - The query workers are goroutines of the tracker: "!jobs" lists the
+//     tracker's own pid for each, and only the jobs above are processes
+//     (TestMogilefsd_JobsAreProcesses).
 //   - "!to queryworker <msg>" reports the query slots as the children it
 //     reached but does nothing: query slots are not goroutines that read
 //     messages. Messages other than :shutdown and :wake_up are counted and

@@ -15,9 +15,13 @@ import (
 
 	"github.com/gomogile/gomogile/internal/buildinfo"
 	"github.com/gomogile/gomogile/tracker"
+	"github.com/gomogile/gomogile/tracker/jobs"
 )
 
 func main() {
+	if _, ok := jobs.IsWorker(os.Args[1:]); ok {
+		os.Exit(runWorker())
+	}
 	if buildinfo.VersionRequested(os.Args[1:]) {
 		fmt.Println(buildinfo.Read().String("mogilefsd"))
 		return

@@ -28,6 +28,19 @@
 // with [Manager.Close], which stops leasing, lets in-flight items finish for
 // a grace period, then hands the rest back due now and releases their locks.
 //
+// # Processes
+//
+// By default workers are goroutines of the Manager's process. With
+// Options.Process each worker is a process of its own, as 2.73's children
+// were: the program's own binary started with [WorkerArgs], whose main
+// calls [RunWorker] when [IsWorker] recognises them (cmd/mogilefsd does).
+// The Manager serves its Store to the process over a socketpair, relays
+// its log records (with its "pid"), the monitor's observations and !to
+// messages, lists its pid in Stats, replaces it when it exits or is
+// killed, and kills it when it is silent past its job's watchdog timeout
+// (proc.go). Behaviour is otherwise the same; TestProcesses_* run the
+// workers this way.
+//
 // # Workers
 //
 //   - replicate (pooled): leases file_to_replicate, copies with HTTP GET and

@@ -139,8 +139,9 @@ func DefaultOptions() Options {
 // JobStat is one job class's line in !jobs / !stats.
 type JobStat struct {
 	Name string
-	// Pids are the running workers' process ids, when workers are
-	// processes (Options.Process); else none.
+	// Pids are the running workers' process ids when workers are
+	// processes (Options.Process; not nil then, if empty while one starts);
+	// nil for goroutine workers.
 	Pids      []int
 	Wanted    int
 	Running   int
@@ -343,6 +344,9 @@ func (m *Manager) Stats() []JobStat {
 	out := make([]JobStat, 0, len(m.classes))
 	for _, jc := range m.classes {
 		var pids []int
+		if m.opts.Process != nil {
+			pids = []int{} // processes, none started yet: no stand-in
+		}
 		for _, w := range jc.workers {
 			if pid := w.pid.Load(); pid > 0 {
 				pids = append(pids, int(pid))

@@ -47,6 +47,10 @@ type Conn struct {
 	calls   map[uint64]context.CancelFunc
 	held    map[uint64]store.Lock // locks we hold for the other end
 	served  sync.WaitGroup
+	// inflight counts the calls we are running for the other end: its
+	// locks are released only after they have returned, so that no call
+	// of a holder that is gone runs once its locks are free.
+	inflight sync.WaitGroup
 }
 
 // New starts a Conn over rw. st, when not nil, is served to the other end;
@@ -118,6 +122,7 @@ func (c *Conn) end(err error) {
 		c.served.Add(1)
 		go func() {
 			defer c.served.Done()
+			c.inflight.Wait() // cancelled above, so they end promptly
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			for _, l := range held {

@@ -40,9 +40,19 @@ func (c *Conn) startCall(f frame) {
 		ctx = store.WithFence(ctx, fenceOf{fe})
 	}
 	c.mu.Lock()
+	select {
+	case <-c.done:
+		// The other end is gone: run nothing more for it.
+		c.mu.Unlock()
+		cancel()
+		return
+	default:
+	}
 	c.calls[f.ID] = cancel
+	c.inflight.Add(1)
 	c.mu.Unlock()
 	go func() {
+		defer c.inflight.Done()
 		defer cancel()
 		res, err := c.invoke(ctx, f.M, f.A)
 		c.mu.Lock()
