@@ -14,7 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomogile/gomogile/internal/testdb"
 )
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
 // tracker is a running mogilefsd binary.
 type tracker struct {
@@ -23,10 +27,9 @@ type tracker struct {
 	cmd  *exec.Cmd
 }
 
-func startTracker(t *testing.T, bin string) *tracker {
+func startTracker(t *testing.T, bin, dsn string) *tracker {
 	t.Helper()
 	addr := freePort(t)
-	dsn := "sqlite:///" + filepath.Join(t.TempDir(), "mogilefs.db")
 	cmd := exec.Command(bin, "--skipconfig", "--dsn", dsn, "--listen", addr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -168,7 +171,19 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 // worker, and the tracker keeps answering within a second.
 func TestMogilefsd_JobsAreProcesses(t *testing.T) {
 	bin := buildBinary(t)
-	tr := startTracker(t, bin)
+	for _, b := range []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "sqlite:///" + filepath.Join(t.TempDir(), "mogilefs.db") }},
+		{"mysql", func(t *testing.T) string { return testdb.MySQL(t) }},
+		{"postgres", func(t *testing.T) string { return testdb.Postgres(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) { testJobsAreProcesses(t, startTracker(t, bin, b.dsn(t))) })
+	}
+}
+
+func testJobsAreProcesses(t *testing.T, tr *tracker) {
 	jobs := []string{"delete", "fsck", "job_master", "monitor", "reaper", "replicate"}
 	var pids map[string][]int
 	waitUntil(t, 10*time.Second, "a pid for every job", func() bool {
@@ -220,7 +235,22 @@ func TestMogilefsd_JobsAreProcesses(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGCONT)
 	}
 
+	// A worker's own log lines reach "!watch" with its pid: the monitor's
+	// about a storage node that does not listen.
 	w := tr.watch()
+	closed := freePort(t)
+	_, port, _ := net.SplitHostPort(closed)
+	for _, q := range []string{
+		"create_host host=h1&ip=127.0.0.1&port=" + port + "&status=alive",
+		"create_device hostid=1&devid=1&state=alive",
+	} {
+		if reply, err := tr.ask(q, 5*time.Second); err != nil || !strings.HasPrefix(reply, "OK") {
+			t.Fatalf("%s: %q, %v", q, reply, err)
+		}
+	}
+	want := fmt.Sprintf("[monitor(%d)] Port %s not listening", pids["monitor"][0], port)
+	waitUntil(t, 10*time.Second, "watch line "+want, func() bool { return w.has(want) })
+
 	old := pids["replicate"][0]
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
