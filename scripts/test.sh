@@ -52,6 +52,14 @@ if [ $status -eq 0 ]; then
 	(cd examples/outside-backend && go vet ./... && go test -count=1 -v -timeout 20m ./...) >>"$log" 2>&1 || status=1
 fi
 
+# The workers' suite again with every worker in a process of its own, as
+# mogilefsd runs them (GOMOGILE_TEST_JOB_PROCESSES; the tests that plant an
+# in-process HTTP client keep goroutines, which a process cannot share).
+if [ $status -eq 0 ]; then
+	echo "go test ./tracker/jobs (workers as processes)"
+	GOMOGILE_TEST_JOB_PROCESSES=1 go test -count=1 -v -timeout 20m ./tracker/jobs >>"$log" 2>&1 || status=1
+fi
+
 # The dockertest path, as a CI job without database services sees it: the
 # MySQL and PostgreSQL suites with no env DSN, on containers a real Docker
 # engine runs from the images scripts/docker-images.sh built from Debian

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -282,6 +283,9 @@ func fastOptions(t *testing.T) jobs.Options {
 // start opens a Manager on st and closes it at cleanup.
 func start(t *testing.T, st store.Store, o jobs.Options) *jobs.Manager {
 	t.Helper()
+	if os.Getenv("GOMOGILE_TEST_JOB_PROCESSES") == "1" && o.Process == nil && o.HTTPClient == nil {
+		o.Process = func(class string) *exec.Cmd { return exec.Command(os.Args[0], jobs.WorkerArgs(class)...) }
+	}
 	m := jobs.New(st, o)
 	if err := m.Open(t.Context()); err != nil {
 		t.Fatalf("open manager: %v", err)

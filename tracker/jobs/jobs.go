@@ -106,6 +106,9 @@ type Options struct {
 	// class — the tracker's own binary with WorkerArgs, whose main calls
 	// RunWorker. The Manager adds the connection (fd 3) and supervises the
 	// process (proc.go). Nil: workers are goroutines of this process.
+	// HTTPClient, Namespace and Logger do not cross into a process: it
+	// builds its client from Nodes and its own cache (invalidated with
+	// this Manager's), and its records are logged by Logger here.
 	Process func(jobClass string) *exec.Cmd `json:"-"`
 	// Watchdog is how long a worker process may be silent before it is
 	// killed and replaced; 0: 2.73's watchdog_timeout of its job (30 s for
