@@ -21,7 +21,7 @@ import (
 // pids and an operator who kills or stops one stops that worker, not the
 // tracker.
 func newJobs(st store.Store, cfg tracker.Config, log *slog.Logger) (*jobs.Manager, error) {
-	exe, err := os.Executable()
+	exe, err := runningBinary()
 	if err != nil {
 		return nil, fmt.Errorf("worker processes: %w", err)
 	}
@@ -29,12 +29,26 @@ func newJobs(st store.Store, cfg tracker.Config, log *slog.Logger) (*jobs.Manage
 	o.Logger = log
 	o.Process = func(class string) *exec.Cmd {
 		cmd := exec.Command(exe, jobs.WorkerArgs(class)...)
+		// ps shows the name the tracker was started by, as 2.73's children
+		// showed "mogilefsd [replicate]".
+		cmd.Args[0] = os.Args[0]
 		// A worker has nothing to say on stderr but a failure to start;
 		// everything else goes to the tracker over its connection.
 		cmd.Stderr = os.Stderr
 		return cmd
 	}
 	return jobs.New(st, o), nil
+}
+
+// runningBinary is the file this process runs. On Linux that is
+// /proc/self/exe, which stays this very binary when a package upgrade
+// replaces the file on disk: a worker must speak its tracker's protocol,
+// so it must never be the newer binary the path names now.
+func runningBinary() (string, error) {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
 }
 
 // runWorker is a worker process's main (see newJobs). SIGINT, which a

@@ -295,3 +295,43 @@ func isZombie(pid int) bool {
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] == "Z"
 }
+
+// A package upgrade replaces the binary under a running tracker: the
+// workers it starts afterwards are still its own binary, which speaks its
+// protocol, not the new file at the same path.
+func TestMogilefsd_WorkersAfterBinaryReplaced(t *testing.T) {
+	bin := buildBinary(t)
+	tr := startTracker(t, bin, "sqlite:///"+filepath.Join(t.TempDir(), "mogilefs.db"))
+	var old int
+	waitUntil(t, 10*time.Second, "a reaper", func() bool {
+		p := tr.pids()["reaper"]
+		if len(p) == 1 {
+			old = p[0]
+		}
+		return len(p) == 1
+	})
+	// The new "version": a program that is no worker at all.
+	tmp := bin + ".new"
+	if err := os.WriteFile(tmp, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitUntil(t, 10*time.Second, "a new reaper", func() bool {
+		p := tr.pids()["reaper"]
+		if len(p) == 1 && p[0] != old {
+			pid = p[0]
+			return true
+		}
+		return false
+	})
+	time.Sleep(500 * time.Millisecond)
+	if p := tr.pids()["reaper"]; len(p) != 1 || p[0] != pid || syscall.Kill(pid, 0) != nil || isZombie(pid) {
+		t.Fatalf("the new reaper %d did not stay up (now %v): it is not the tracker's own binary", pid, p)
+	}
+}

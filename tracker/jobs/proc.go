@@ -118,6 +118,7 @@ func (m *Manager) runProcess(stop context.Context, jc *jobClass) {
 	}
 	cmd := m.opts.Process(jc.name)
 	cmd.ExtraFiles = []*os.File{theirs}
+	started := time.Now()
 	err = cmd.Start()
 	theirs.Close()
 	if err != nil {
@@ -155,7 +156,19 @@ func (m *Manager) runProcess(stop context.Context, jc *jobClass) {
 	// The process is gone: its connection ends, and with it its locks.
 	p.conn.Close()
 	p.conn.Wait()
+	// One that dies as it starts is replaced at most once a second, as
+	// 2.73's parent respawned from its once-a-second loop.
+	if left := time.Until(started.Add(minLife)); left > 0 && stop.Err() == nil {
+		select {
+		case <-stop.Done():
+		case <-time.After(left):
+		}
+	}
 }
+
+// minLife is the least time between the starts of a job's worker
+// processes.
+const minLife = time.Second
 
 // superviseProc forwards !to wake-ups, watches the heartbeat and, on stop,
 // asks the worker to finish; it returns once the process has exited.

@@ -165,3 +165,17 @@ func TestProcesses_StoppedWorkerKilledByWatchdog(t *testing.T) {
 		return len(p) == 1 && p[0] != old
 	})
 }
+
+// A worker that dies as it starts (a broken binary) is restarted at most
+// once a second, not in a tight loop.
+func TestProcesses_CrashLoopThrottled(t *testing.T) {
+	c := newCluster(t)
+	o, lg := procOptions(t)
+	o.Process = func(string) *exec.Cmd { return exec.Command("/bin/false") }
+	start(t, c.st, o)
+	time.Sleep(3 * time.Second)
+	n := strings.Count(lg.String(), "(reaper) died: 256 (UNEXPECTED)")
+	if n < 1 || n > 4 {
+		t.Fatalf("a reaper dying at once was restarted %d times in 3 s; want 1 to 4:\n%s", n, lg.String())
+	}
+}
