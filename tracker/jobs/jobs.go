@@ -276,7 +276,16 @@ func New(st store.Store, opts Options) *Manager {
 	if opts.StreamPort > 0 {
 		m.watch = newWatchers(m.obs, opts.StreamPort, m.log.With("job", JobMonitor))
 	}
-	m.classes = map[string]*jobClass{
+	m.classes = m.newClasses()
+	return m
+}
+
+// newClasses is the job classes with their wanted counts and bodies: a
+// goroutine's loop, or (Options.Process) a process running it; in a worker
+// process (only), the one class it runs.
+func (m *Manager) newClasses() map[string]*jobClass {
+	opts := m.opts
+	classes := map[string]*jobClass{
 		JobReplicate: {name: JobReplicate, needsMaster: true, want: max(opts.ReplicateWorkers, 0)},
 		JobDelete:    {name: JobDelete, needsMaster: true, want: max(opts.DeleteWorkers, 0)},
 		JobFsck:      {name: JobFsck, needsMaster: true, want: max(opts.FsckWorkers, 0)},
@@ -285,19 +294,19 @@ func New(st store.Store, opts Options) *Manager {
 		JobMaster:    {name: JobMaster, most: 1, want: 1},
 	}
 	if opts.NoJobMaster {
-		m.classes[JobMaster].want = 0
+		classes[JobMaster].want = 0
 	}
 	if opts.NoReaper {
-		m.classes[JobReaper].want = 0
+		classes[JobReaper].want = 0
 	}
-	m.classes[JobReplicate].run = m.replicateWorker
-	m.classes[JobDelete].run = m.deleteWorker
-	m.classes[JobFsck].run = m.fsckWorker
-	m.classes[JobMonitor].run = m.monitorLoop
-	m.classes[JobReaper].run = m.reaperLoop
-	m.classes[JobMaster].run = m.jobMasterLoop
+	classes[JobReplicate].run = m.replicateWorker
+	classes[JobDelete].run = m.deleteWorker
+	classes[JobFsck].run = m.fsckWorker
+	classes[JobMonitor].run = m.monitorLoop
+	classes[JobReaper].run = m.reaperLoop
+	classes[JobMaster].run = m.jobMasterLoop
 	if opts.only != "" {
-		for name, jc := range m.classes {
+		for name, jc := range classes {
 			jc.want = 0
 			if name == opts.only {
 				jc.want = 1
@@ -305,11 +314,11 @@ func New(st store.Store, opts Options) *Manager {
 		}
 	}
 	if opts.Process != nil {
-		for _, jc := range m.classes {
+		for _, jc := range classes {
 			jc.run = func(stop context.Context) { m.runProcess(stop, jc) }
 		}
 	}
-	return m
+	return classes
 }
 
 // Open starts the workers. The monitor runs first; workers that need to
