@@ -220,3 +220,30 @@ func openEdited(ctx context.Context, dsn string, edit func(*lockBackend)) (store
 	edit(cfg.Locks.(*lockBackend))
 	return newStore(ctx, cfg)
 }
+
+// GrantWithContextEnded takes name for s on a session of its own, then
+// finishes that grant as Acquire does but with a context that has already
+// ended — the race in which the driver may close the session as GET_LOCK's
+// answer comes back — and returns what the grant returns.
+func GrantWithContextEnded(s store.Store, name string) (store.Lock, error) {
+	_, b, err := backendOf(s)
+	if err != nil {
+		return nil, err
+	}
+	a := &acquisition{b: b, name: name, key: serverLockName(b.database, name), timeout: 5 * time.Second, deadline: time.Now().Add(5 * time.Second)}
+	ctx := context.Background()
+	if a.s, a.reused, err = b.session(ctx); err != nil {
+		return nil, err
+	}
+	got, look, fence, err := a.s.getLock(ctx, a.key, 5, true)
+	if err != nil || !got {
+		return nil, fmt.Errorf("GET_LOCK: got %v, %v", got, err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	l, _, err := a.granted(ended, look, fence)
+	if l != nil {
+		return l, err
+	}
+	return nil, err
+}

@@ -308,6 +308,15 @@ func (a *acquisition) granted(ctx context.Context, look holderLook, fence int64)
 		fence, err = b.claim(ctx, s, a.name, a.key, a.deadline, look)
 	}
 	switch {
+	case err == nil && ctx.Err() != nil:
+		// The caller's context ended as the grant (or its claim) came
+		// back. The driver closes a connection whose context ends as its
+		// query returns, so the session may already be gone and the lock
+		// with it: nobody may be handed this grant. Give it back
+		// (releaseUnclaimed discards a session that cannot) and report
+		// the context's end.
+		b.releaseUnclaimed(s, a.key)
+		return nil, false, b.acquireErr(ctx, ctx.Err())
 	case errors.Is(err, errGraceTimeout):
 		b.releaseUnclaimed(s, a.key)
 		return nil, false, fmt.Errorf("%w after %v (the last holder's session ended underneath it; waiting out its grace)", store.ErrLockTimeout, a.timeout)

@@ -328,14 +328,10 @@ func TestLock_CancelRacingGrantLeavesNothing(t *testing.T) {
 			t.Errorf("round %d: cancelled Lock returned %v after the cancel; want promptly", i, took)
 		}
 		if err == nil {
-			// It won the race. The grant may already be lost: the driver
-			// closes a connection whose context ends as a query returns,
-			// so a cancel racing the grant can end its session (the lock
-			// goes with it, Lost fires). Either way nothing may be left
-			// behind, which is what the checks below are for.
-			if rerr := got.Release(context.Background()); rerr != nil && !errors.Is(rerr, store.ErrLockLost) {
-				t.Fatalf("round %d: Release of the won grant: %v", i, rerr)
-			}
+			// It won the race fairly: a grant whose context ended as it
+			// came back (the driver may have closed its session) is
+			// given back, never handed out already lost.
+			mustRelease(t, got)
 		} else if !errors.Is(err, context.Canceled) {
 			t.Fatalf("round %d: cancelled Lock: got %v; want %v or success", i, err, context.Canceled)
 		}
@@ -518,4 +514,23 @@ func TestLock_ReleaseWithDoneContext(t *testing.T) {
 	if free, _ := mysql.FreeSessionIDs(a); len(free) != 1 {
 		t.Errorf("free sessions after a clean release: %v; want the released one", free)
 	}
+}
+
+// A grant whose caller's context ended as GET_LOCK answered is given back,
+// never handed out: the driver may already have closed its session (it
+// closes a connection whose context ends as a query returns), and a lock
+// handed out then would be lost the moment its holder got it.
+func TestLock_GrantWithContextEndedGivenBack(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.open(t), h.open(t)
+	l, err := mysql.GrantWithContextEnded(a, "ended")
+	if l != nil {
+		t.Fatalf("a grant whose context had ended was handed out (err %v)", err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v; want context.Canceled", err)
+	}
+	// Given back off the caller's path: another Store gets it at once.
+	got := mustLock(t, b, "ended", 5*time.Second)
+	mustRelease(t, got)
 }
