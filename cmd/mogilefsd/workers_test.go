@@ -335,3 +335,29 @@ func TestMogilefsd_WorkersAfterBinaryReplaced(t *testing.T) {
 		t.Fatalf("the new reaper %d did not stay up (now %v): it is not the tracker's own binary", pid, p)
 	}
 }
+
+// A tracker killed with kill -9 leaves no worker behind: each sees its
+// connection end and exits at once (it can record nothing without the
+// tracker, whose locks the database has freed).
+func TestMogilefsd_WorkersEndWithTheTracker(t *testing.T) {
+	bin := buildBinary(t)
+	tr := startTracker(t, bin, "sqlite:///"+filepath.Join(t.TempDir(), "mogilefs.db"))
+	var all []int
+	waitUntil(t, 10*time.Second, "six worker processes", func() bool {
+		all = all[:0]
+		for job, pids := range tr.pids() {
+			if job != "queryworker" {
+				all = append(all, pids...)
+			}
+		}
+		return len(all) == 6
+	})
+	if err := tr.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range all {
+		waitUntil(t, 3*time.Second, fmt.Sprintf("worker %d gone", pid), func() bool {
+			return syscall.Kill(pid, 0) != nil || isZombie(pid)
+		})
+	}
+}

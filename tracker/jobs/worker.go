@@ -88,18 +88,23 @@ func RunWorker(ctx context.Context, stderr *os.File) error {
 	if err := m.Open(ctx); err != nil {
 		return err
 	}
-	defer m.Close()
 	go heartbeat(ctx, conn, m, hello.Class)
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return m.Close()
 		case <-conn.Done():
-			return nil // the tracker is gone
+			// The tracker is gone, and with it the database and every
+			// lock this worker held: nothing it does now can be
+			// recorded, so it stops at once rather than finishing items
+			// (Close's grace) nobody will know of.
+			return nil
 		case msg := <-msgs:
 			switch msg.kind {
 			case "shutdown":
-				return nil
+				// Asked: in-flight items finish within the grace, the
+				// rest are handed back, as a tracker's Close does.
+				return m.Close()
 			case "wake":
 				m.Message(hello.Class, ":wake_up")
 			case "invalidate":
