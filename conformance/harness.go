@@ -66,6 +66,24 @@ type Faults interface {
 // Store, or a pooler in front of the server, behind which a session's
 // death is the pooler's server restarting. FaultsFor returns the Faults of
 // s; Run then uses it instead of s's own.
+//
+// For an embedded database (Capabilities.Embedded, locks "in-process")
+// there is no session to kill and no server to outlive the owner: the
+// holder's process is the lock's only keeper. Both faults are then the
+// Store's Close — what the owner's death does to its locks — and the
+// suite's expectations hold as written: Lost closes, Release says
+// ErrLockLost, another Store on the file gets the lock at once. This is
+// store/sqlite's harness:
+//
+//	func (h *harness) FaultsFor(s store.Store) conformance.Faults { return closeFaults{s} }
+//
+//	type closeFaults struct{ s store.Store }
+//
+//	func (f closeFaults) KillLockSession(context.Context, store.Lock) error { return f.s.Close() }
+//	func (f closeFaults) CrashOwner(context.Context) error                  { return f.s.Close() }
+//
+// A FaultsFor that returns nil uses s's own Faults (a lock service's, when
+// the locks are there: store/sqlite's etcd harness).
 type FaultOverride interface {
 	FaultsFor(s store.Store) Faults
 }
