@@ -151,16 +151,3 @@ func (b *lockBackend) crash() {
 	b.wg.Wait()
 	b.db.Close()
 }
-
-// heldSession returns the CONNECTION_ID of the session holding name for
-// this Store, for the harness's KILL.
-func (b *lockBackend) heldSession(name string) (uint64, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for l := range b.held {
-		if l.name == name {
-			return l.s.id, true
-		}
-	}
-	return 0, false
-}

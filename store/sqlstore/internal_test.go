@@ -9,6 +9,12 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
+// nextTry is the nexttry of a row due after d from now (database clock):
+// what nextTryExpr computes in SQL, the model its test checks against.
+func nextTry(now int64, d time.Duration) int64 {
+	return min(now+nextTryDelay(d), endOfTime)
+}
+
 func TestPrefixEnd(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", ""},

@@ -66,12 +66,6 @@ func scanItem(q store.Queue, sc interface{ Scan(...any) error }) (store.QueueIte
 	return it, nil
 }
 
-// nextTry is the nexttry of a row due after d from now (database clock):
-// what nextTryExpr computes in SQL.
-func nextTry(now int64, d time.Duration) int64 {
-	return min(now+nextTryDelay(d), endOfTime)
-}
-
 // enqueueTx inserts or merges one queue row: an existing row keeps its
 // failcount, devid and arg, and takes the earlier nexttry. The new row's
 // nexttry is computed from the database clock inside the statement, so no
