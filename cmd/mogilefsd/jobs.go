@@ -19,14 +19,18 @@ import (
 // of its own, as 2.73's were: this binary started again with
 // jobs.WorkerArgs ("mogilefsd [replicate]"), so that "!jobs" lists real
 // pids and an operator who kills or stops one stops that worker, not the
-// tracker.
+// tracker. Where the system cannot (jobs.ProcessesSupported: not Unix),
+// the workers are goroutines.
 func newJobs(st store.Store, cfg tracker.Config, log *slog.Logger) (*jobs.Manager, error) {
+	o := tracker.JobsOptions(cfg)
+	o.Logger = log
+	if !jobs.ProcessesSupported {
+		return jobs.New(st, o), nil // goroutines, the tracker's pid in !jobs
+	}
 	exe, err := runningBinary()
 	if err != nil {
 		return nil, fmt.Errorf("worker processes: %w", err)
 	}
-	o := tracker.JobsOptions(cfg)
-	o.Logger = log
 	o.Process = func(class string) *exec.Cmd {
 		cmd := exec.Command(exe, jobs.WorkerArgs(class)...)
 		// ps shows the name the tracker was started by, as 2.73's children

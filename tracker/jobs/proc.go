@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -281,23 +280,6 @@ func waitStatus(ps *os.ProcessState) int {
 		return ws.ExitStatus() << 8
 	}
 	return ps.ExitCode() << 8
-}
-
-// socketpair is a connected pair: ours, and the file the worker process
-// gets as its fd 3.
-func socketpair() (net.Conn, *os.File, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("jobs: socketpair: %w", err)
-	}
-	f := os.NewFile(uintptr(fds[0]), "worker")
-	defer f.Close()
-	c, err := net.FileConn(f)
-	if err != nil {
-		syscall.Close(fds[1])
-		return nil, nil, fmt.Errorf("jobs: socketpair: %w", err)
-	}
-	return c, os.NewFile(uintptr(fds[1]), "tracker"), nil
 }
 
 var errNoTracker = errors.New("jobs: fd 3 is not a connection to a tracker (a worker process is started by the tracker, not by hand)")
