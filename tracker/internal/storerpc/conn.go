@@ -45,7 +45,7 @@ type Conn struct {
 	pending map[uint64]chan frame  // our calls awaiting their ret
 	locks   map[uint64]*remoteLock // locks the other end holds for us
 	calls   map[uint64]context.CancelFunc
-	held    map[uint64]store.Lock // locks we hold for the other end
+	held    map[uint64]*servedLock // locks we hold for the other end
 	served  sync.WaitGroup
 	// inflight counts the calls we are running for the other end: its
 	// locks are released only after they have returned, so that no call
@@ -65,7 +65,7 @@ func New(rw io.ReadWriteCloser, st store.Store, onMsg func(kind string, body jso
 		pending: map[uint64]chan frame{},
 		locks:   map[uint64]*remoteLock{},
 		calls:   map[uint64]context.CancelFunc{},
-		held:    map[uint64]store.Lock{},
+		held:    map[uint64]*servedLock{},
 	}
 	go c.writeLoop()
 	go c.readLoop()
@@ -112,7 +112,7 @@ func (c *Conn) end(err error) {
 			cancel()
 		}
 		held := c.held
-		c.held = map[uint64]store.Lock{}
+		c.held = map[uint64]*servedLock{}
 		for _, l := range c.locks {
 			l.markLost()
 		}
@@ -125,8 +125,8 @@ func (c *Conn) end(err error) {
 			c.inflight.Wait() // cancelled above, so they end promptly
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			for _, l := range held {
-				_ = l.Release(ctx)
+			for _, sl := range held {
+				_ = sl.l.Release(ctx)
 			}
 		}()
 	})

@@ -142,12 +142,14 @@ func (c *Conn) lock(ctx context.Context, args []json.RawMessage) ([]json.RawMess
 	}
 	c.nextID++
 	h := c.nextID
-	c.held[h] = l
+	sl := &servedLock{l: l, released: make(chan struct{})}
+	c.held[h] = sl
 	c.mu.Unlock()
 	go func() {
 		select {
 		case <-l.Lost():
 			_ = c.send(frame{T: "lost", ID: h})
+		case <-sl.released:
 		case <-c.done:
 		}
 	}()
@@ -161,16 +163,26 @@ func (c *Conn) release(ctx context.Context, args []json.RawMessage) error {
 		return fmt.Errorf("storerpc: Lock.Release: bad arguments: %w", store.ErrInvalid)
 	}
 	c.mu.Lock()
-	l := c.held[h]
+	sl := c.held[h]
 	c.mu.Unlock()
-	if l == nil {
+	if sl == nil {
 		return nil // released before (a second Release returns nil)
 	}
-	if err := l.Release(ctx); err != nil {
+	if err := sl.l.Release(ctx); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	delete(c.held, h)
+	if c.held[h] == sl {
+		delete(c.held, h)
+		close(sl.released)
+	}
 	c.mu.Unlock()
 	return nil
+}
+
+// servedLock is a lock held for the other end; released ends the goroutine
+// that watches its Lost (which Release does not close).
+type servedLock struct {
+	l        store.Lock
+	released chan struct{}
 }

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -242,5 +244,31 @@ func TestMessagesAndEnd(t *testing.T) {
 	srv.Wait()
 	if err := rs.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrUnknownOutcome) {
 		t.Fatalf("Ping after the serving end closed: %v", err)
+	}
+}
+
+// A released lock leaves nothing running at the serving end: a worker
+// takes a lock per file it touches, thousands in its life.
+func TestLocks_ReleasedLeaveNoGoroutine(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t)
+	_, _, a := pair(t, st, nil)
+	cycle := func(n int) {
+		for i := range n {
+			l, err := a.Lock(ctx, fmt.Sprintf("mgfs:fid:%d", i), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cycle(10) // warm up: the connection's own goroutines
+	before := runtime.NumGoroutine()
+	cycle(200)
+	time.Sleep(100 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before+20 {
+		t.Fatalf("%d goroutines after 200 locks taken and released, %d before", after, before)
 	}
 }
