@@ -166,14 +166,23 @@ func (l *remoteLock) Release(ctx context.Context) error {
 	if l.released {
 		return nil
 	}
-	if _, err := l.c.call(ctx, "Lock.Release", l.h); err != nil {
+	if _, err := l.c.call(ctx, "Lock.Release", l.h); err != nil && !errors.Is(err, store.ErrLockLost) {
+		return err
+	} else if err != nil {
+		l.forget()
 		return err
 	}
 	l.released = true
+	l.forget()
+	return nil
+}
+
+// forget drops the lock from the connection's table: released, or lost
+// and so nothing to release.
+func (l *remoteLock) forget() {
 	l.c.mu.Lock()
 	delete(l.c.locks, l.h)
 	l.c.mu.Unlock()
-	return nil
 }
 
 // The Store's other methods, each one call.

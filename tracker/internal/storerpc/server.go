@@ -3,6 +3,7 @@ package storerpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -168,16 +169,19 @@ func (c *Conn) release(ctx context.Context, args []json.RawMessage) error {
 	if sl == nil {
 		return nil // released before (a second Release returns nil)
 	}
-	if err := sl.l.Release(ctx); err != nil {
-		return err
+	err := sl.l.Release(ctx)
+	if err != nil && !errors.Is(err, store.ErrLockLost) {
+		return err // still held: the holder may try again
 	}
+	// Released, or lost (Release changes nothing then): either way it is
+	// no longer ours to keep.
 	c.mu.Lock()
 	if c.held[h] == sl {
 		delete(c.held, h)
 		close(sl.released)
 	}
 	c.mu.Unlock()
-	return nil
+	return err
 }
 
 // servedLock is a lock held for the other end; released ends the goroutine
