@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/gomogile/gomogile/store"
@@ -53,26 +54,30 @@ func RunWorker(ctx context.Context, stderr *os.File) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoTracker, err)
 	}
-	msgs := make(chan workerMsg, 64)
-	conn := storerpc.New(nc, nil, func(kind string, body json.RawMessage) {
-		select {
-		case msgs <- workerMsg{kind, body}:
-		case <-ctx.Done():
-		}
-	})
+	// The reading goroutine never waits for this one: it also delivers
+	// the answers to store calls, which a Close in progress here waits
+	// for.
+	box := &mailbox{sig: make(chan struct{}, 1)}
+	conn := storerpc.New(nc, nil, func(kind string, body json.RawMessage) { box.put(workerMsg{kind, body}) })
 	defer conn.Close()
 
 	var hello workerHello
-	select {
-	case msg := <-msgs:
-		if msg.kind != "hello" || json.Unmarshal(msg.body, &hello) != nil {
-			return fmt.Errorf("jobs: worker: the tracker's first message is %q, not hello", msg.kind)
+	var first []workerMsg
+	timeout := time.After(30 * time.Second)
+	for len(first) == 0 {
+		select {
+		case <-box.sig:
+			first = box.take()
+		case <-conn.Done():
+			return fmt.Errorf("jobs: worker: the tracker went away before saying hello: %v", conn.Err())
+		case <-timeout:
+			return fmt.Errorf("jobs: worker: no hello from the tracker within 30 s")
 		}
-	case <-conn.Done():
-		return fmt.Errorf("jobs: worker: the tracker went away before saying hello: %v", conn.Err())
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("jobs: worker: no hello from the tracker within 30 s")
 	}
+	if first[0].kind != "hello" || json.Unmarshal(first[0].body, &hello) != nil {
+		return fmt.Errorf("jobs: worker: the tracker's first message is %q, not hello", first[0].kind)
+	}
+	box.putBack(first[1:])
 	opts := hello.Opts
 	opts.Logger = slog.New(&relayHandler{conn: conn, debug: hello.Debug})
 	opts.only = hello.Class
@@ -99,20 +104,22 @@ func RunWorker(ctx context.Context, stderr *os.File) error {
 			// recorded, so it stops at once rather than finishing items
 			// (Close's grace) nobody will know of.
 			return nil
-		case msg := <-msgs:
-			switch msg.kind {
-			case "shutdown":
-				// Asked: in-flight items finish within the grace, the
-				// rest are handed back, as a tracker's Close does.
-				return m.Close()
-			case "wake":
-				m.Message(hello.Class, ":wake_up")
-			case "invalidate":
-				m.ns.Invalidate()
-			case "obs":
-				var s obsSnapshot
-				if json.Unmarshal(msg.body, &s) == nil {
-					m.obs.load(s)
+		case <-box.sig:
+			for _, msg := range box.take() {
+				switch msg.kind {
+				case "shutdown":
+					// Asked: in-flight items finish within the grace, the
+					// rest are handed back, as a tracker's Close does.
+					return m.Close()
+				case "wake":
+					m.Message(hello.Class, ":wake_up")
+				case "invalidate":
+					m.ns.Invalidate()
+				case "obs":
+					var s obsSnapshot
+					if json.Unmarshal(msg.body, &s) == nil {
+						m.obs.load(s)
+					}
 				}
 			}
 		}
@@ -122,6 +129,46 @@ func RunWorker(ctx context.Context, stderr *os.File) error {
 type workerMsg struct {
 	kind string
 	body json.RawMessage
+}
+
+// mailbox queues the tracker's messages for the worker's loop without
+// ever making the connection's reader wait.
+type mailbox struct {
+	mu  sync.Mutex
+	q   []workerMsg
+	sig chan struct{} // buffered 1: something is queued
+}
+
+func (b *mailbox) put(m workerMsg) {
+	b.mu.Lock()
+	b.q = append(b.q, m)
+	b.mu.Unlock()
+	select {
+	case b.sig <- struct{}{}:
+	default:
+	}
+}
+
+// putBack queues ms again ahead of anything newer.
+func (b *mailbox) putBack(ms []workerMsg) {
+	if len(ms) == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.q = append(append([]workerMsg(nil), ms...), b.q...)
+	b.mu.Unlock()
+	select {
+	case b.sig <- struct{}{}:
+	default:
+	}
+}
+
+func (b *mailbox) take() []workerMsg {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.q
+	b.q = nil
+	return q
 }
 
 // heartbeat tells the tracker, every heartbeatEvery, that this worker is
