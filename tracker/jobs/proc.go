@@ -178,6 +178,7 @@ func (m *Manager) superviseProc(stop context.Context, p *proc, cmd *exec.Cmd, ex
 	}
 	tick := time.NewTicker(heartbeatEvery)
 	defer tick.Stop()
+	lastTick := time.Now()
 	stopDone := stop.Done()
 	var killAt <-chan time.Time
 	killed := false
@@ -198,6 +199,15 @@ func (m *Manager) superviseProc(stop context.Context, p *proc, cmd *exec.Cmd, ex
 			_ = cmd.Process.Kill()
 			killAt = nil
 		case <-tick.C:
+			now := time.Now() // not the tick's time: a stale tick waits in the channel
+			// A tick far behind its time means this process was itself
+			// stopped (kill -STOP of the tracker, a VM pause): the
+			// worker's heartbeats wait unread in the socket, so its
+			// silence is ours, not its own.
+			if now.Sub(lastTick) > 3*heartbeatEvery {
+				p.lastBeat.Store(now.UnixNano())
+			}
+			lastTick = now
 			silent := time.Since(time.Unix(0, p.lastBeat.Load()))
 			if !killed && silent > timeout {
 				m.log.Error(fmt.Sprintf("Watchdog killing worker %d (%s)", p.pid, p.jc.name))
