@@ -3,12 +3,15 @@
 package jobs_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,7 +32,50 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if db := os.Getenv(parentEnv); db != "" {
+		os.Exit(runParent(db))
+	}
 	os.Exit(m.Run())
+}
+
+// parentEnv makes this test binary a tracker's worker side on its own: a
+// Manager with worker processes on the SQLite file it names, printing the
+// workers' pids each quarter second, until its stdin closes. The test can
+// stop it as a whole, as kill -STOP stops a tracker.
+const parentEnv = "GOMOGILE_TEST_JOBS_PARENT"
+
+func runParent(db string) int {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite:///"+db)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer st.Close()
+	o := jobs.DefaultOptions()
+	o.Watchdog = 2 * time.Second
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	o.Process = func(class string) *exec.Cmd { return exec.Command(os.Args[0], jobs.WorkerArgs(class)...) }
+	m := jobs.New(st, o)
+	if err := m.Open(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer m.Close()
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
+	for {
+		var pids []int
+		for _, s := range m.Stats() {
+			pids = append(pids, s.Pids...)
+		}
+		fmt.Println(pids)
+		select {
+		case <-done:
+			return 0
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // procOptions are fastOptions with every worker in a process of its own,
@@ -179,5 +225,55 @@ func TestProcesses_CrashLoopThrottled(t *testing.T) {
 	n := strings.Count(lg.String(), "(reaper) died: 256 (UNEXPECTED)")
 	if n < 1 || n > 4 {
 		t.Fatalf("a reaper dying at once was restarted %d times in 3 s; want 1 to 4:\n%s", n, lg.String())
+	}
+}
+
+// A tracker stopped for longer than the watchdog timeout (kill -STOP, a VM
+// pause) keeps its workers when it resumes: their heartbeats waited in the
+// sockets, and the silence was its own.
+func TestProcesses_TrackerPauseKillsNoWorker(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), parentEnv+"="+filepath.Join(t.TempDir(), "db"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncLog
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		stdin.Close()
+		cmd.Wait()
+	})
+	var mu sync.Mutex
+	last := ""
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			mu.Lock()
+			last = sc.Text()
+			mu.Unlock()
+		}
+	}()
+	pids := func() string { mu.Lock(); defer mu.Unlock(); return last }
+	waitFor(t, 10*time.Second, "six workers", func() bool { return len(strings.Fields(pids())) == 6 })
+	before := pids()
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second) // the watchdog's 2 s, well past
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if after := pids(); after != before || strings.Contains(stderr.String(), "Watchdog killing") {
+		t.Fatalf("workers %s before the pause, %s after:\n%s", before, after, stderr.String())
 	}
 }
