@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gomogile/gomogile/store"
-	_ "github.com/gomogile/gomogile/store/sqlite"
 )
 
 // What a backend's Driver.Open receives, per DSN form. A backend without a
@@ -12,16 +11,16 @@ import (
 // form; the common parameters (op_timeout, max_idle_conns, lock_dsn, …) are
 // already taken out of Params, and DSN.Driver is the name it registered.
 // A file-based backend reads Path (the generic Database drops the leading
-// '/'), or parses its DSNs itself: SQLite has a DSNParser, and its Database
-// is the file's path however the DSN is written.
+// '/'), or parses its DSNs itself: store/sqlite has a DSNParser, and the
+// DSN its Open gets has the file's path in Database (and Path), however
+// sqlite:///… or DBI:SQLite:… wrote it. (No backend is linked into this
+// example: "mybackend" is any scheme.)
 func ExampleParseDSN() {
 	for _, raw := range []string{
 		"mybackend://meta:secret@db.example:5433/mogilefs?sslmode=require&op_timeout=5s",
 		"DBI:mybackend:database=mogilefs;host=db.example;port=5433",
 		"mybackend://meta@a:5433,b:5434/mogilefs",
 		"mybackend:///var/lib/mogilefs/meta.db",
-		"sqlite:///var/lib/mogilefs/meta.db",
-		"DBI:SQLite:dbname=/var/lib/mogilefs/meta.db",
 	} {
 		d, err := store.ParseDSN(raw)
 		if err != nil {
@@ -44,10 +43,4 @@ func ExampleParseDSN() {
 	// mybackend:///var/lib/mogilefs/meta.db
 	//   Driver="mybackend" User="" Password set=false Host="" Port=0 Hosts=[]
 	//   Database="var/lib/mogilefs/meta.db" Path="/var/lib/mogilefs/meta.db" Params=map[] OpTimeout=10s
-	// sqlite:///var/lib/mogilefs/meta.db
-	//   Driver="sqlite" User="" Password set=false Host="" Port=0 Hosts=[]
-	//   Database="/var/lib/mogilefs/meta.db" Path="/var/lib/mogilefs/meta.db" Params=map[] OpTimeout=10s
-	// sqlite:///var/lib/mogilefs/meta.db
-	//   Driver="sqlite" User="" Password set=false Host="" Port=0 Hosts=[]
-	//   Database="/var/lib/mogilefs/meta.db" Path="/var/lib/mogilefs/meta.db" Params=map[] OpTimeout=10s
 }
