@@ -1,61 +1,25 @@
 package mysql_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
+	"github.com/gomogile/gomogile/internal/portable"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// The shared layer takes a fast path for some operations when the Dialect
-// offers one and the backend a multi-statement pool (Config.Batch:
-// FidInserter, CreateTempFile in one round trip; RowChainer, CommitFile and
-// file_on changes in two; Lease's transaction in two), and the portable
-// path otherwise — the path a new backend's first Dialect takes.
 // TestConformancePortable runs the suite with MySQL's Dialect stripped of
-// those interfaces and no Batch pool, so both paths are proven equal on
-// this server (issue 26). Collated stays: it is how mogdbsetup's names
-// compare, not a way of running.
+// its fast paths and without the multi-statement pool (FidInserter,
+// RowChainer, Lease's batched transaction), so that the portable path is
+// proven equal to them on this server (issue 26; package internal/portable).
+// Collated stays: it is how mogdbsetup's names compare.
 const portableScheme = "mysql-portable"
 
-func init() { store.Register(portableScheme, portableDriver{}) }
-
-type portableDriver struct{}
-
-func (portableDriver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
-	cfg, err := mysql.NewConfig(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Dialect = portableDialect{Dialect: cfg.Dialect, name: portableScheme}
-	if cfg.Batch != nil {
-		cfg.Batch.Close()
-		cfg.Batch = nil
-	}
-	s, err := sqlstore.New(ctx, cfg)
-	if err != nil {
-		cfg.DB.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// portableDialect is a Dialect with only the methods of sqlstore.Dialect:
-// no fast path. Collated is not a fast path but a meaning (how names
-// compare), so it is passed on.
-type portableDialect struct {
-	sqlstore.Dialect
-	name string
-}
-
-func (p portableDialect) Name() string { return p.name }
-func (p portableDialect) Collated(col string) bool {
-	c, ok := p.Dialect.(sqlstore.Collated)
-	return ok && c.Collated(col)
+func init() {
+	store.Register(portableScheme, portable.Driver{Scheme: portableScheme, NewConfig: mysql.NewConfig})
 }
 
 type portableHarness struct{ *harness }
@@ -69,12 +33,8 @@ func TestConformancePortable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("another full run of the suite")
 	}
-	var _ sqlstore.RowChainer = mysql.Dialect{} // what this run leaves out (and the Batch pool)
-	var d any = portableDialect{Dialect: mysql.Dialect{}}
-	_, claims := d.(sqlstore.Claimer)
-	_, inserts := d.(sqlstore.FidInserter)
-	_, chains := d.(sqlstore.RowChainer)
-	if claims || inserts || chains {
+	var _ sqlstore.RowChainer = mysql.Dialect{} // what this run leaves out, with the Batch pool
+	if portable.OffersFastPath(portable.Dialect{Dialect: mysql.Dialect{}}) {
 		t.Fatal("the portable Dialect still offers a fast path")
 	}
 	conformance.Run(t, portableHarness{newHarness(t)})
