@@ -216,7 +216,7 @@ func publishChanges(ctx context.Context, conn *storerpc.Conn, m *Manager) {
 			continue
 		}
 		last = b
-		_ = conn.Send("obs", s)
+		_ = conn.Send("obs", json.RawMessage(b)) // marshalled once, above
 	}
 }
 
