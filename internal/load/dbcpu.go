@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,18 +28,22 @@ func dbProcs(backend string) []string {
 // every Linux architecture Go runs on.
 const clockTick = 10 * time.Millisecond
 
-// procCPU is the CPU time, user and system, that the processes named
-// names have used: their own, and that of children they have reaped
+// procCPU is the CPU time, user and system, that each process named
+// names has used, by pid: its own, and that of children it has reaped
 // (PostgreSQL's postmaster reaps its backends, so a backend that exits
 // during a cell still counts). ok is false when /proc cannot tell (not
 // Linux, or no such process).
-func procCPU(names []string) (_ time.Duration, ok bool) {
+func procCPU(names []string) (_ map[int]time.Duration, ok bool) {
 	if len(names) == 0 {
-		return 0, false
+		return nil, false
 	}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var ticks int64
+	cpu := make(map[int]time.Duration)
 	for _, p := range stats {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			continue
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // exited meanwhile
@@ -47,12 +52,7 @@ func procCPU(names []string) (_ time.Duration, ok bool) {
 		if open < 0 || end < open {
 			continue
 		}
-		comm := string(b[open+1 : end])
-		found := false
-		for _, n := range names {
-			found = found || comm == n
-		}
-		if !found {
+		if !slices.Contains(names, string(b[open+1:end])) {
 			continue
 		}
 		// After "comm) ": state is field 3; utime, stime, cutime and
@@ -61,28 +61,46 @@ func procCPU(names []string) (_ time.Duration, ok bool) {
 		if len(f) < 15 {
 			continue
 		}
+		var ticks int64
 		for _, s := range f[11:15] {
 			n, _ := strconv.ParseInt(s, 10, 64)
 			ticks += n
 		}
-		ok = true
+		cpu[pid] = time.Duration(ticks) * clockTick
 	}
-	return time.Duration(ticks) * clockTick, ok
+	return cpu, len(cpu) > 0
 }
 
 // startCPU reads the database server's CPU time now; the function it
 // returns gives what was spent since, per iteration of ops, or -1.
+//
+// It counts per process: what each process alive at both reads spent
+// between them, and all of what a process started since has spent. A
+// process that ended meanwhile without a counted parent reaping it
+// (another test's private instance, stopped while this cell ran) drops
+// out instead of making the sum go backwards.
 func startCPU(backend string) func(ops int) time.Duration {
 	names := dbProcs(backend)
 	before, ok := procCPU(names)
 	return func(ops int) time.Duration {
 		after, ok2 := procCPU(names)
-		if !ok || !ok2 || ops <= 0 || after < before {
-			// after < before: a server process ended meanwhile without
-			// a counted parent reaping it (another test's private
-			// instance); nothing can be said.
+		if !ok || !ok2 || ops <= 0 {
 			return -1
 		}
-		return (after - before) / time.Duration(ops)
+		return cpuSince(before, after) / time.Duration(ops)
 	}
+}
+
+// cpuSince is the CPU time spent between two readings of procCPU.
+func cpuSince(before, after map[int]time.Duration) time.Duration {
+	var spent time.Duration
+	for pid, a := range after {
+		b := before[pid]
+		if a < b {
+			// The pid was reused by a new process: all of its time is new.
+			b = 0
+		}
+		spent += a - b
+	}
+	return spent
 }
