@@ -2,17 +2,67 @@ package load
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"sync/atomic"
 )
 
 // statements counts what an embedded database's pool asks of it, the
 // counterpart of faultproxy's round trips on the wire: one per statement
 // executed or queried and per BEGIN, COMMIT and ROLLBACK. It wraps the
-// connectors sqlaccess.OpenDB opens (store/sqlite's).
+// driver store/sqlite opens its pools with (its DSN's sql_driver).
 type statements struct{ n atomic.Int64 }
 
-func (s *statements) wrap(c driver.Connector) driver.Connector { return countingConnector{c, s} }
+// countingSQLite is the name the wrapped SQLite driver is registered under.
+const countingSQLite = "gomogile-load-sqlite"
+
+// driver wraps the database/sql driver registered as name (which must be
+// linked in) so that every connection of it counts into s.
+func (s *statements) driver(name string) driver.Driver {
+	db, err := sql.Open(name, "")
+	if err != nil {
+		panic(fmt.Sprintf("load: driver %s: %v", name, err))
+	}
+	drv := db.Driver()
+	_ = db.Close()
+	return countingDriver{drv: drv, s: s}
+}
+
+// countingDriver opens the wrapped driver's connectors and counts through
+// them.
+type countingDriver struct {
+	drv driver.Driver
+	s   *statements
+}
+
+func (d countingDriver) Open(name string) (driver.Conn, error) {
+	c, err := d.OpenConnector(name)
+	if err != nil {
+		return nil, err
+	}
+	return c.Connect(context.Background())
+}
+
+func (d countingDriver) OpenConnector(name string) (driver.Connector, error) {
+	var c driver.Connector = dsnConnector{drv: d.drv, dsn: name}
+	if dc, ok := d.drv.(driver.DriverContext); ok {
+		var err error
+		if c, err = dc.OpenConnector(name); err != nil {
+			return nil, err
+		}
+	}
+	return countingConnector{c, d.s}, nil
+}
+
+// dsnConnector is a driver without connectors of its own, as one.
+type dsnConnector struct {
+	drv driver.Driver
+	dsn string
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
 
 type countingConnector struct {
 	driver.Connector

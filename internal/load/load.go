@@ -36,8 +36,8 @@
 // to the server directly, as an external tracker's does, since the
 // proxies would cost this process, which also runs the clients and the
 // node, a second copy of all the database traffic. SQLite runs in the
-// trackers' process, so a database/sql driver wrapper installed through
-// internal/sqlaccess counts its statements, BEGINs, COMMITs and ROLLBACKs,
+// trackers' process, so a database/sql driver wrapping SQLite's, which the
+// trackers' DSN names (sql_driver), counts its statements, BEGINs, COMMITs and ROLLBACKs,
 // which are what the wire would carry, during the timed run itself.
 //
 // With Config.Locks = "etcd" the trackers keep their locks in a private
@@ -52,6 +52,7 @@ package load
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -69,7 +70,6 @@ import (
 	"github.com/gomogile/gomogile/client"
 	"github.com/gomogile/gomogile/internal/faultproxy"
 	"github.com/gomogile/gomogile/internal/freshdb"
-	"github.com/gomogile/gomogile/internal/sqlaccess"
 )
 
 // Backends are the backends a run takes by default, in its order.
@@ -379,11 +379,11 @@ func ready(ctx context.Context, cfg Config, n *node, addrs []string) error {
 	return warmUp(ctx, addrs)
 }
 
-// sqliteStatements counts the statements of every SQLite pool opened in
-// this process from the first SQLite cell on.
+// sqliteStatements counts the statements of every SQLite pool opened with
+// sql_driver=countingSQLite, registering that driver on first use.
 var sqliteStatements = sync.OnceValue(func() *statements {
 	s := &statements{}
-	sqlaccess.WrapConnectors(s.wrap)
+	sql.Register(countingSQLite, s.driver("sqlite"))
 	return s
 })
 
@@ -421,7 +421,7 @@ func freshCellDatabase(ctx context.Context, cfg Config, priv *privates, dir, bac
 			return cellDB{}, fmt.Errorf("load: %w", err)
 		}
 		st := sqliteStatements()
-		dsn := "sqlite://" + filepath.Join(dir, "mogilefs.db")
+		dsn := "sqlite://" + filepath.Join(dir, "mogilefs.db") + "?sql_driver=" + countingSQLite
 		db := cellDB{count: st.n.Load, cleanup: func() error { return nil }}
 		for range trackers {
 			db.dsns = append(db.dsns, dsn)

@@ -1,8 +1,8 @@
-// Package sqlaccess reaches inside a Store that store/sqlstore built — its
-// database pool, dialect and lock backend — for gomogile's own backend
-// tests, benchmarks and torture program, which check the database with raw
-// SQL or drive a backend's lock internals. It is internal so that no
-// program outside this module comes to depend on a Store's insides: an
+// Package sqlaccess is test tooling: it gathers the insides of a Store
+// that store/sqlstore built — its database pool, dialect and lock backend,
+// which sqlstore.Store.As gives — for gomogile's own backend tests,
+// benchmarks and torture program, which check the database with raw SQL or
+// drive a backend's lock internals. No production package imports it; an
 // outside backend's tests reach faults through conformance.Faults and the
 // database through connections of their own.
 package sqlaccess
@@ -11,6 +11,7 @@ import (
 	"database/sql"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // Dialect is what raw-SQL callers use of a Store's sqlstore.Dialect.
@@ -27,24 +28,28 @@ type Parts struct {
 	Locks   any // the lock mechanism the Store uses (a store.LockService)
 }
 
-var partsOf func(store.Store) (Parts, bool)
-
-// Register is called once, by package sqlstore's init, with the function
-// that opens its Stores up.
-func Register(f func(store.Store) (Parts, bool)) {
-	if partsOf != nil {
-		panic("sqlaccess: Register called twice")
-	}
-	partsOf = f
-}
-
-// Of returns the insides of s, or false when s is not a Store that
-// store/sqlstore built (or sqlstore is not linked in).
+// Of returns the insides of s, through the As method of a Store that
+// store/sqlstore built, looking through wrappers that Unwrap (the metrics
+// Store); false when s is no such Store.
 func Of(s store.Store) (Parts, bool) {
-	if partsOf == nil || s == nil {
-		return Parts{}, false
+	for s != nil {
+		if ss, ok := s.(*sqlstore.Store); ok {
+			var p Parts
+			var d sqlstore.Dialect
+			var ls store.LockService
+			if !ss.As(&p.DB) || !ss.As(&d) || !ss.As(&ls) {
+				return Parts{}, false
+			}
+			p.Dialect, p.Locks = d, ls
+			return p, true
+		}
+		u, ok := s.(interface{ Unwrap() store.Store })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
 	}
-	return partsOf(s)
+	return Parts{}, false
 }
 
 // DB is Of(s).DB.

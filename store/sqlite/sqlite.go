@@ -35,6 +35,14 @@
 //     disk shared with other data, and it is how the tests make the
 //     database full for real.
 //
+//   - sql_driver (default sqlite, modernc.org/sqlite, which this package
+//     links in): the name of the database/sql driver the file is opened
+//     with. A program embedding gomogile that registers a wrapper of that
+//     driver under a name of its own (tracing, counting statements) names
+//     it here; the wrapper must take the same DSN as the driver it wraps
+//     (the path, then ?_pragma=… parameters). A name no driver is
+//     registered under is an error.
+//
 //   - op_timeout, every backend's default deadline of a Store call (default
 //     store.DefaultOpTimeout, 10s; 0 = none).
 //
@@ -90,6 +98,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -105,7 +114,6 @@ import (
 
 	_ "modernc.org/sqlite" // registers the database/sql driver "sqlite"
 
-	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -141,6 +149,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	busy := defaultBusyTimeout
 	sync := "NORMAL"
 	maxPages := 0
+	sqlDriver := "sqlite"
 	for k, v := range dsn.Params {
 		switch k {
 		case "synchronous":
@@ -161,8 +170,13 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 				return nil, fmt.Errorf("%w: max_page_count %q is not a positive number of pages", store.ErrBadDSN, v[len(v)-1])
 			}
 			maxPages = n
+		case "sql_driver":
+			sqlDriver = v[len(v)-1]
+			if !slices.Contains(sql.Drivers(), sqlDriver) {
+				return nil, fmt.Errorf("%w: sql_driver %q: no database/sql driver is registered under that name in this program", store.ErrBadDSN, sqlDriver)
+			}
 		default:
-			return nil, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, max_page_count, synchronous)", store.ErrBadDSN, k)
+			return nil, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, max_page_count, sql_driver, synchronous)", store.ErrBadDSN, k)
 		}
 	}
 	path, err := canonicalPath(dsn.Database)
@@ -188,8 +202,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		q.Add("_pragma", "max_page_count("+strconv.Itoa(maxPages)+")")
 	}
 	q.Set("_txlock", "immediate")
-	// Through sqlaccess, so that the load generator can count statements.
-	db, err := sqlaccess.OpenDB("sqlite", path+"?"+q.Encode())
+	db, err := sql.Open(sqlDriver, path+"?"+q.Encode())
 	if err != nil {
 		f.release()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

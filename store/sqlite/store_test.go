@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,6 +103,7 @@ func TestOpen_BadDSN(t *testing.T) {
 		"sqlite://" + filepath.Join(dir, "a.db") + "?cache=shared",
 		"sqlite://" + filepath.Join(dir, "a.db") + "?busy_timeout=soon",
 		"sqlite://" + filepath.Join(dir, "a.db") + "?max_page_count=0",
+		"sqlite://" + filepath.Join(dir, "a.db") + "?sql_driver=no-such-driver",
 		"DBI:SQLite:dbname=" + filepath.Join(dir, "a.db") + ";foo=bar",
 		"sqlite:",
 	} {
@@ -116,6 +120,47 @@ func TestOpen_BadDSN(t *testing.T) {
 		t.Fatalf("Open with busy_timeout: %v", err)
 	}
 	s.Close()
+}
+
+// connectCounter is a database/sql driver that wraps SQLite's and counts
+// the connections opened through it.
+type connectCounter struct {
+	driver.Driver
+	n *atomic.Int64
+}
+
+func (c connectCounter) Open(name string) (driver.Conn, error) {
+	c.n.Add(1)
+	return c.Driver.Open(name)
+}
+
+var countedConnects = sync.OnceValue(func() *atomic.Int64 {
+	db, err := sql.Open("sqlite", "")
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	n := new(atomic.Int64)
+	sql.Register("sqlite-counted-test", connectCounter{db.Driver(), n})
+	return n
+})
+
+// sql_driver opens the database through the driver a program registered
+// under that name, which sees every connection.
+func TestOpen_SQLDriver(t *testing.T) {
+	n := countedConnects()
+	before := n.Load()
+	s, err := store.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "w.db")+"?sql_driver=sqlite-counted-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateDomain(t.Context(), "d"); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() == before {
+		t.Error("no connection was opened through the driver sql_driver names")
+	}
 }
 
 func TestOpen_SymlinkSharesLocks(t *testing.T) {

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
 	"strconv"
@@ -96,5 +97,27 @@ func TestLifecycleStartFails(t *testing.T) {
 	}
 	if err := cfg.DB.PingContext(t.Context()); err != nil {
 		t.Errorf("DB closed by a failed New: %v", err)
+	}
+}
+
+// As gives the pool, the dialect and the lock mechanism New was given,
+// and nothing else.
+func TestAs(t *testing.T) {
+	cfg, r, _ := newRec(t, nil)
+	s, err := sqlstore.New(t.Context(), cfg)
+	if err != nil {
+		cfg.DB.Close()
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var db *sql.DB
+	var d sqlstore.Dialect
+	var ls store.LockService
+	if !s.As(&db) || db != cfg.DB || !s.As(&d) || d != cfg.Dialect || !s.As(&ls) || ls != store.LockService(r) {
+		t.Errorf("As gave pool %p, dialect %v, locks %T; want New's %p, %v, %T", db, d, ls, cfg.DB, cfg.Dialect, cfg.Locks)
+	}
+	var n int
+	if s.As(&n) || s.As(nil) {
+		t.Error("As set a target of a type it does not give")
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 )
 
@@ -150,16 +149,31 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// gomogile's own tests and tools reach a Store's pool, dialect and lock
-// backend through internal/sqlaccess, not through exported methods.
-func init() {
-	sqlaccess.Register(func(st store.Store) (sqlaccess.Parts, bool) {
-		s, ok := st.(*Store)
-		if !ok {
-			return sqlaccess.Parts{}, false
-		}
-		return sqlaccess.Parts{DB: s.db, Dialect: s.d, Locks: s.locks}, true
-	})
+// As gives what the Store is built on, for a program that must go below
+// the store contract — a tool or test reading the tables beside the Store,
+// a harness reaching a lock's session — as Go CDK's As methods do. target
+// must be a non-nil pointer to one of:
+//
+//	*sql.DB            the Store's pool
+//	Dialect            its SQL dialect
+//	store.LockService  the mechanism granting its named locks (the
+//	                   database's own, or the outside lock service)
+//
+// As sets *target and reports true, or reports false for any other type.
+// What is done through them is outside the Store's guarantees: a write
+// there bypasses the checks, the fencing and the locks.
+func (s *Store) As(target any) bool {
+	switch t := target.(type) {
+	case **sql.DB:
+		*t = s.db
+	case *Dialect:
+		*t = s.d
+	case *store.LockService:
+		*t = s.locks
+	default:
+		return false
+	}
+	return true
 }
 
 // migrate brings the database to schema 17 plus OwnSchema. Every statement
