@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes a Docker engine answer on this machine, for the tests' dockertest
-# path (internal/testdb) when no GOMOGILE_TEST_*_DSN is set.
+# path (internal/testkit/testdb) when no GOMOGILE_TEST_*_DSN is set.
 #
 #   scripts/docker-engine.sh        # idempotent; prints one line saying what it did
 #

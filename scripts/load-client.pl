@@ -1,5 +1,5 @@
 #!/usr/bin/env perl
-# The Perl client of gomogile's load generator (internal/load,
+# The Perl client of gomogile's load generator (internal/testkit/load,
 # `gomogile-bench -perl-client scripts/load-client.pl`): one client process
 # running the Go client's workload through MogileFS::Client. It connects,
 # prints "ready", waits for a line on stdin, then stores a file of --size

@@ -4,7 +4,7 @@
 # tests, and a `test` database in each. It starts a server that is down and
 # installs one that is missing (Debian packages), so a fresh machine works.
 # It is idempotent and quick when everything already runs.
-# It also installs the binaries internal/dbinstance starts private servers
+# It also installs the binaries internal/testkit/dbinstance starts private servers
 # from (PostgreSQL's initdb/pg_basebackup, mariadb-install-db, PgBouncer,
 # the Galera library and rsync, etcd, whose own service is disabled);
 # those are only installed, never started here; Chromium, for the
@@ -90,7 +90,7 @@ ensure_mariadb() {
 	mysql -h 127.0.0.1 -P 3306 -uroot -e 'CREATE DATABASE IF NOT EXISTS test'
 }
 
-# internal/dbinstance runs PgBouncer itself (as the postgres user, on a
+# internal/testkit/dbinstance runs PgBouncer itself (as the postgres user, on a
 # port of its own); the Debian package is only needed for the binary.
 ensure_pgbouncer() {
 	if ! command -v pgbouncer >/dev/null && ! [ -x /usr/sbin/pgbouncer ]; then
@@ -99,7 +99,7 @@ ensure_pgbouncer() {
 	fi
 }
 
-# internal/dbinstance starts private MariaDB Galera clusters (store/mysql's
+# internal/testkit/dbinstance starts private MariaDB Galera clusters (store/mysql's
 # Galera tests) from the installed mariadbd, the Galera library and the
 # rsync state transfer; like the other private servers, never started here.
 ensure_galera() {
@@ -113,7 +113,7 @@ ensure_galera() {
 	fi
 }
 
-# internal/dbinstance starts private etcd clusters (the etcd lock service's
+# internal/testkit/dbinstance starts private etcd clusters (the etcd lock service's
 # tests) from the installed binary, on ports of their own. The package's own
 # service would hold 2379/2380 and run for nothing: it is stopped and
 # disabled, now and on every later boot.

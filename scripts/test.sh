@@ -17,7 +17,7 @@ log=var/test.log
 
 # The real Docker engine's path (CI, or GOMOGILE_TEST_DOCKER=1; see
 # scripts/test-servers.sh): its images are named for every test binary, so
-# that the tests of dockertest itself (internal/testdb: a job container, a
+# that the tests of dockertest itself (internal/testkit/testdb: a job container, a
 # killed run) use them; the env DSNs above still win everywhere else.
 docker_on=0
 if [ "${GOMOGILE_TEST_DOCKER:-}" = 1 ] || { [ -n "${CI:-}" ] && [ "${GOMOGILE_TEST_DOCKER:-}" != 0 ]; }; then

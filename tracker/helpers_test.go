@@ -40,7 +40,7 @@ func testDSN(t testing.TB) string {
 var backends = map[string]func(testing.TB) string{}
 
 // eachBackend runs f once per backend on a fresh database: SQLite, then
-// MySQL and PostgreSQL as internal/testdb finds their servers (skipped
+// MySQL and PostgreSQL as internal/testkit/testdb finds their servers (skipped
 // without one on a developer's machine, failed under CI).
 func eachBackend(t *testing.T, f func(t *testing.T, dsn string)) {
 	t.Run("sqlite", func(t *testing.T) { f(t, "sqlite:///"+filepath.Join(t.TempDir(), "db")) })

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/client"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/dump"
 	"github.com/gomogile/gomogile/store/migrate"

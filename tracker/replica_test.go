@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
 	"github.com/gomogile/gomogile/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/testkit/faultproxy"
 	"github.com/gomogile/gomogile/tracker"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gomogile/gomogile/client"
-	"github.com/gomogile/gomogile/internal/dbinstance"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/storemetrics"
 	"github.com/gomogile/gomogile/tracker"

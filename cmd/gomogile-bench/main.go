@@ -1,5 +1,5 @@
 // Command gomogile-bench is gomogile's load generator (package
-// internal/load): for every backend, tracker count and client count it
+// internal/testkit/load): for every backend, tracker count and client count it
 // starts trackers on a fresh database and a storage node, in this process
 // on loopback, drives them with the Go client — each iteration an upload
 // of a 4 KiB file and a get_paths of it — and prints one line per cell:
@@ -43,8 +43,8 @@ import (
 
 	"github.com/gomogile/gomogile/client"
 	"github.com/gomogile/gomogile/internal/buildinfo"
-	"github.com/gomogile/gomogile/internal/freshdb"
-	"github.com/gomogile/gomogile/internal/load"
+	"github.com/gomogile/gomogile/internal/testkit/freshdb"
+	"github.com/gomogile/gomogile/internal/testkit/load"
 
 	_ "github.com/gomogile/gomogile/store/etcd" // -locks etcd
 	_ "github.com/gomogile/gomogile/store/mysql"

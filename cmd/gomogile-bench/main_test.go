@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/freshdb"
+	"github.com/gomogile/gomogile/internal/testkit/freshdb"
 )
 
-// A line as the package doc of internal/load gives it, rt_per_upload
+// A line as the package doc of internal/testkit/load gives it, rt_per_upload
 // counted (a number, not "-").
 var lineRE = regexp.MustCompile(`^load: backend=(\w+) trackers=(\d+) clients=(\d+) ops_per_s=\d+ p50_ms=(\d+\.\d\d) p99_ms=(\d+\.\d\d) rt_per_upload=(\d+\.\d)(?: db_cpu_ms=\d+\.\d\d)?( driver=perl)?$`)
 

@@ -3,7 +3,7 @@
 // load while they are SIGKILLed and SIGSTOPped, their sessions killed, and
 // — with the fault infrastructure — the database crashed, partitioned,
 // delayed and failed over; then it checks the invariants (see package
-// internal/torture). It prints the report, ending with one summary line,
+// internal/testkit/torture). It prints the report, ending with one summary line,
 // and exits 1 when an invariant is violated, 2 on bad usage, 3 when the run
 // could not be carried out.
 //
@@ -33,7 +33,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/gomogile/gomogile/internal/buildinfo"
-	"github.com/gomogile/gomogile/internal/torture"
+	"github.com/gomogile/gomogile/internal/testkit/torture"
 )
 
 func main() {

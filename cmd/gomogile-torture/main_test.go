@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/torture"
+	"github.com/gomogile/gomogile/internal/testkit/torture"
 )
 
 // The test binary stands in for the command as the tracker processes.

@@ -2,7 +2,7 @@ package main
 
 // fsck, rebalance and drain against a real tracker (with its workers) and
 // real storage nodes, on SQLite and, for the jobs run to their end, on
-// MySQL and PostgreSQL as internal/testdb finds them.
+// MySQL and PostgreSQL as internal/testkit/testdb finds them.
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/client"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/mogstored"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/mysql"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/mysql"
 	_ "github.com/gomogile/gomogile/store/postgres"

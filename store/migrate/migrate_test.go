@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/dump"
 	_ "github.com/gomogile/gomogile/store/mysql"

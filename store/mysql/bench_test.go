@@ -3,7 +3,7 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
-	"github.com/gomogile/gomogile/internal/rawbench"
+	"github.com/gomogile/gomogile/internal/testkit/rawbench"
 	"testing"
 
 	"github.com/gomogile/gomogile/store/mysql"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
-	"github.com/gomogile/gomogile/internal/rawbench"
+	"github.com/gomogile/gomogile/internal/testkit/rawbench"
 )
 
 var _ conformance.Harness = (*harness)(nil)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/sqlaccess"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 	"github.com/gomogile/gomogile/store/sqlstore"

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 )
 

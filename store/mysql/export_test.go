@@ -8,7 +8,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/gomogile/gomogile/internal/sqlaccess"
+	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )

@@ -9,7 +9,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 )
 

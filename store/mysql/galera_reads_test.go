@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/dbinstance"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 )
 

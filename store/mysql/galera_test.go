@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/conformance"
-	"github.com/gomogile/gomogile/internal/dbinstance"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/etcd"
 	"github.com/gomogile/gomogile/store/mysql"
@@ -48,7 +48,7 @@ func captureLog(t *testing.T) *lockedBuffer {
 }
 
 // startGalera starts a private MariaDB Galera cluster of n nodes for t
-// (internal/dbinstance), removed when t ends; where Galera cannot run
+// (internal/testkit/dbinstance), removed when t ends; where Galera cannot run
 // here the test is skipped, or fails under CI.
 func startGalera(t *testing.T, n int) *dbinstance.Galera {
 	t.Helper()

@@ -11,8 +11,8 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/gomogile/gomogile/internal/dbinstance"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 )
 
 // galeraNodes is the size of the shared cluster: three, the smallest a

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/faultproxy"
+	"github.com/gomogile/gomogile/internal/testkit/faultproxy"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 )
 
-// startFaultProxy starts internal/faultproxy in front of h's server, for
+// startFaultProxy starts internal/testkit/faultproxy in front of h's server, for
 // the faults that apply to every connection of a Store (Cut, Blackhole).
 func startFaultProxy(t testing.TB, h *harness) *faultproxy.Proxy {
 	t.Helper()
@@ -29,7 +29,7 @@ func startFaultProxy(t testing.TB, h *harness) *faultproxy.Proxy {
 }
 
 // openBehindFaultProxy opens a Store all of whose connections, lock
-// sessions and Store pool alike, go through a fresh internal/faultproxy.
+// sessions and Store pool alike, go through a fresh internal/testkit/faultproxy.
 func openBehindFaultProxy(t testing.TB, h *harness) (store.Store, *faultproxy.Proxy) {
 	t.Helper()
 	p := startFaultProxy(t, h)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
-	"github.com/gomogile/gomogile/internal/portable"
+	"github.com/gomogile/gomogile/internal/testkit/portable"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/mysql"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -14,7 +14,7 @@ import (
 // TestConformancePortable runs the suite with MySQL's Dialect stripped of
 // its fast paths and without the multi-statement pool (FidInserter,
 // RowChainer, Lease's batched transaction), so that the portable path is
-// proven equal to them on this server (issue 26; package internal/portable).
+// proven equal to them on this server (issue 26; package internal/testkit/portable).
 // Collated stays: it is how mogdbsetup's names compare.
 const portableScheme = "mysql-portable"
 

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
 )
 
-// privateDB is a MariaDB server of the test's own (internal/dbinstance:
+// privateDB is a MariaDB server of the test's own (internal/testkit/dbinstance:
 // the installed binaries, a temporary directory, a port of its own), so
 // the test may kill it with SIGKILL and start it again, which it must never
 // do to the shared server.

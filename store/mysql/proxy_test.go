@@ -13,7 +13,7 @@ import (
 )
 
 // faultProxy is a TCP proxy between Stores and the real server for the
-// faults that internal/faultproxy makes only for all connections at once:
+// faults that internal/testkit/faultproxy makes only for all connections at once:
 // here each client connection is a link, found by the client's port (a
 // lock session's local port), and faulted alone, so the Store's other
 // pool stays healthy: a link whose replies are lost, one partitioned with

@@ -3,9 +3,9 @@ package postgres_test
 import (
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/rawbench"
-	"github.com/gomogile/gomogile/internal/sqlaccess"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/rawbench"
+	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store/postgres"
 )
 

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
-	"github.com/gomogile/gomogile/internal/dbinstance"
-	"github.com/gomogile/gomogile/internal/rawbench"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/rawbench"
 )
 
 func TestConformance(t *testing.T) {

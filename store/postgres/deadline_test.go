@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 )
 

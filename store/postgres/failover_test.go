@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/gomogile/gomogile/internal/dbinstance"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/postgres"
 )

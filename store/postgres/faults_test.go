@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/faultproxy"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/faultproxy"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/postgres"
 )

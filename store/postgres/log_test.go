@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 )
 
 // syncBuffer is a bytes.Buffer safe for the store's goroutines.

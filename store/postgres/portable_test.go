@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
-	"github.com/gomogile/gomogile/internal/portable"
+	"github.com/gomogile/gomogile/internal/testkit/portable"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/postgres"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -14,7 +14,7 @@ import (
 // TestConformancePortable runs the suite with PostgreSQL's Dialect stripped
 // of its fast paths (Claimer: Lease in one statement; FidInserter:
 // CreateTempFile in one round trip), so that the portable path is proven
-// equal to them on this server (issue 26; package internal/portable).
+// equal to them on this server (issue 26; package internal/testkit/portable).
 const portableScheme = "postgres-portable"
 
 func init() {

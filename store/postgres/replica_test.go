@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/replicatest"
+	"github.com/gomogile/gomogile/internal/testkit/replicatest"
 	"github.com/gomogile/gomogile/store"
 )
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 )
 
 // TestMain removes the test containers this binary started, when it is

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 )
 
 // A try-once Lock of a free name is granted by a process the machine held

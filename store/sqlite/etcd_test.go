@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/conformance"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/etcd"
 )

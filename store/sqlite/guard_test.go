@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/sqlaccess"
+	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlite"
 	"github.com/gomogile/gomogile/store/sqlstore"

@@ -8,7 +8,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 

@@ -3,7 +3,7 @@ package sqlstore_test
 import (
 	"testing"
 
-	"github.com/gomogile/gomogile/internal/sqlaccess"
+	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 )
 

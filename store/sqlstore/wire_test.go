@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/faultproxy"
-	"github.com/gomogile/gomogile/internal/testdb"
+	"github.com/gomogile/gomogile/internal/testkit/faultproxy"
+	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	_ "github.com/gomogile/gomogile/store/mysql"
 )

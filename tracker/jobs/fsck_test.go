@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomogile/gomogile/internal/sqlaccess"
+	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/tracker/jobs"
 )
