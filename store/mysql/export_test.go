@@ -56,11 +56,6 @@ func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
 
 // LockSessionID is the CONNECTION_ID of the session holding l for s.
 func LockSessionID(s store.Store, l store.Lock) (uint64, error) {
-	if h, ok := l.(interface{ Unwrap() store.LockGrant }); ok {
-		if ml, ok := h.Unwrap().(*lock); ok {
-			return ml.sessionID(), nil
-		}
-	}
 	_, b, err := backendOf(s)
 	if err != nil {
 		return 0, err

@@ -62,9 +62,7 @@
 //     after Close are refused, every call is bounded by its deadline: a
 //     lock mechanism (a store.LockService, the database's own as an
 //     outside one) only grants, reports loss and releases through its own
-//     handles. The handle Store.Lock returns wraps the grant; its method
-//     Unwrap() store.LockGrant gives the grant back (for harnesses that
-//     must reach a lock's session).
+//     handles. The handle Store.Lock returns wraps the grant.
 //   - Close calls Config.Locks' Close, then Config.OnClose, then DB.Close,
 //     once, whatever state the Store is in.
 //
@@ -81,4 +79,17 @@
 //   - A connection in autocommit mode whose transactions see rows committed
 //     by others once a lock on them was granted (READ COMMITTED or a
 //     locking read), and whose UPDATE of a row locks it until COMMIT.
+//
+// # Fast paths
+//
+// With only the methods of Dialect, every operation runs on the portable
+// path: one statement a round trip, in a transaction of the pool. A Dialect
+// may also implement FidInserter, RowChainer (with Config.Batch) or Claimer,
+// which let CreateTempFile, CommitFile, AddFileOn/RemoveFileOn and Lease
+// take fewer round trips. An optional interface chooses a way of running
+// the same operation, never a different meaning: New decides once, per
+// operation, which way it runs (paths.go, one file per strategy), and the
+// conformance suite runs the portable path on MySQL and PostgreSQL beside
+// their fast paths. Collated is not a fast path but a meaning (how names
+// compare).
 package sqlstore

@@ -18,3 +18,6 @@ func RunTx(ctx context.Context, st store.Store, fn func(*sql.Tx) error) error {
 func InsertWithNextFid(ctx context.Context, st store.Store, query string) (int64, error) {
 	return st.(*Store).insertWithNextFid(ctx, fidInsert{query: query})
 }
+
+// PlanOf says which path each operation with a fast path takes on st.
+func PlanOf(st store.Store) map[string]string { return st.(*Store).plan.names }

@@ -205,8 +205,8 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 		}
 		return t.Fid, nil
 	}
-	if s.fidInsert.query != "" && len(store.Fences(ctx)) == 0 {
-		fid, err := s.insertWithNextFid(ctx, s.fidInsert, t.ClassID, t.DomainID, t.Key, nullStr(devids))
+	if s.plan.insertTemp != nil && len(store.Fences(ctx)) == 0 {
+		fid, err := s.plan.insertTemp(ctx, t.ClassID, t.DomainID, t.Key, nullStr(devids))
 		if err != nil {
 			return 0, s.wrap(op, err)
 		}
@@ -228,63 +228,6 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 		}
 		if err = s.fidRetry(ctx, err, !fenced, attempt); err != nil {
 			return 0, s.wrap(op, err)
-		}
-	}
-}
-
-// fidInsert is CreateTempFile's FidInserter query, if the Dialect has one
-// that can run here, and whether it runs on Config.Batch (batchScan) or
-// on the Store's pool.
-type fidInsert struct {
-	query string
-	batch bool
-}
-
-func (s *Store) newFidInsert() fidInsert {
-	fi, ok := s.d.(FidInserter)
-	if !ok {
-		return fidInsert{}
-	}
-	q, batch := fi.InsertWithNextFid("tempfile", []string{"createtime", "classid", "dmid", "dkey", "devids"},
-		[]string{s.d.UnixNow(), "?", "?", "?", "?"})
-	if batch && s.batch == nil {
-		return fidInsert{}
-	}
-	return fidInsert{q, batch}
-}
-
-// insertWithNextFid runs a FidInserter's query, fi: the fid counter's
-// next fid and the tempfile row under it in one round trip (one
-// autocommit statement, or a batch of them). A missing counter row is
-// created, and a failure is handled as fidRetry says.
-func (s *Store) insertWithNextFid(ctx context.Context, fi fidInsert, args ...any) (int64, error) {
-	args = append([]any{fidCounter}, args...)
-	for attempt := 0; ; attempt++ {
-		var fid, n int64
-		var err error
-		if fi.batch {
-			err = s.batchScan(ctx, fi.query, args, &fid, &n)
-		} else {
-			err = s.queryRow(ctx, s.db, fi.query, args...).Scan(&fid, &n)
-		}
-		switch {
-		case err == nil && n == 1:
-			if fid <= 0 {
-				return 0, fmt.Errorf("fid counter gave %d", fid)
-			}
-			return fid, nil
-		case err == nil || errors.Is(err, sql.ErrNoRows):
-			// A new database, or its rows were emptied.
-			if attempt == maxAttempts-1 {
-				return 0, errors.New("fid counter row missing however often created")
-			}
-			if err := s.initFidCounter(ctx); err != nil {
-				return 0, err
-			}
-		default:
-			if err := s.fidRetry(ctx, err, true, attempt); err != nil {
-				return 0, err
-			}
 		}
 	}
 }
@@ -464,23 +407,13 @@ func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitRes
 	devs = slices.Compact(devs)
 	var res store.CommitResult
 	var err error
-	rc, chained := s.d.(RowChainer)
-	chained = chained && s.batch != nil
 	// Two commits of different fids for one new key both find no owner
 	// and one fails on the (dmid, dkey) key; run it again so it replaces
 	// the winner, as if they had come one after the other. Every round of
 	// such a conflict has a winner, so N commits racing for one key need at
 	// most N rounds: the bound only stops a pathological loop.
 	for attempt := 0; attempt < maxCommitRounds; attempt++ {
-		if chained {
-			res, err = s.commitChained(ctx, rc, c, devs)
-		} else {
-			err = s.tx(ctx, func(tx *sql.Tx) error {
-				var err error
-				res, err = s.commitTx(ctx, tx, c, devs)
-				return err
-			})
-		}
+		res, err = s.plan.commit(ctx, c, devs)
 		if err == nil || isSentinel(err) || s.classify(err) != ErrKindDuplicate {
 			break
 		}
@@ -513,32 +446,6 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c store.Commit, devs [
 	if err == nil {
 		err = s.runAll(ctx, tx, tail)
 	}
-	return res, err
-}
-
-// commitChained is one commit in a transaction of two queries on a
-// Config.Batch connection (batchTx) where the commit is the common one, a
-// new key with only its own devices: START TRANSACTION, the DELETE of the
-// tempfile and the INSERT of the file (RowChainer) in the first; the rest
-// of commitRest's statements and COMMIT in the second. Any other commit
-// goes on in that transaction a statement at a time.
-func (s *Store) commitChained(ctx context.Context, rc RowChainer, c store.Commit, devs []int) (store.CommitResult, error) {
-	var res store.CommitResult
-	err := s.batchTx(ctx, func(conn *sql.Conn, begin string) ([]stmt, error) {
-		var ins stmt
-		q := rc.IfOneRow(begin+"DELETE FROM tempfile WHERE fid = ?", func(cond string) string {
-			ins = s.commitInsert(c, devs, cond)
-			return ins.query
-		})
-		var won, n int64
-		if err := s.queryRow(ctx, conn, q, append([]any{c.Fid}, ins.args...)...).Scan(&won, &n); err != nil {
-			return nil, err
-		}
-		var tail []stmt
-		var err error
-		res, tail, err = s.commitRest(ctx, conn, c, devs, won, n)
-		return tail, err
-	})
 	return res, err
 }
 

@@ -16,11 +16,10 @@ type heldLock struct {
 	token int64
 }
 
-func (h *heldLock) Name() string            { return h.inner.Name() }
-func (h *heldLock) Lost() <-chan struct{}   { return h.inner.Lost() }
-func (h *heldLock) String() string          { return fmt.Sprintf("lock %q", h.inner.Name()) }
-func (h *heldLock) Token() int64            { return h.token }
-func (h *heldLock) Unwrap() store.LockGrant { return h.inner }
+func (h *heldLock) Name() string          { return h.inner.Name() }
+func (h *heldLock) Lost() <-chan struct{} { return h.inner.Lost() }
+func (h *heldLock) String() string        { return fmt.Sprintf("lock %q", h.inner.Name()) }
+func (h *heldLock) Token() int64          { return h.token }
 func (h *heldLock) Release(ctx context.Context) error {
 	ctx, cancel := h.s.bound(ctx, 0)
 	defer cancel()

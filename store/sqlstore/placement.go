@@ -53,35 +53,7 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 	if add {
 		change.query = s.d.Upsert("file_on", []string{"fid", "devid"}, []string{"fid", "devid"}, "")
 	}
-	var changed bool
-	var err error
-	if rc, ok := s.d.(RowChainer); ok && s.batch != nil {
-		// The locks and the change in one query, the devcount with the
-		// COMMIT in the next.
-		err = s.batchTx(ctx, func(conn *sql.Conn, begin string) ([]stmt, error) {
-			q := joinStmts(append(lockFidStmts(fid), stmt{rc.Counted(change.query), change.args}), "")
-			var n int64
-			if err := s.queryRow(ctx, conn, begin+q.query, q.args...).Scan(&n); err != nil {
-				return nil, err
-			}
-			changed = n > 0
-			return []stmt{s.syncDevCountStmt(fid)}, nil
-		})
-	} else {
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			if err := s.lockFid(ctx, tx, fid); err != nil {
-				return err
-			}
-			n, err := s.execN(ctx, tx, change.query, change.args...)
-			if err != nil {
-				return err
-			}
-			changed = n > 0
-			// Without a file row (the tempfile stage) this changes
-			// nothing, so no probe tells it apart first.
-			return s.syncDevCount(ctx, tx, fid)
-		})
-	}
+	changed, err := s.plan.changeFileOn(ctx, fid, change)
 	if err != nil {
 		return false, s.wrap(op, err)
 	}

@@ -211,50 +211,11 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 	}
 	now := s.d.UnixNow()
 	due := " FROM " + t.table + " WHERE nexttry <= " + now + t.where + " ORDER BY nexttry, fid" + limitClause(maxRows) + s.d.ClaimLock()
-	if c, ok := s.d.(Claimer); ok && len(store.Fences(ctx)) == 0 {
-		// One autocommit statement: if its reply is lost, the rows it
-		// may have moved come back when the lease runs out, as a crashed
-		// leaser's do.
-		until := s.d.Least(now+" + ?", strconv.Itoa(endOfTime-1))
-		claim := c.Claim(t.table, t.where, "SELECT fid, nexttry"+due, until, t.cols()+", nexttry")
-		var out []store.QueueItem
-		err := s.read(ctx, func() error {
-			var err error
-			out, err = s.scanItems(ctx, s.db, q, claim, secondsCeil(lease))
-			return err
-		})
-		if err != nil {
-			return nil, s.wrap(op, err)
-		}
-		return out, nil
-	}
-	read := "SELECT " + t.cols() + ", " + now + due
 	var out []store.QueueItem
-	if s.batch != nil {
-		// START TRANSACTION and the locking read in one query, the UPDATE
-		// and COMMIT in the next (COMMIT alone when nothing is due). A
-		// COMMIT gone through unseen leaves rows out of reach that come
-		// back when their lease runs out, as a crashed leaser's do.
-		err = s.batchTx(ctx, func(conn *sql.Conn, begin string) ([]stmt, error) {
-			var err error
-			out, err = s.scanItems(ctx, conn, q, begin+read)
-			if err != nil || len(out) == 0 {
-				return nil, err
-			}
-			update, args := leaseUpdate(t, out, lease)
-			return []stmt{{update, args}}, nil
-		})
+	if s.plan.claim != nil && len(store.Fences(ctx)) == 0 {
+		out, err = s.plan.claim(ctx, q, t, now, due, lease)
 	} else {
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			var err error
-			out, err = s.scanItems(ctx, tx, q, read)
-			if err != nil || len(out) == 0 {
-				return err
-			}
-			update, args := leaseUpdate(t, out, lease)
-			_, err = s.exec(ctx, tx, update, args...)
-			return err
-		})
+		out, err = s.plan.lease(ctx, q, t, "SELECT "+t.cols()+", "+now+due, lease)
 	}
 	if err != nil {
 		return nil, s.wrap(op, err)

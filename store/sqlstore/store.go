@@ -74,7 +74,7 @@ type Store struct {
 	existing bool
 	// conflictAttempts is conflictAttempts(Config.ConflictAttempts).
 	conflictAttempts int
-	fidInsert        fidInsert
+	plan             plan // how the operations with a fast path run here
 	// replicas are the read replicas (Config.Replicas), nil without.
 	replicas *replicaSet
 
@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		existing:         cfg.Existing,
 		conflictAttempts: conflictAttempts(cfg.ConflictAttempts),
 	}
-	s.fidInsert = s.newFidInsert()
+	s.plan = s.newPlan()
 	// Every concurrent call beyond the idle limit opens a new connection
 	// (a TCP, perhaps TLS, handshake and a server backend) and closes it
 	// after: the pool must hold as many as the caller runs calls at once.
