@@ -44,13 +44,16 @@ echo "go test ./... (log: $log)"
 go test -count=1 -v -timeout 40m ./... >"$log" 2>&1
 status=$?
 
-# The example backend in its own module (examples/outside-backend): built
-# only from the exported pieces, it must pass the same suite, and the suite
-# must fail its broken variants.
-if [ $status -eq 0 ]; then
-	echo "go vet + go test ./examples/outside-backend (own module)"
-	(cd examples/outside-backend && go vet ./... && go test -count=1 -v -timeout 20m ./...) >>"$log" 2>&1 || status=1
-fi
+# The example backends, each in its own module: built only from the
+# exported pieces, each must pass the same suite — a server backend
+# (outside-backend, whose broken variants the suite must fail) and an
+# embedded one (embedded-backend).
+for ex in outside-backend embedded-backend; do
+	if [ $status -eq 0 ]; then
+		echo "go vet + go test ./examples/$ex (own module)"
+		(cd "examples/$ex" && go mod tidy -diff && go vet ./... && go test -count=1 -v -timeout 20m ./...) >>"$log" 2>&1 || status=1
+	fi
+done
 
 # The workers' suite again with every worker in a process of its own, as
 # mogilefsd runs them (GOMOGILE_TEST_JOB_PROCESSES; the tests that plant an

@@ -11,20 +11,31 @@ import (
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
-// dialect is SQLite's SQL for the shared layer.
-type dialect struct{}
+// Dialect is SQLite's SQL for the shared layer. A backend of another module
+// built on SQLite (NewConfig) sets BackendName to its own scheme.
+type Dialect struct {
+	// BackendName is what Name reports (Info.Driver); "" means "sqlite".
+	BackendName string
+}
 
-var _ sqlstore.Dialect = dialect{}
+var _ sqlstore.Dialect = Dialect{}
 
-func (dialect) Name() string               { return "sqlite" }
-func (dialect) Rebind(query string) string { return query }
-func (dialect) UnixNow() string            { return "CAST(strftime('%s','now') AS INTEGER)" }
+// Name is BackendName, or "sqlite".
+func (d Dialect) Name() string {
+	if d.BackendName != "" {
+		return d.BackendName
+	}
+	return "sqlite"
+}
+
+func (Dialect) Rebind(query string) string { return query }
+func (Dialect) UnixNow() string            { return "CAST(strftime('%s','now') AS INTEGER)" }
 
 // ByteOrder: SQLite's BINARY collation is memcmp, which is what we want;
 // naming it protects against a column declared with another collation.
-func (dialect) ByteOrder(col string) string { return col + " COLLATE BINARY" }
+func (Dialect) ByteOrder(col string) string { return col + " COLLATE BINARY" }
 
-func (dialect) Upsert(table string, cols, key []string, update string) string {
+func (Dialect) Upsert(table string, cols, key []string, update string) string {
 	var b strings.Builder
 	b.WriteString(sqlstore.Insert(table, cols) + " ON CONFLICT (" + strings.Join(key, ", ") + ") DO ")
 	if update == "" {
@@ -35,14 +46,14 @@ func (dialect) Upsert(table string, cols, key []string, update string) string {
 	return b.String()
 }
 
-func (dialect) Excluded(col string) string { return "excluded." + col }
+func (Dialect) Excluded(col string) string { return "excluded." + col }
 
 // Least: SQLite's scalar min() with two arguments.
-func (dialect) Least(a, b string) string { return "min(" + a + ", " + b + ")" }
+func (Dialect) Least(a, b string) string { return "min(" + a + ", " + b + ")" }
 
-func (dialect) VersionQuery() string { return "SELECT sqlite_version()" }
+func (Dialect) VersionQuery() string { return "SELECT sqlite_version()" }
 
-func (dialect) Classify(err error) sqlstore.ErrorKind {
+func (Dialect) Classify(err error) sqlstore.ErrorKind {
 	var e *sqlite.Error
 	if !errors.As(err, &e) {
 		return sqlstore.ErrOther
@@ -64,7 +75,7 @@ func (dialect) Classify(err error) sqlstore.ErrorKind {
 // table and index names), with every upgrade column already present, so
 // a database made by mogdbsetup --type=SQLite is left as it is; then
 // sqlstore.DueIndexes.
-func (dialect) Schema() []string { return append(slices.Clip(schema), sqlstore.DueIndexes...) }
+func (Dialect) Schema() []string { return append(slices.Clip(schema), sqlstore.DueIndexes...) }
 
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS domain (
@@ -196,7 +207,7 @@ var schema = []string{
 // Fencing: names are BLOBs, compared byte for byte, and SQLite
 // has had RETURNING since 3.35; BEGIN IMMEDIATE already excludes every other
 // writer, so the fence check needs no row lock.
-func (dialect) Fencing() sqlstore.Fencing {
+func (Dialect) Fencing() sqlstore.Fencing {
 	return sqlstore.Fencing{
 		Schema: `CREATE TABLE IF NOT EXISTS gomogile_fence (
 	name  BLOB NOT NULL PRIMARY KEY,
@@ -214,9 +225,9 @@ func (dialect) Fencing() sqlstore.Fencing {
 }
 
 // Counter: UPDATE … RETURNING (SQLite 3.35) hands the new value back.
-func (dialect) Counter() sqlstore.Counter {
+func (Dialect) Counter() sqlstore.Counter {
 	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value"}
 }
 
 // ClaimLock: BEGIN IMMEDIATE already excludes every other writer.
-func (dialect) ClaimLock() string { return "" }
+func (Dialect) ClaimLock() string { return "" }

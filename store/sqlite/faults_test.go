@@ -163,7 +163,7 @@ func (t *faultTx) Rollback() error { t.c.inTx = false; return t.tx.Rollback() }
 
 // faultDialect is SQLite's, reading the injected errors as a network
 // database's driver would report them.
-type faultDialect struct{ dialect }
+type faultDialect struct{ Dialect }
 
 func (d faultDialect) Classify(err error) sqlstore.ErrorKind {
 	switch {
@@ -172,7 +172,7 @@ func (d faultDialect) Classify(err error) sqlstore.ErrorKind {
 	case errors.Is(err, errBusy):
 		return sqlstore.ErrKindRetry
 	}
-	return d.dialect.Classify(err)
+	return d.Dialect.Classify(err)
 }
 
 func openFaulty(t *testing.T) (*sqlstore.Store, *faults) {

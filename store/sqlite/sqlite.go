@@ -146,6 +146,28 @@ func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Store, error) {
 
 // Open opens the SQLite database named by dsn as a new, independent Store.
 func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
+	cfg, err := NewConfig(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlstore.New(ctx, cfg)
+	if err != nil {
+		_ = cfg.OnClose()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewConfig opens the SQLite database file dsn names and returns what
+// sqlstore.New needs for a Store on it: the pool, the Dialect, the
+// in-process locks (or dsn.Locks' lock service) and the capabilities. The
+// file is dsn.Database, which store.ParseDSN fills from a sqlite DSN's path;
+// a backend of another scheme built on SQLite fills it itself, may set the
+// Dialect's BackendName to its scheme (Info.Driver), and then calls
+// sqlstore.New. Until New succeeds the caller owns the result: on any
+// failure it calls cfg.OnClose, which closes the pool and lets go of the
+// file (the guard against a second process).
+func NewConfig(ctx context.Context, dsn *store.DSN) (sqlstore.Config, error) {
 	busy := defaultBusyTimeout
 	sync := "NORMAL"
 	maxPages := 0
@@ -155,40 +177,40 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		case "synchronous":
 			m, ok := synchronousModes[strings.ToLower(v[len(v)-1])]
 			if !ok {
-				return nil, fmt.Errorf("%w: synchronous %q (want normal, full, extra or off)", store.ErrBadDSN, v[len(v)-1])
+				return sqlstore.Config{}, fmt.Errorf("%w: synchronous %q (want normal, full, extra or off)", store.ErrBadDSN, v[len(v)-1])
 			}
 			sync = m
 		case "busy_timeout":
 			n, err := strconv.Atoi(v[len(v)-1])
 			if err != nil || n < 0 {
-				return nil, fmt.Errorf("%w: busy_timeout %q is not a number of milliseconds", store.ErrBadDSN, v[len(v)-1])
+				return sqlstore.Config{}, fmt.Errorf("%w: busy_timeout %q is not a number of milliseconds", store.ErrBadDSN, v[len(v)-1])
 			}
 			busy = n
 		case "max_page_count":
 			n, err := strconv.Atoi(v[len(v)-1])
 			if err != nil || n < 1 {
-				return nil, fmt.Errorf("%w: max_page_count %q is not a positive number of pages", store.ErrBadDSN, v[len(v)-1])
+				return sqlstore.Config{}, fmt.Errorf("%w: max_page_count %q is not a positive number of pages", store.ErrBadDSN, v[len(v)-1])
 			}
 			maxPages = n
 		case "sql_driver":
 			sqlDriver = v[len(v)-1]
 			if !slices.Contains(sql.Drivers(), sqlDriver) {
-				return nil, fmt.Errorf("%w: sql_driver %q: no database/sql driver is registered under that name in this program", store.ErrBadDSN, sqlDriver)
+				return sqlstore.Config{}, fmt.Errorf("%w: sql_driver %q: no database/sql driver is registered under that name in this program", store.ErrBadDSN, sqlDriver)
 			}
 		default:
-			return nil, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, max_page_count, sql_driver, synchronous)", store.ErrBadDSN, k)
+			return sqlstore.Config{}, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, max_page_count, sql_driver, synchronous)", store.ErrBadDSN, k)
 		}
 	}
 	path, err := canonicalPath(dsn.Database)
 	if err != nil {
-		return nil, err
+		return sqlstore.Config{}, err
 	}
 	if _, err := os.Stat(path); dsn.Existing && errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("sqlite: %w: %s does not exist (not created: the caller asked for an existing database)", store.ErrSchemaMismatch, path)
+		return sqlstore.Config{}, fmt.Errorf("sqlite: %w: %s does not exist (not created: the caller asked for an existing database)", store.ErrSchemaMismatch, path)
 	}
 	f, err := openFile(path)
 	if err != nil {
-		return nil, err
+		return sqlstore.Config{}, err
 	}
 	// SQLite names the WAL and its index after the path: every Store of
 	// the file in this process must use one path, or they would write two
@@ -205,25 +227,25 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	db, err := sql.Open(sqlDriver, path+"?"+q.Encode())
 	if err != nil {
 		f.release()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return sqlstore.Config{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		f.release()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return sqlstore.Config{}, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if err := upgradeColumns(ctx, db); err != nil {
 		db.Close()
 		f.release()
-		return nil, err
+		return sqlstore.Config{}, err
 	}
 	var locks store.LockService
 	if dsn.Locks == nil {
 		locks = newLockBackend(f.f.locks)
 	}
-	s, err := sqlstore.New(ctx, sqlstore.Config{
+	return sqlstore.Config{
 		DB:           db,
-		Dialect:      dialect{},
+		Dialect:      Dialect{},
 		Locks:        locks,
 		LockDSN:      dsn.Locks,
 		Capabilities: capabilities,
@@ -237,13 +259,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 		MaxOpenConns: dsn.MaxOpenConns,
 		// upgradeColumns did what MogileFS's SQLite upgrades did.
 		UpgradedOldSchema: true,
-	})
-	if err != nil {
-		db.Close()
-		f.release()
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 // canonicalPath makes the database path absolute and resolves symbolic

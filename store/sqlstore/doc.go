@@ -9,13 +9,15 @@
 // [New] is the one lifecycle of every backend: it migrates the schema, then
 // starts the lock backend ([LockStarter]), then returns the ready Store;
 // Close stops the locks, runs Config.OnClose, and closes the DB. A backend
-// in another module builds on the same pieces: postgres.NewConfig and
-// mysql.NewConfig return a ready Config (pool, exported Dialect, locks)
-// that it may adjust before New; postgres.Schema17, mysql.Schema17 and
+// in another module builds on the same pieces: postgres.NewConfig,
+// mysql.NewConfig and sqlite.NewConfig return a ready Config (pool,
+// exported Dialect, locks) that it may adjust before New;
+// postgres.Schema17, mysql.Schema17 and
 // [Schema17Tables] give the schema. A lock backend that implements
 // [LockFaults] gives its Store the conformance suite's fault hooks
-// (Store.KillLockSession, Store.CrashOwner). examples/outside-backend in
-// the repository is such a backend.
+// (Store.KillLockSession, Store.CrashOwner). examples/outside-backend
+// (on PostgreSQL) and examples/embedded-backend (on SQLite) in the
+// repository are such backends.
 //
 // # Implementing a dialect
 //
