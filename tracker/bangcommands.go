@@ -172,6 +172,12 @@ func (t *Tracker) adminJobs() []string {
 	if t.workersOpen() {
 		jobs = append(jobs, jobStatus(t.q.Jobs)...)
 	}
+	return jobLines(jobs, os.Getpid())
+}
+
+// jobLines are "!jobs"' lines for jobs, sorted by job; self stands in as
+// the pid of each goroutine worker.
+func jobLines(jobs []JobStatus, self int) []string {
 	sort.Slice(jobs, func(i, j int) bool { return jobs[i].Job < jobs[j].Job })
 	var out []string
 	for _, j := range jobs {
@@ -186,9 +192,9 @@ func (t *Tracker) adminJobs() []string {
 		for _, pid := range j.Pids {
 			pids = append(pids, strconv.Itoa(pid))
 		}
-		if j.Pids == nil {
+		if !j.Processes {
 			for range j.Count {
-				pids = append(pids, strconv.Itoa(os.Getpid()))
+				pids = append(pids, strconv.Itoa(self))
 			}
 		}
 		out = append(out, fmt.Sprintf("%s count %d", j.Job, j.Count),

@@ -30,3 +30,7 @@ func CommandCategories() map[string]string {
 	}
 	return out
 }
+
+// JobLines are "!jobs"' lines for jobs, self standing in for goroutine
+// workers' pids.
+var JobLines = jobLines

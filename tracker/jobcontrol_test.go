@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,26 @@ func TestJobsOptions_TestingEnv(t *testing.T) {
 	o := tracker.JobsOptions(load("TESTING=1", "T_FAKE_IO_DEV3=80"))
 	if !o.Testing || o.FakeIOUtil[3] != "80" || len(o.FakeIOUtil) != 1 {
 		t.Errorf("with TESTING=1: Testing %v, FakeIOUtil %v; want on, {3: 80}", o.Testing, o.FakeIOUtil)
+	}
+}
+
+// "!jobs" lists a worker process's own pid, and for a job whose workers
+// are processes, none while they start — never the tracker's, which an
+// operator would kill; goroutine workers show the tracker's pid once per
+// worker; jobs never started are left out, as 2.73 leaves them.
+func TestJobLines_Pids(t *testing.T) {
+	got := tracker.JobLines([]tracker.JobStatus{
+		{Job: "replicate", Count: 2, Desired: 2, Started: true, Processes: true, Pids: []int{11, 12}},
+		{Job: "delete", Count: 1, Desired: 1, Started: true, Processes: true},
+		{Job: "fsck", Count: 2, Desired: 2, Started: true},
+		{Job: "reaper", Desired: 1},
+	}, 7)
+	want := []string{
+		"delete count 1", "delete desired 1", "delete pids ",
+		"fsck count 2", "fsck desired 2", "fsck pids 7 7",
+		"replicate count 2", "replicate desired 2", "replicate pids 11 12",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("!jobs lines:\n%q\nwant\n%q", got, want)
 	}
 }

@@ -74,7 +74,7 @@ func testingEnv(env []string) (testing bool, fake map[int]string) {
 func jobStatus(m *jobs.Manager) []JobStatus {
 	var out []JobStatus
 	for _, s := range m.Stats() {
-		out = append(out, JobStatus{Job: s.Name, Count: s.Running, Desired: s.Wanted, Started: s.Started, Pids: s.Pids})
+		out = append(out, JobStatus{Job: s.Name, Count: s.Running, Desired: s.Wanted, Started: s.Started, Processes: s.Processes, Pids: s.Pids})
 	}
 	return out
 }

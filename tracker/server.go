@@ -34,9 +34,11 @@ type JobStatus struct {
 	Count   int
 	Desired int
 	Started bool // the job has had workers; !jobs lists only those
-	// Pids are the worker processes' ids (jobs.Options.Process); nil for
-	// goroutine workers, for which "!jobs" lists the tracker's pid.
-	Pids []int
+	// Processes says the workers are processes (jobs.Options.Process),
+	// whose ids Pids are; for goroutine workers "!jobs" lists the
+	// tracker's pid instead.
+	Processes bool
+	Pids      []int
 }
 
 // Options are New's optional dependencies; nil means all defaults.

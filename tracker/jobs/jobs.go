@@ -142,9 +142,10 @@ func DefaultOptions() Options {
 // JobStat is one job class's line in !jobs / !stats.
 type JobStat struct {
 	Name string
-	// Pids are the running workers' process ids when workers are
-	// processes (Options.Process; not nil then, if empty while one starts);
-	// nil for goroutine workers.
+	// Processes says the workers are processes (Options.Process); Pids
+	// are then the running ones' process ids (empty while one starts).
+	// Goroutine workers have none.
+	Processes bool
 	Pids      []int
 	Wanted    int
 	Running   int
@@ -356,9 +357,6 @@ func (m *Manager) Stats() []JobStat {
 	out := make([]JobStat, 0, len(m.classes))
 	for _, jc := range m.classes {
 		var pids []int
-		if m.opts.Process != nil {
-			pids = []int{} // processes, none started yet: no stand-in
-		}
 		for _, w := range jc.workers {
 			if pid := w.pid.Load(); pid > 0 {
 				pids = append(pids, int(pid))
@@ -366,6 +364,7 @@ func (m *Manager) Stats() []JobStat {
 		}
 		out = append(out, JobStat{
 			Name:      jc.name,
+			Processes: m.opts.Process != nil,
 			Pids:      pids,
 			Started:   jc.started,
 			Wanted:    jc.want,
