@@ -307,15 +307,24 @@ func (e *env) kill(t *testing.T, s store.Store, l store.Lock) {
 }
 
 // faultsOf is the one place the suite finds a Store's Faults: the
-// Harness's FaultOverride if it has one, else the Store itself.
+// Harness's FaultOverride if it has one, else the Store itself or the
+// Store it wraps (Unwrap() store.Store, as storemetrics' Store has), so
+// that a wrapper need not forward them.
 func (e *env) faultsOf(s store.Store) (Faults, error) {
 	if o, ok := e.h.(FaultOverride); ok {
 		if f := o.FaultsFor(s); f != nil {
 			return f, nil
 		}
 	}
-	if f, ok := s.(Faults); ok {
-		return f, nil
+	for cur := s; cur != nil; {
+		if f, ok := cur.(Faults); ok {
+			return f, nil
+		}
+		u, ok := cur.(interface{ Unwrap() store.Store })
+		if !ok {
+			break
+		}
+		cur = u.Unwrap()
 	}
 	return nil, fmt.Errorf("backend %s: Store %T implements neither conformance.Faults nor does the harness %T implement conformance.FaultOverride; the lock cases need both faults", e.h.Name(), s, e.h)
 }

@@ -41,7 +41,9 @@ type Origin interface {
 // Faults is the fault injection a backend's Store provides to the suite,
 // checked once by Run (a backend without it fails the suite at once, not
 // case by case). sqlstore.Store implements it through its lock backend's
-// sqlstore.LockFaults.
+// sqlstore.LockFaults. A Store that wraps another and says so with a
+// method Unwrap() store.Store (storemetrics' does) need not forward them:
+// the suite looks through it.
 //
 // After KillLockSession the suite expects l.Lost() to close and another
 // Store to get the lock within Capabilities.DeadOwnerBound (plus two
