@@ -18,14 +18,6 @@ import (
 
 var ServerLockName = serverLockName
 
-// SetGaleraConflictAttempts sets the attempt budget of Stores opened after it
-// on a Galera node, and returns a function that restores it.
-func SetGaleraConflictAttempts(n int) (restore func()) {
-	old := galeraConflictAttempts
-	galeraConflictAttempts = n
-	return func() { galeraConflictAttempts = old }
-}
-
 const (
 	DeadOwnerBound = deadOwnerBound
 	WatchEvery     = watchEvery
@@ -79,15 +71,6 @@ func FreeSessionIDs(s store.Store) ([]uint64, error) {
 		ids = append(ids, f.id)
 	}
 	return ids, nil
-}
-
-// LockDatabase is the database name s hashes into lock names.
-func LockDatabase(s store.Store) (string, error) {
-	_, b, err := backendOf(s)
-	if err != nil {
-		return "", err
-	}
-	return b.database, nil
 }
 
 // Crash drops s's lock sessions and pool without releasing anything.

@@ -31,7 +31,7 @@ const clusterCheckEvery = time.Second
 // load), twenty rounds: 23 increments ran out of 8 attempts, none out of 16
 // or 32; and an increment goes through a second of another node's updates
 // to its row (TestGalera_ConflictBudget).
-var galeraConflictAttempts = 32
+const galeraConflictAttempts = 32
 
 // lockDSNHint names the fix in every refusal and warning.
 const lockDSNHint = "set lock_dsn to a lock service outside the database (lock_dsn = etcd://host1:2379,host2:2379,host3:2379/prefix; see package store/etcd)"

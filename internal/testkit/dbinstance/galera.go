@@ -219,9 +219,6 @@ func (g *Galera) Nodes() []*GaleraNode {
 	return append([]*GaleraNode(nil), g.nodes...)
 }
 
-// Name is the cluster's wsrep_cluster_name.
-func (g *Galera) Name() string { return g.name }
-
 // WaitSize waits until every running node is synced and reports
 // wsrep_cluster_size n.
 func (g *Galera) WaitSize(ctx context.Context, n int) error {

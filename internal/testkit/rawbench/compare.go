@@ -60,18 +60,13 @@ type op struct {
 	ours, raw func(ctx context.Context, i int) (time.Duration, error)
 }
 
-// Compare opens dsn (emptied by reset first) and measures, alternating and
+// compare opens dsn (emptied by reset first) and measures, alternating and
 // in the same run, each hot Store operation against the raw SQL that does
 // its work: lock+unlock against the database's own lock pair, FileByKey,
 // AddFileOn, CreateTempFile, CommitFile and Lease(100). It writes one
 // "bench:" line per operation and then a Markdown table to w (os.Stdout
 // when nil) and returns the results.
-func Compare(b *testing.B, dsn string, reset func(b *testing.B), w io.Writer) []Result {
-	return compare(b, "", dsn, reset, w)
-}
-
-// compare is Compare with the lines' backend= label (the dialect's name
-// when "").
+// label is the lines' backend= (the dialect's name when "").
 func compare(b *testing.B, label, dsn string, reset func(b *testing.B), w io.Writer) []Result {
 	if w == nil {
 		w = os.Stdout
