@@ -193,8 +193,13 @@ func TestStatus_MetricsDuringE2E(t *testing.T) {
 		caps := c.st.Capabilities()
 		switch caps.LockMechanism {
 		case "lease":
-			if mfs["gomogile_lock_reaped_total"] == nil {
-				t.Errorf("lease backend: gomogile_lock_reaped_total not exported")
+			for _, name := range []string{"gomogile_lock_reaped_total", "gomogile_lock_wakeups_total"} {
+				if mfs[name] == nil {
+					t.Errorf("lease backend: %s not exported", name)
+				}
+			}
+			if got := sum(mfs, "gomogile_lock_owner_incarnation", nil); got <= 0 {
+				t.Errorf("lease backend: gomogile_lock_owner_incarnation = %v; want a registered owner", got)
 			}
 		case "session":
 			if mfs["gomogile_lock_sessions_pinned"] == nil {

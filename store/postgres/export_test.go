@@ -45,31 +45,21 @@ func CrashLocks(s store.Store) error {
 }
 
 // OwnerID is s's current owner incarnation, 0 between a loss and the next
-// registration.
+// registration (store.LockStats.Owner).
 func OwnerID(s store.Store) (int64, error) {
-	b, err := backendOf(s)
-	if err != nil {
+	if _, err := backendOf(s); err != nil {
 		return 0, err
 	}
-	return b.Status().Owner, nil
+	return s.(*sqlstore.Store).LockStats().Owner, nil
 }
 
-// Identity is s's lock owner identity.
-func Identity(s store.Store) (string, error) {
-	b, err := backendOf(s)
-	if err != nil {
-		return "", err
-	}
-	return b.Status().Identity, nil
-}
-
-// NotifyWakeups counts the lock waits of s that a notification or its own release ended.
+// NotifyWakeups counts the lock waits of s that a notification or its own
+// release ended (store.LockStats.Woken).
 func NotifyWakeups(s store.Store) (int64, error) {
-	b, err := backendOf(s)
-	if err != nil {
+	if _, err := backendOf(s); err != nil {
 		return 0, err
 	}
-	return b.Status().NotifyWakeups, nil
+	return s.(*sqlstore.Store).LockStats().Woken, nil
 }
 
 // ParseLockDSN returns the lock settings a DSN gives.

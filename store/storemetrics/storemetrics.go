@@ -117,7 +117,13 @@ func Wrap(st store.Store, reg prometheus.Registerer) (store.Store, error) {
 	case st.Capabilities().LockMechanism == "lease":
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "gomogile_lock_reaped_total", Help: "Locks of expired lease owners this tracker freed.",
-		}, func() float64 { return float64(ls.LockStats().Reaped) }))
+		}, func() float64 { return float64(ls.LockStats().Reaped) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "gomogile_lock_wakeups_total", Help: "Lock waits ended by a notification or this tracker's release rather than a poll.",
+			}, func() float64 { return float64(ls.LockStats().Woken) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "gomogile_lock_owner_incarnation", Help: "This tracker's lock owner incarnation (0 while unregistered); a change means every lock was lost.",
+			}, func() float64 { return float64(ls.LockStats().Owner) }))
 	case st.Capabilities().LockMechanism == "session":
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gomogile_lock_sessions_pinned", Help: "Database sessions pinned to held locks now.",

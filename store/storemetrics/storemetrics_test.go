@@ -195,7 +195,7 @@ func TestWrap_RegistryTaken(t *testing.T) {
 
 func TestWrap_SQLiteHasNoBackendLockStats(t *testing.T) {
 	_, reg := open(t)
-	for _, name := range []string{"gomogile_lock_reaped_total", "gomogile_lock_sessions_pinned"} {
+	for _, name := range []string{"gomogile_lock_reaped_total", "gomogile_lock_wakeups_total", "gomogile_lock_owner_incarnation", "gomogile_lock_sessions_pinned"} {
 		if n, _ := testutil.GatherAndCount(reg, name); n != 0 {
 			t.Errorf("%s exported for the in-process mechanism", name)
 		}

@@ -65,7 +65,7 @@ type Locks struct {
 	wmu     sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 
-	notifyWakeups atomic.Int64 // waits ended by a notification or a local release (Status)
+	notifyWakeups atomic.Int64 // waits ended by a notification or a local release (LockStats)
 	reaped        atomic.Int64 // locks of expired owners freed (LockStats)
 }
 
@@ -217,28 +217,6 @@ func (b *Locks) Crash() {
 		b.loseLocked(b.cur)
 	}
 	b.mu.Unlock()
-}
-
-// Status is what a Store's locks report about themselves, for logs and
-// operators.
-type Status struct {
-	Identity string // the owner identity
-	Owner    int64  // the current incarnation id, 0 between a loss and the next registration
-	// NotifyWakeups counts the lock waits a notification or a release by
-	// this Store ended (rather than a poll), a measure of whether the
-	// listener works.
-	NotifyWakeups int64
-}
-
-// Status reports the locks' owner and counters.
-func (b *Locks) Status() Status {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	st := Status{Identity: b.cfg.Identity, NotifyWakeups: b.notifyWakeups.Load()}
-	if b.cur != nil {
-		st.Owner = b.cur.id
-	}
-	return st
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -33,7 +33,14 @@ func (b *Locks) reap(ctx context.Context) (int64, error) {
 }
 
 // LockStats implements the optional method that sqlstore.Store.LockStats
-// forwards: how many locks of expired owners this Store's reaps freed.
+// forwards: how many locks of expired owners this Store's reaps freed, how
+// many of its waits a wake-up ended, and its current owner incarnation.
 func (b *Locks) LockStats() store.LockStats {
-	return store.LockStats{Reaped: b.reaped.Load()}
+	st := store.LockStats{Reaped: b.reaped.Load(), Woken: b.notifyWakeups.Load()}
+	b.mu.Lock()
+	if b.cur != nil {
+		st.Owner = b.cur.id
+	}
+	b.mu.Unlock()
+	return st
 }
