@@ -63,6 +63,16 @@ if [ $status -eq 0 ]; then
 	GOMOGILE_TEST_JOB_PROCESSES=1 go test -count=1 -v -timeout 20m ./tracker/jobs >>"$log" 2>&1 || status=1
 fi
 
+# The race detector over the packages where goroutines meet most: the
+# shared SQL and its locks, the Store served to worker processes, the
+# workers and their supervisor, SQLite's in-process locks, the storage
+# node, the client and the suite's own bookkeeping.
+if [ $status -eq 0 ]; then
+	echo "go test -race (shared SQL, locks, workers, storage node, client)"
+	go test -race -count=1 -v -timeout 20m ./tracker/internal/... ./tracker/jobs ./store/sqlstore/... \
+		./store/sqlite ./store/storemetrics ./conformance ./client ./mogstored >>"$log" 2>&1 || status=1
+fi
+
 # The dockertest path, as a CI job without database services sees it: the
 # MySQL and PostgreSQL suites with no env DSN, on containers a real Docker
 # engine runs from the images scripts/docker-images.sh built from Debian

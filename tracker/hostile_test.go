@@ -238,7 +238,7 @@ func TestHostile_WatchStormBounded(t *testing.T) {
 	}
 	// RSS never shrinks much, so it also bounds the peak: the original
 	// report saw 25 MB become 706 MB.
-	if base.rss > 0 && after.rss > base.rss+2*heapBound {
+	if base.rss > 0 && !raceDetector && after.rss > base.rss+2*heapBound {
 		t.Errorf("RSS %d MB after the storm, %d MB before; bound is %d MB more", after.rss>>20, base.rss>>20, 2*heapBound>>20)
 	}
 
@@ -403,7 +403,7 @@ func TestHostile_PartialLineFlood(t *testing.T) {
 		t.Errorf("heap %d KB after the flood, %d KB before; bound is %d KB more", after.heap>>10, base.heap>>10, heapBound>>10)
 	}
 	// 2,000 connections each pinning a 64 KB line would be 128 MB.
-	if base.rss > 0 && after.rss > base.rss+4*heapBound {
+	if base.rss > 0 && !raceDetector && after.rss > base.rss+4*heapBound {
 		t.Errorf("RSS %d MB after the flood, %d MB before; bound is %d MB more", after.rss>>20, base.rss>>20, 4*heapBound>>20)
 	}
 	// The tracker still answers.
