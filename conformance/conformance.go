@@ -306,25 +306,21 @@ func (e *env) kill(t *testing.T, s store.Store, l store.Lock) {
 	ok(t, e.faults(t, s).KillLockSession(t.Context(), l), "KillLockSession")
 }
 
+// FaultsOf finds the fault hooks of s: s itself, or the Store it wraps
+// (Unwrap() store.Store: the portable Store of store.Open wraps its
+// backend), so that no wrapper need forward them.
+func FaultsOf(s store.Store) (Faults, bool) { return store.Find[Faults](s) }
+
 // faultsOf is the one place the suite finds a Store's Faults: the
-// Harness's FaultOverride if it has one, else the Store itself or the
-// Store it wraps (Unwrap() store.Store, as storemetrics' Store has), so
-// that a wrapper need not forward them.
+// Harness's FaultOverride if it has one, else FaultsOf.
 func (e *env) faultsOf(s store.Store) (Faults, error) {
 	if o, ok := e.h.(FaultOverride); ok {
 		if f := o.FaultsFor(s); f != nil {
 			return f, nil
 		}
 	}
-	for cur := s; cur != nil; {
-		if f, ok := cur.(Faults); ok {
-			return f, nil
-		}
-		u, ok := cur.(interface{ Unwrap() store.Store })
-		if !ok {
-			break
-		}
-		cur = u.Unwrap()
+	if f, ok := FaultsOf(s); ok {
+		return f, nil
 	}
 	return nil, fmt.Errorf("backend %s: Store %T implements neither conformance.Faults nor does the harness %T implement conformance.FaultOverride; the lock cases need both faults", e.h.Name(), s, e.h)
 }

@@ -160,13 +160,30 @@ func OpenLockService(ctx context.Context, d *DSN) (LockService, error) {
 }
 
 // OpenOption changes how Open opens a Store.
-type OpenOption func(*DSN) error
+type OpenOption func(*openConfig) error
+
+// openConfig is what Open's options change: the parsed DSN and the
+// portable Store's options.
+type openConfig struct {
+	dsn  *DSN
+	opts Options
+}
+
+// WithObserver has obs told of every call, lock and queue row of the
+// Store (see [Observer]; store/storemetrics is one).
+func WithObserver(obs Observer) OpenOption {
+	return func(c *openConfig) error {
+		c.opts.Observer = obs
+		return nil
+	}
+}
 
 // WithLockDSN keeps the Store's named locks in the lock service lockDSN
 // names (the tracker's lock_dsn) rather than in its database; "" keeps
 // the database's own. It overrides a lock_dsn parameter of the DSN.
 func WithLockDSN(lockDSN string) OpenOption {
-	return func(d *DSN) error {
+	return func(c *openConfig) error {
+		d := c.dsn
 		if strings.TrimSpace(lockDSN) == "" {
 			d.Locks = nil
 			return nil
@@ -185,8 +202,8 @@ func WithLockDSN(lockDSN string) OpenOption {
 // of a move), which must not turn a wrongly named database into an empty
 // MogileFS one.
 func ExistingOnly() OpenOption {
-	return func(d *DSN) error {
-		d.Existing = true
+	return func(c *openConfig) error {
+		c.dsn.Existing = true
 		return nil
 	}
 }

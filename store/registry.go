@@ -10,9 +10,10 @@ import (
 
 // Driver opens Stores of one backend. Open must connect, check the schema
 // (creating or upgrading it to SchemaVersion when needed, refusing a newer
-// one with ErrSchemaMismatch) and return a ready Store.
+// one with ErrSchemaMismatch) and return a ready Backend, which [Open] puts
+// the portable Store in front of ([New]).
 type Driver interface {
-	Open(ctx context.Context, dsn *DSN) (Store, error)
+	Open(ctx context.Context, dsn *DSN) (Backend, error)
 }
 
 // registered is one backend: the name it was registered under and its
@@ -83,23 +84,26 @@ func Drivers() []string {
 
 // Open parses dsn, connects, pings and checks the schema, so a wrong DSN or an
 // unreachable database fails here rather than at the first request. Accepted
-// forms are listed at [ParseDSN].
+// forms are listed at [ParseDSN]. The Store it returns is the portable one
+// ([New]) over the backend's, with the DSN's op_timeout as its default
+// deadline.
 func Open(ctx context.Context, dsn string, opts ...OpenOption) (Store, error) {
 	d, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range opts {
-		if err := o(d); err != nil {
-			return nil, err
-		}
-	}
-	return OpenDSN(ctx, d)
+	return OpenDSN(ctx, d, opts...)
 }
 
 // OpenDSN is Open for an already parsed (and possibly amended) DSN, such as
 // one whose User and Password came from a tracker's db_user and db_pass.
-func OpenDSN(ctx context.Context, d *DSN) (Store, error) {
+func OpenDSN(ctx context.Context, d *DSN, opts ...OpenOption) (Store, error) {
+	c := openConfig{dsn: d}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
 	r, ok := lookup(d.Driver)
 	if !ok {
 		have := strings.Join(Drivers(), ", ")
@@ -113,10 +117,15 @@ func OpenDSN(ctx context.Context, d *DSN) (Store, error) {
 		return nil, fmt.Errorf("%w %q (have: %s); forgot to import github.com/gomogile/gomogile/store/%s?",
 			ErrNoDriver, d.Driver, have, pkg)
 	}
-	s, err := r.driver.Open(ctx, d)
+	b, err := r.driver.Open(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", d.Redacted(), err)
 	}
+	c.opts.OpTimeout = d.OpTimeout
+	if d.OpTimeout == 0 {
+		c.opts.OpTimeout = -1 // op_timeout=0: none
+	}
+	s := New(b, &c.opts)
 	if d.Locks != nil && s.Capabilities().LockService == "" {
 		// A backend that ignored lock_dsn would lock where no other
 		// tracker of the installation looks.

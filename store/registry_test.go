@@ -19,7 +19,7 @@ type recordingDriver struct{ got *store.DSN }
 
 var errRecorded = errors.New("recorded")
 
-func (d *recordingDriver) Open(_ context.Context, dsn *store.DSN) (store.Store, error) {
+func (d *recordingDriver) Open(_ context.Context, dsn *store.DSN) (store.Backend, error) {
 	d.got = dsn
 	return nil, errRecorded
 }

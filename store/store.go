@@ -10,8 +10,12 @@
 //
 // # Implementing a backend
 //
-//  1. Implement [Store]. An SQL database usually needs only a dialect, a
-//     connection and named locks: package store/sqlstore holds the shared SQL.
+//  1. Implement [Backend]: the methods of [Store], assuming what the
+//     portable Store ([New], which [Open] puts in front of every backend)
+//     guarantees: calls only before Close, checked arguments, a context
+//     with a deadline; errors carry their sentinel and no prefix. An SQL
+//     database usually needs only a dialect, a connection and named locks:
+//     package store/sqlstore holds the shared SQL.
 //  2. Register a [Driver] in an init function with [Register], under its name
 //     and any aliases; users select it with a blank import and a DSN whose
 //     scheme (or DBI driver name) is one of them. The Driver gets a parsed

@@ -411,8 +411,14 @@ func (m *Main) Serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	reg := NewRegistry()
+	// Every store call of the commands and the workers is measured.
+	metrics, err := storemetrics.New(reg)
+	if err != nil {
+		return err
+	}
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	st, err := store.OpenDSN(openCtx, dsn)
+	st, err := store.OpenDSN(openCtx, dsn, store.WithObserver(metrics))
 	cancel()
 	if err != nil {
 		return err
@@ -423,12 +429,9 @@ func (m *Main) Serve(ctx context.Context, cfg Config) error {
 		locks, server = info.Locks, info.ServerVersion
 	}
 	log.Info("database open", "dsn", dsn.Redacted(), "server", server, "locks", locks)
-	reg := NewRegistry()
-	// Every store call of the commands and the workers is measured.
-	if st, err = storemetrics.Wrap(st, reg); err != nil {
+	if err := metrics.Watch(st); err != nil {
 		return err
 	}
-	defer st.Close() // the measured Store, which closes the one it wraps
 
 	opts := &Options{Logger: log, Registry: reg}
 	if m.NewJobs != nil {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/gomogile/gomogile/internal/statuslisten"
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/storemetrics"
 	"github.com/gomogile/gomogile/tracker/internal/cluster"
 	"github.com/gomogile/gomogile/tracker/query"
 )
@@ -178,7 +177,7 @@ type statusSnapshot struct {
 	Namespace statusNamespace
 	// Locks are the named locks this tracker holds now, oldest first;
 	// LocksKnown is false when its Store does not list them.
-	Locks       []storemetrics.HeldLock
+	Locks       []store.HeldLock
 	LocksKnown  bool
 	Unavailable string // why some of the above could not be read
 	// Alerts are the banner's lines: what an operator must look at first

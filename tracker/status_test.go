@@ -38,8 +38,16 @@ type statusCluster struct {
 func startStatusCluster(t *testing.T, dsn string, cfg tracker.Config, nnodes int) *statusCluster {
 	t.Helper()
 	reg := tracker.NewRegistry()
-	st, err := storemetrics.Wrap(openStore(t, dsn), reg)
+	m, err := storemetrics.New(reg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.Context(), dsn, store.WithObserver(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := m.Watch(st); err != nil {
 		t.Fatal(err)
 	}
 	cfg.StatusListen = "127.0.0.1:0"

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/storemetrics"
 )
 
 // fileCountsEvery is how long the status page and /metrics keep a count
@@ -102,17 +101,8 @@ func summarize(domains []store.Domain, classes []store.Class, counts []store.Fil
 }
 
 // heldLocks are the named locks this tracker (its queries and workers)
-// holds now, and whether they are known: the store/storemetrics wrapper the
-// daemon puts around its Store lists them; a Store without it (a tracker
-// embedded by New with a bare Store) does not.
-func (t *Tracker) heldLocks() ([]storemetrics.HeldLock, bool) {
-	if h, ok := t.q.Store.(heldLister); ok {
-		return h.Held(), true
-	}
-	return nil, false
-}
-
-// heldLister is what store/storemetrics' Store offers beside the contract.
-type heldLister interface {
-	Held() []storemetrics.HeldLock
+// holds now, and whether they are known: a Store that store.Open or
+// store.New made keeps them; one a library user built otherwise may not.
+func (t *Tracker) heldLocks() ([]store.HeldLock, bool) {
+	return store.Held(t.q.Store)
 }

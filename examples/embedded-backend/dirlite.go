@@ -51,7 +51,7 @@ type Driver struct{}
 
 // Open creates the directory when missing and returns a ready Store on the
 // database file in it.
-func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
+func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	if d.Path == "" {
 		return nil, fmt.Errorf("%w: %s DSN names no directory (%s:///path/to/dir)", store.ErrBadDSN, Scheme, Scheme)
 	}

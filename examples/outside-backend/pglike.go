@@ -42,7 +42,7 @@ type Dialect struct{ postgres.Dialect }
 func (Dialect) Schema() []string { return append(postgres.Schema17(), postgres.LockSchema()...) }
 
 // Open connects and returns a ready Store.
-func (dr Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
+func (dr Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	cfg, err := postgres.NewConfig(ctx, d)
 	if err != nil {
 		return nil, err

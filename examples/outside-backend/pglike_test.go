@@ -213,7 +213,7 @@ type pathDriver struct{ got chan *store.DSN }
 
 var errNotOpened = errors.New("pathDriver opens nothing")
 
-func (d pathDriver) Open(_ context.Context, dsn *store.DSN) (store.Store, error) {
+func (d pathDriver) Open(_ context.Context, dsn *store.DSN) (store.Backend, error) {
 	d.got <- dsn
 	return nil, errNotOpened
 }

@@ -34,7 +34,7 @@ func Configure(d *store.DSN) (main, lock *gomysql.Config, err error) {
 }
 
 func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
-	ss, ok := s.(*sqlstore.Store)
+	ss, ok := sqlaccess.Backend(s)
 	if !ok {
 		return nil, nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
 	}

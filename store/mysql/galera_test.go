@@ -247,7 +247,7 @@ func TestGalera(t *testing.T) {
 		// x's grant ends at etcd without x releasing it (its lease revoked,
 		// as a partitioned holder's expires); y is granted through node 2,
 		// and x's late write through node 1 is refused.
-		f, ok := x.(conformance.Faults)
+		f, ok := conformance.FaultsOf(x)
 		if !ok {
 			t.Fatalf("%T offers no fault hooks", x)
 		}

@@ -29,7 +29,7 @@ var _ store.Driver = Driver{}
 
 // Open connects, pings, creates or checks the schema and returns a Store.
 // The database must exist. See the package documentation for the DSN.
-func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
+func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	cfg, err := NewConfig(ctx, d)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
 }
 
 // newStore is sqlstore.New, closing what cfg holds when it fails.
-func newStore(ctx context.Context, cfg sqlstore.Config) (store.Store, error) {
+func newStore(ctx context.Context, cfg sqlstore.Config) (store.Backend, error) {
 	s, err := sqlstore.New(ctx, cfg)
 	if err != nil {
 		if cfg.Locks != nil {
@@ -144,7 +144,6 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 			CrossProcess:   true,
 			DeadOwnerBound: deadOwnerBound,
 		},
-		OpTimeout:    d.OpTimeout,
 		Existing:     d.Existing,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,

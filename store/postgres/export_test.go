@@ -12,7 +12,7 @@ import (
 // Hooks for the external tests; see postgres_test.go.
 
 func backendOf(s store.Store) (*lockBackend, error) {
-	ss, ok := s.(*sqlstore.Store)
+	ss, ok := sqlaccess.Backend(s)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
 	}
@@ -41,7 +41,7 @@ func CrashLocks(s store.Store) error {
 	if _, err := backendOf(s); err != nil {
 		return err
 	}
-	return s.(*sqlstore.Store).CrashOwner(context.Background())
+	return mustBackend(s).CrashOwner(context.Background())
 }
 
 // OwnerID is s's current owner incarnation, 0 between a loss and the next
@@ -50,7 +50,7 @@ func OwnerID(s store.Store) (int64, error) {
 	if _, err := backendOf(s); err != nil {
 		return 0, err
 	}
-	return s.(*sqlstore.Store).LockStats().Owner, nil
+	return mustBackend(s).LockStats().Owner, nil
 }
 
 // NotifyWakeups counts the lock waits of s that a notification or its own
@@ -59,7 +59,7 @@ func NotifyWakeups(s store.Store) (int64, error) {
 	if _, err := backendOf(s); err != nil {
 		return 0, err
 	}
-	return s.(*sqlstore.Store).LockStats().Woken, nil
+	return mustBackend(s).LockStats().Woken, nil
 }
 
 // ParseLockDSN returns the lock settings a DSN gives.
@@ -79,3 +79,9 @@ const (
 
 // NotifyChannel is the channel releases NOTIFY on.
 const NotifyChannel = notifyChannel
+
+// mustBackend is the sqlstore.Store under s, which backendOf has found.
+func mustBackend(s store.Store) *sqlstore.Store {
+	ss, _ := sqlaccess.Backend(s)
+	return ss
+}

@@ -25,7 +25,7 @@ const DefaultPort = 5432
 // Open connects, pings, creates or upgrades the schema, registers the
 // Store's lock owner and starts its renewal. ctx bounds all of that; the
 // Store's background work outlives it until Close.
-func (Driver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
+func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	cfg, err := NewConfig(ctx, d)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,6 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		DB:           db,
 		Dialect:      Dialect{},
 		Capabilities: capabilities(cfg.locks),
-		OpTimeout:    d.OpTimeout,
 		Existing:     d.Existing,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,

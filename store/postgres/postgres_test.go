@@ -90,7 +90,7 @@ func (h *harness) FaultsFor(s store.Store) conformance.Faults {
 	if !h.pooled {
 		return nil
 	}
-	own, _ := s.(conformance.Faults)
+	own, _ := conformance.FaultsOf(s)
 	return pooledFaults{h: h, own: own}
 }
 

@@ -48,7 +48,7 @@ func TestLockService_Mismatch(t *testing.T) {
 // does not support it would.
 type noLocksDriver struct{}
 
-func (noLocksDriver) Open(ctx context.Context, d *store.DSN) (store.Store, error) {
+func (noLocksDriver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	dd := *d
 	dd.Locks, dd.Driver = nil, "sqlite"
 	return store.OpenDSN(ctx, &dd)

@@ -136,7 +136,7 @@ type driver struct{}
 
 var synchronousModes = map[string]string{"off": "OFF", "normal": "NORMAL", "full": "FULL", "extra": "EXTRA"}
 
-func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Store, error) {
+func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Backend, error) {
 	s, err := Open(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,9 @@ func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Store, error) {
 	return s, nil
 }
 
-// Open opens the SQLite database named by dsn as a new, independent Store.
+// Open opens the SQLite database named by dsn as a new, independent
+// Backend; store.Open puts the portable Store in front of it, as
+// store.New(b, opts) does for a caller of Open.
 func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	cfg, err := NewConfig(ctx, dsn)
 	if err != nil {
@@ -253,7 +255,6 @@ func NewConfig(ctx context.Context, dsn *store.DSN) (sqlstore.Config, error) {
 		// the guard's descriptor while SQLite holds fcntl locks on the file
 		// would drop them (sqlstore closes the DB again; that is a no-op).
 		OnClose:      func() error { return errors.Join(db.Close(), f.release()) },
-		OpTimeout:    dsn.OpTimeout,
 		Existing:     dsn.Existing,
 		MaxIdleConns: dsn.MaxIdleConns,
 		MaxOpenConns: dsn.MaxOpenConns,

@@ -831,12 +831,12 @@ func TestStore_NoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages := fi.Size() / 4096
-	raw, err := store.Open(t.Context(), fmt.Sprintf("sqlite://%s?max_page_count=%d", path, pages+4))
+	reg := prometheus.NewRegistry()
+	m, err := storemetrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	if s, err = storemetrics.Wrap(raw, reg); err != nil {
+	if s, err = store.Open(t.Context(), fmt.Sprintf("sqlite://%s?max_page_count=%d", path, pages+4), store.WithObserver(m)); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -328,10 +327,6 @@ type Config struct {
 	// OnClose, if set, runs after the locks and before the DB are closed
 	// (e.g. the SQLite file guard).
 	OnClose func() error
-	// OpTimeout is the default deadline of every Store call whose context
-	// has none earlier; a Lock call gets its wait timeout plus OpTimeout.
-	// 0 = none. Backends pass store.DSN.OpTimeout.
-	OpTimeout time.Duration
 	// ConflictAttempts is how many times in all a call runs a transaction
 	// or a read that keeps failing with a conflict (ErrKindRetry: a
 	// deadlock, a serialization or certification failure) before it

@@ -1,8 +1,9 @@
-// Package sqlstore is the SQL implementation of store.Store shared by the
-// SQL backends (store/sqlite, store/mysql, store/postgres). The metadata
-// operations, the schema bootstrap, fid allocation, transaction retries,
-// error wrapping and the bookkeeping around named locks are written once
-// here; a backend supplies a [Dialect], an open *sql.DB and its lock
+// Package sqlstore is the SQL implementation of store.Backend shared by
+// the SQL backends (store/sqlite, store/mysql, store/postgres). The
+// metadata operations, the schema bootstrap, fid allocation, transaction
+// retries, error classification and the bookkeeping around named locks
+// are written once here (what every backend shares, SQL or not, is in
+// package store's portable Store); a backend supplies a [Dialect], an open *sql.DB and its lock
 // mechanism (Config.Locks, a store.LockService),
 // and calls [New].
 //
@@ -49,8 +50,13 @@
 //     meanwhile is store.ErrClosed. ErrKindNoSpace is never retried (only
 //     freeing space helps) and is store.ErrNoSpace, at COMMIT too: the
 //     database refused the write. No error is classified by its text.
-//   - Every exported method bounds its context with Config.OpTimeout, and
-//     every write checks the fences of its context (store.WithFence) first
+//   - The portable Store (store.New, which store.Open puts in front of
+//     every backend) has already refused calls after Close, checked the
+//     arguments and given the context its deadline, and adds the
+//     "store: <op>:" prefix to the errors returned here, which carry only
+//     the sentinel and the cause (see store.Backend); a *Store is a
+//     store.Backend, not meant to be called directly.
+//   - Every write checks the fences of its context (store.WithFence) first
 //     in its transaction; see fence.go for the token table.
 //   - Time values reach the database as integers computed from
 //     Dialect.UnixNow, never from the Go clock.
@@ -60,9 +66,9 @@
 //   - UPDATE's RowsAffected is only trusted when the statement changes the
 //     value it matches on, so a MySQL connection without CLIENT_FOUND_ROWS
 //     gives the same results.
-//   - Lock names and timeouts have been checked with store.CheckLock, calls
-//     after Close are refused, every call is bounded by its deadline: a
-//     lock mechanism (a store.LockService, the database's own as an
+//   - Lock names and timeouts have been checked (store.CheckLock), calls
+//     after Close are refused, every call is bounded by its deadline (all
+//     by the portable Store): a lock mechanism (a store.LockService, the database's own as an
 //     outside one) only grants, reports loss and releases through its own
 //     handles. The handle Store.Lock returns wraps the grant.
 //   - Close calls Config.Locks' Close, then Config.OnClose, then DB.Close,

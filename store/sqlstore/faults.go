@@ -41,6 +41,14 @@ func (s *Store) KillLockSession(ctx context.Context, l store.Lock) error {
 	if !ok {
 		return fmt.Errorf("store: kill lock session: lock backend %T has no fault hooks: %w", s.locks, store.ErrInvalid)
 	}
+	// The portable Store hands out its own Lock around ours.
+	for {
+		u, ok := l.(interface{ Unwrap() store.Lock })
+		if !ok {
+			break
+		}
+		l = u.Unwrap()
+	}
 	h, ok := l.(*heldLock)
 	if !ok || h.s != s {
 		return fmt.Errorf("store: kill lock session: %v is not a lock of this Store: %w", l, store.ErrInvalid)

@@ -53,12 +53,6 @@ func (s *Store) nextFid(ctx context.Context) (int64, error) {
 // or tempfile (a database the counter row was not made in yet: one made by
 // mogdbsetup and never written by a Store).
 func (s *Store) FidCounter(ctx context.Context) (int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "read the fid counter"
-	if err := s.check(op); err != nil {
-		return 0, err
-	}
 	var v int64
 	err := s.read(ctx, func() error {
 		var c sql.NullInt64
@@ -70,7 +64,7 @@ func (s *Store) FidCounter(ctx context.Context) (int64, error) {
 		v = max(c.Int64, top)
 		return err
 	})
-	return v, s.wrap(op, err)
+	return v, s.wrap(err)
 }
 
 // initFidCounter creates the fid counter, or raises it, to the largest fid
@@ -121,21 +115,12 @@ func (s *Store) keyIs() string {
 	return "dkey = ? AND " + s.d.ByteOrder("dkey") + " = ?"
 }
 
-func checkKey(key string) error { return checkText("key", key, maxKey, true) }
-
-func joinDevIDs(ids []int) (string, error) {
+func joinDevIDs(ids []int) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
-		if id <= 0 || id > maxMediumInt {
-			return "", invalid("devid %d out of range", id)
-		}
 		parts[i] = strconv.Itoa(id)
 	}
-	s := strings.Join(parts, ",")
-	if len(s) > maxDevIDs {
-		return "", invalid("%d devids do not fit tempfile.devids (%d bytes)", len(ids), maxDevIDs)
-	}
-	return s, nil
+	return strings.Join(parts, ",")
 }
 
 func splitDevIDs(s string) []int {
@@ -150,33 +135,7 @@ func splitDevIDs(s string) []int {
 
 // CreateTempFile reserves a fid.
 func (s *Store) CreateTempFile(ctx context.Context, t store.TempFile) (int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("create tempfile for key %q", t.Key)
-	if err := s.check(op); err != nil {
-		return 0, err
-	}
-	devids, err := joinDevIDs(t.DevIDs)
-	if err == nil {
-		err = checkKey(t.Key)
-	}
-	if err == nil {
-		err = checkRange("dmid", t.DomainID, 1, maxDmid)
-	}
-	if err == nil {
-		err = checkRange("classid", t.ClassID, 0, maxClassID)
-	}
-	if err == nil && t.Fid < 0 {
-		err = invalid("negative fid %d", t.Fid)
-	}
-	if err == nil && t.Fid > store.MaxNamedFid {
-		// A named fid raises the counter; above the bound it could raise it
-		// to where allocation overflows (see store.MaxNamedFid).
-		err = invalid("fid %d above the largest fid a caller may name (%d)", t.Fid, store.MaxNamedFid)
-	}
-	if err != nil {
-		return 0, s.wrap(op, err)
-	}
+	devids := joinDevIDs(t.DevIDs)
 	ins := `INSERT INTO tempfile (fid, createtime, classid, dmid, dkey, devids)
 VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 	insert := func(q querier, fid int64) error {
@@ -184,7 +143,7 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 		return err
 	}
 	if t.Fid != 0 {
-		err = s.tx(ctx, func(tx *sql.Tx) error {
+		err := s.tx(ctx, func(tx *sql.Tx) error {
 			for _, table := range []string{"file", "tempfile"} {
 				if ok, err := s.exists(ctx, tx, "SELECT 1 FROM "+table+" WHERE fid = ?", t.Fid); err != nil || ok {
 					return hasErr(err, store.ErrDuplicate)
@@ -201,14 +160,14 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 			return insert(tx, t.Fid)
 		})
 		if err != nil {
-			return 0, s.wrap(op, err)
+			return 0, s.wrap(err)
 		}
 		return t.Fid, nil
 	}
 	if s.plan.insertTemp != nil && len(store.Fences(ctx)) == 0 {
 		fid, err := s.plan.insertTemp(ctx, t.ClassID, t.DomainID, t.Key, nullStr(devids))
 		if err != nil {
-			return 0, s.wrap(op, err)
+			return 0, s.wrap(err)
 		}
 		return fid, nil
 	}
@@ -216,7 +175,7 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 	for attempt := 0; ; attempt++ {
 		fid, err := s.nextFid(ctx)
 		if err != nil {
-			return 0, s.wrap(op, err)
+			return 0, s.wrap(err)
 		}
 		if fenced {
 			err = s.tx(ctx, func(tx *sql.Tx) error { return insert(tx, fid) })
@@ -227,7 +186,7 @@ VALUES (?, ` + s.d.UnixNow() + `, ?, ?, ?, ?)`
 			return fid, nil
 		}
 		if err = s.fidRetry(ctx, err, !fenced, attempt); err != nil {
-			return 0, s.wrap(op, err)
+			return 0, s.wrap(err)
 		}
 	}
 }
@@ -279,29 +238,17 @@ func scanTempFile(sc interface{ Scan(...any) error }) (store.TempFile, error) {
 
 // TempFile reads a tempfile row.
 func (s *Store) TempFile(ctx context.Context, fid int64) (store.TempFile, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("read tempfile %d", fid)
-	if err := s.check(op); err != nil {
-		return store.TempFile{}, err
-	}
 	var t store.TempFile
 	err := s.read(ctx, func() error {
 		var err error
 		t, err = scanTempFile(s.queryRow(ctx, s.db, "SELECT "+tempfileCols+" FROM tempfile WHERE fid = ?", fid))
 		return err
 	})
-	return t, s.wrap(op, err)
+	return t, s.wrap(err)
 }
 
 // DeleteTempFile removes a tempfile row.
 func (s *Store) DeleteTempFile(ctx context.Context, fid int64) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("delete tempfile %d", fid)
-	if err := s.check(op); err != nil {
-		return err
-	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		n, err := s.execN(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", fid)
 		if err == nil && n == 0 {
@@ -309,23 +256,11 @@ func (s *Store) DeleteTempFile(ctx context.Context, fid int64) error {
 		}
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // ExpiredTempFiles lists tempfiles older than age, oldest first.
 func (s *Store) ExpiredTempFiles(ctx context.Context, age time.Duration, limit int) ([]store.TempFile, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "list expired tempfiles"
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(limit); err != nil {
-		return nil, s.wrap(op, err)
-	}
-	if age < 0 {
-		return nil, s.wrap(op, invalid("negative age %v", age))
-	}
 	var out []store.TempFile
 	err := s.read(ctx, func() error {
 		out = nil
@@ -344,7 +279,7 @@ func (s *Store) ExpiredTempFiles(ctx context.Context, age time.Duration, limit i
 		}
 		return rows.Err()
 	})
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 const fileCols = "fid, dmid, dkey, length, classid, devcount"
@@ -360,48 +295,12 @@ func scanFile(sc interface{ Scan(...any) error }) (store.File, error) {
 	return f, nil
 }
 
-func checkCommit(c store.Commit) error {
-	if c.Fid <= 0 {
-		return invalid("fid %d", c.Fid)
-	}
-	if err := checkKey(c.Key); err != nil {
-		return err
-	}
-	if err := checkRange("dmid", c.DomainID, 1, maxDmid); err != nil {
-		return err
-	}
-	if err := checkRange("classid", c.ClassID, 0, maxClassID); err != nil {
-		return err
-	}
-	if c.Length < 0 {
-		return invalid("negative length %d", c.Length)
-	}
-	for _, id := range c.DevIDs {
-		if id <= 0 || id > maxMediumInt {
-			return invalid("devid %d out of range", id)
-		}
-	}
-	if c.Checksum != nil {
-		return checkChecksum(*c.Checksum)
-	}
-	return nil
-}
-
 // maxCommitRounds bounds how often CommitFile reruns after losing a race
 // for a new key to another commit.
 const maxCommitRounds = 64
 
 // CommitFile turns a tempfile into a file; see store.Files.
 func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("commit fid %d as key %q", c.Fid, c.Key)
-	if err := s.check(op); err != nil {
-		return store.CommitResult{}, err
-	}
-	if err := checkCommit(c); err != nil {
-		return store.CommitResult{}, s.wrap(op, err)
-	}
 	devs := slices.Clone(c.DevIDs)
 	slices.Sort(devs)
 	devs = slices.Compact(devs)
@@ -423,7 +322,7 @@ func (s *Store) CommitFile(ctx context.Context, c store.Commit) (store.CommitRes
 		}
 	}
 	if err != nil {
-		return store.CommitResult{}, s.wrap(op, err)
+		return store.CommitResult{}, s.wrap(err)
 	}
 	return res, nil
 }
@@ -592,52 +491,28 @@ func (s *Store) syncDevCountStmt(fid int64) stmt {
 
 // File reads a file row.
 func (s *Store) File(ctx context.Context, fid int64) (store.File, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("read file %d", fid)
-	if err := s.check(op); err != nil {
-		return store.File{}, err
-	}
 	var f store.File
 	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		var err error
 		f, err = scanFile(s.queryRow(ctx, db, "SELECT "+fileCols+" FROM file WHERE fid = ?", fid))
 		return err
 	}, nil)
-	return f, s.wrap(op, err)
+	return f, s.wrap(err)
 }
 
 // FileByKey reads the file owning (dmid, key).
 func (s *Store) FileByKey(ctx context.Context, dmid int, key string) (store.File, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("read key %q of domain %d", key, dmid)
-	if err := s.check(op); err != nil {
-		return store.File{}, err
-	}
-	if err := checkKey(key); err != nil {
-		return store.File{}, s.wrap(op, err)
-	}
 	var f store.File
 	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		var err error
 		f, err = scanFile(s.queryRow(ctx, db, "SELECT "+fileCols+" FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, key, key))
 		return err
 	}, nil)
-	return f, s.wrap(op, err)
+	return f, s.wrap(err)
 }
 
 // Files lists files with from <= fid <= to.
 func (s *Store) Files(ctx context.Context, from, to int64, limit int) ([]store.File, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("list files %d-%d", from, to)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(limit); err != nil {
-		return nil, s.wrap(op, err)
-	}
 	var out []store.File
 	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		out = nil
@@ -655,32 +530,20 @@ func (s *Store) Files(ctx context.Context, from, to int64, limit int) ([]store.F
 		}
 		return rows.Err()
 	}, func() bool { return len(out) == 0 })
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // MaxFid is the largest committed fid.
 func (s *Store) MaxFid(ctx context.Context) (int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "read max fid"
-	if err := s.check(op); err != nil {
-		return 0, err
-	}
 	var v sql.NullInt64
 	err := s.read(ctx, func() error {
 		return s.queryRow(ctx, s.db, "SELECT MAX(fid) FROM file").Scan(&v)
 	})
-	return v.Int64, s.wrap(op, err)
+	return v.Int64, s.wrap(err)
 }
 
 // FileCounts counts committed files by domain, class and devcount.
 func (s *Store) FileCounts(ctx context.Context) ([]store.FileCount, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "count files"
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
 	var out []store.FileCount
 	err := s.read(ctx, func() error {
 		out = out[:0]
@@ -698,7 +561,7 @@ func (s *Store) FileCounts(ctx context.Context) ([]store.FileCount, error) {
 		}
 		return rows.Err()
 	})
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // likeEscaper quotes LIKE's wildcards with '!' (a backslash would mean
@@ -729,22 +592,6 @@ func prefixEnd(prefix string) string {
 
 // ListKeys lists keys by prefix in byte order.
 func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, limit int) ([]string, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("list keys of domain %d with prefix %q", dmid, prefix)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	err := checkLimit(limit)
-	if err == nil {
-		err = checkText("prefix", prefix, maxKey, false)
-	}
-	if err == nil {
-		err = checkText("after", after, maxKey, false)
-	}
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
 	key := s.d.ByteOrder("dkey")
 	q := "SELECT dkey FROM file WHERE dmid = ?"
 	args := []any{dmid}
@@ -769,7 +616,7 @@ func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, li
 	}
 	q += " ORDER BY " + key + limitClause(limit)
 	var out []string
-	err = s.readAny(ctx, func(ctx context.Context, db querier) error {
+	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		out = nil
 		rows, err := s.query(ctx, db, q, args...)
 		if err != nil {
@@ -785,25 +632,12 @@ func (s *Store) ListKeys(ctx context.Context, dmid int, prefix, after string, li
 		}
 		return rows.Err()
 	}, func() bool { return len(out) == 0 })
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // RenameFile moves a file to another key of its domain.
 func (s *Store) RenameFile(ctx context.Context, dmid int, from, to string) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("rename key %q of domain %d to %q", from, dmid, to)
-	if err := s.check(op); err != nil {
-		return err
-	}
-	err := checkKey(from)
-	if err == nil {
-		err = checkKey(to)
-	}
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var fid int64
 		if err := s.queryRow(ctx, tx, "SELECT fid FROM file WHERE dmid = ? AND "+s.keyIs(), dmid, from, from).Scan(&fid); err != nil {
 			return err
@@ -819,20 +653,11 @@ func (s *Store) RenameFile(ctx context.Context, dmid int, from, to string) error
 		_, err := s.exec(ctx, tx, "UPDATE file SET dkey = ? WHERE fid = ?", to, fid)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // SetFileClass changes a file's class.
 func (s *Store) SetFileClass(ctx context.Context, fid int64, classid int) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("set class of file %d", fid)
-	if err := s.check(op); err != nil {
-		return err
-	}
-	if err := checkRange("classid", classid, 0, maxClassID); err != nil {
-		return s.wrap(op, err)
-	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if ok, err := s.exists(ctx, tx, "SELECT 1 FROM file WHERE fid = ?", fid); err != nil || !ok {
 			return notFound(err)
@@ -840,18 +665,12 @@ func (s *Store) SetFileClass(ctx context.Context, fid int64, classid int) error 
 		_, err := s.exec(ctx, tx, "UPDATE file SET classid = ? WHERE fid = ?", classid, fid)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // DeleteFile removes the file (and tempfile) row and queues the fid for
 // deletion in one transaction.
 func (s *Store) DeleteFile(ctx context.Context, fid int64) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("delete file %d", fid)
-	if err := s.check(op); err != nil {
-		return err
-	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// tempfile before file: the lock order of every writer of both.
 		if _, err := s.exec(ctx, tx, "DELETE FROM tempfile WHERE fid = ?", fid); err != nil {
@@ -872,5 +691,5 @@ func (s *Store) DeleteFile(ctx context.Context, fid int64) error {
 		_, err = s.exec(ctx, tx, "DELETE FROM gomogile_commit WHERE fid = ?", fid)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }

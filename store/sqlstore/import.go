@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -19,26 +18,11 @@ const importChunk = 500
 
 // ImportRows writes rows copied from another database in one transaction.
 func (s *Store) ImportRows(ctx context.Context, im store.Import) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("import %d files, %d copies, %d checksums, %d queue rows, %d fsck events",
-		len(im.Files), len(im.FileOn), len(im.Checksums), len(im.Queue), len(im.FsckLog))
-	if err := s.check(op); err != nil {
-		return err
-	}
 	stmts, top, err := s.importStmts(im)
 	if err != nil {
-		return s.wrap(op, err)
+		return s.wrap(err)
 	}
 	keys := slices.Sorted(maps.Keys(im.Settings))
-	for _, k := range keys {
-		if err := checkSettingKey(k); err != nil {
-			return s.wrap(op, err)
-		}
-		if err := checkText("setting value", im.Settings[k], 65535, false); err != nil {
-			return s.wrap(op, err)
-		}
-	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		for _, st := range stmts {
 			if _, err := s.exec(ctx, tx, st.query, st.args...); err != nil {
@@ -59,20 +43,14 @@ func (s *Store) ImportRows(ctx context.Context, im store.Import) error {
 		_, err := s.exec(ctx, tx, "UPDATE gomogile_counter SET value = ? WHERE name = ? AND value < ?", top, fidCounter, top)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
-// importStmts checks im's rows and builds their INSERTs, and the largest
-// fid among them and im.FidFloor.
+// importStmts builds the INSERTs of im's rows (which the portable Store
+// has checked) and finds the largest fid among them and im.FidFloor.
 func (s *Store) importStmts(im store.Import) ([]stmt, int64, error) {
 	top := im.FidFloor
-	fid := func(f int64) error {
-		if f <= 0 {
-			return invalid("fid %d", f)
-		}
-		top = max(top, f)
-		return nil
-	}
+	fid := func(f int64) { top = max(top, f) }
 	var stmts []stmt
 	add := func(table string, cols []string, rows [][]any) {
 		for len(rows) > 0 {
@@ -89,31 +67,19 @@ func (s *Store) importStmts(im store.Import) ([]stmt, int64, error) {
 	}
 	var rows [][]any
 	for _, f := range im.Files {
-		if err := fid(f.Fid); err != nil {
-			return nil, 0, err
-		}
-		if f.Length < 0 || f.DevCount < 0 || f.Key == "" {
-			return nil, 0, invalid("fid %d: key %q, length %d, devcount %d", f.Fid, f.Key, f.Length, f.DevCount)
-		}
+		fid(f.Fid)
 		rows = append(rows, []any{f.Fid, f.DomainID, f.Key, f.Length, f.ClassID, f.DevCount})
 	}
 	add("file", strings.Split(fileCols, ", "), rows)
 	rows = nil
 	for _, r := range im.FileOn {
-		if err := fid(r.Fid); err != nil {
-			return nil, 0, err
-		}
+		fid(r.Fid)
 		rows = append(rows, []any{r.Fid, r.DevID})
 	}
 	add("file_on", []string{"fid", "devid"}, rows)
 	rows = nil
 	for _, c := range im.Checksums {
-		if err := fid(c.Fid); err != nil {
-			return nil, 0, err
-		}
-		if err := checkChecksum(c); err != nil {
-			return nil, 0, err
-		}
+		fid(c.Fid)
 		sum := c.Sum
 		if sum == nil {
 			sum = []byte{}
@@ -124,9 +90,7 @@ func (s *Store) importStmts(im store.Import) ([]stmt, int64, error) {
 	byQueue := map[store.Queue][][]any{}
 	var queues []store.Queue
 	for _, it := range im.Queue {
-		if err := fid(it.Fid); err != nil {
-			return nil, 0, err
-		}
+		fid(it.Fid)
 		t, err := queueOf(it.Queue)
 		if err != nil {
 			return nil, 0, err
@@ -168,13 +132,6 @@ func (s *Store) importStmts(im store.Import) ([]stmt, int64, error) {
 	}
 	rows = nil
 	for _, e := range im.FsckLog {
-		err := checkText("event code", e.Code, maxEvCode, true)
-		if err == nil && (e.Fid < 0 || e.DevID < 0 || e.DevID > maxMediumInt) {
-			err = invalid("fsck event of fid %d, devid %d", e.Fid, e.DevID)
-		}
-		if err != nil {
-			return nil, 0, err
-		}
 		rows = append(rows, []any{e.Time.Unix(), nullInt(e.Fid), e.Code, nullInt(int64(e.DevID))})
 	}
 	// One row per statement: the log ids follow the order given only if

@@ -21,28 +21,14 @@ func (h *heldLock) Lost() <-chan struct{} { return h.inner.Lost() }
 func (h *heldLock) String() string        { return fmt.Sprintf("lock %q", h.inner.Name()) }
 func (h *heldLock) Token() int64          { return h.token }
 func (h *heldLock) Release(ctx context.Context) error {
-	ctx, cancel := h.s.bound(ctx, 0)
-	defer cancel()
-	if err := h.inner.Release(ctx); err != nil {
-		return h.s.wrap(fmt.Sprintf("release lock %q", h.inner.Name()), err)
-	}
-	return nil
+	return h.s.wrap(h.inner.Release(ctx))
 }
 
 // Lock acquires a named lock through the backend.
 func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
-	ctx, cancel := s.bound(ctx, timeout)
-	defer cancel()
-	op := fmt.Sprintf("lock %q", name)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	if err := store.CheckLock(name, timeout); err != nil {
-		return nil, s.wrap(op, err)
-	}
 	l, err := s.locks.Acquire(ctx, name, timeout)
 	if err != nil {
-		return nil, s.wrap(op, err)
+		return nil, s.wrap(err)
 	}
 	token := l.Token()
 	switch {
@@ -66,12 +52,12 @@ func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (s
 		// Not a grant without its token. A bump that applied unseen is
 		// harmless: tokens only have to grow.
 		s.abandon(ctx, l)
-		return nil, s.wrap(op+": fencing token", err)
+		return nil, s.wrap(fmt.Errorf("fencing token: %w", err))
 	}
 	if s.closed.Load() {
 		// Close raced with the acquisition; do not leave it held.
 		s.abandon(ctx, l)
-		return nil, fmt.Errorf("store: %s: %w", op, store.ErrClosed)
+		return nil, store.ErrClosed
 	}
 	return &heldLock{s: s, inner: l, token: token}, nil
 }

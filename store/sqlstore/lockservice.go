@@ -74,7 +74,7 @@ func (s *Store) claimLockService(ctx context.Context, id string) error {
 		return err
 	})
 	if err != nil {
-		return s.wrap("record the lock service", err)
+		return fmt.Errorf("record the lock service: %w", s.wrap(err))
 	}
 	if have != id {
 		return fmt.Errorf("%w: locks of this database live in %q (gomogile_meta row %s), this Store's in %q; "+

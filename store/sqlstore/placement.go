@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/gomogile/gomogile/store"
 )
@@ -28,25 +27,15 @@ func lockFidStmts(fid int64) []stmt {
 
 // AddFileOn records a copy of fid on devid.
 func (s *Store) AddFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	return s.changeFileOn(ctx, fmt.Sprintf("add fid %d on device %d", fid, devid), fid, devid, true)
+	return s.changeFileOn(ctx, fid, devid, true)
 }
 
 // RemoveFileOn forgets the copy of fid on devid.
 func (s *Store) RemoveFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	return s.changeFileOn(ctx, fmt.Sprintf("remove fid %d from device %d", fid, devid), fid, devid, false)
+	return s.changeFileOn(ctx, fid, devid, false)
 }
 
-func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid int, add bool) (bool, error) {
-	if err := s.check(op); err != nil {
-		return false, err
-	}
-	if fid <= 0 || devid <= 0 || devid > maxMediumInt {
-		return false, s.wrap(op, invalid("fid %d, devid %d", fid, devid))
-	}
+func (s *Store) changeFileOn(ctx context.Context, fid int64, devid int, add bool) (bool, error) {
 	// The change: a do-nothing Upsert affects one row when it inserted,
 	// none when the row was there (see Dialect.Upsert), so no probe first.
 	change := stmt{"DELETE FROM file_on WHERE fid = ? AND devid = ?", []any{fid, devid}}
@@ -55,19 +44,13 @@ func (s *Store) changeFileOn(ctx context.Context, op string, fid int64, devid in
 	}
 	changed, err := s.plan.changeFileOn(ctx, fid, change)
 	if err != nil {
-		return false, s.wrap(op, err)
+		return false, s.wrap(err)
 	}
 	return changed, nil
 }
 
 // FileOn lists the devices holding fid.
 func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("list devices of fid %d", fid)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
 	var out []int
 	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		out = nil
@@ -85,22 +68,13 @@ func (s *Store) FileOn(ctx context.Context, fid int64) ([]int, error) {
 		}
 		return rows.Err()
 	}, func() bool { return len(out) == 0 })
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // FileByKeyOn implements store.PathsReader: the file row and its file_on
 // rows in one statement (a LEFT JOIN, so a file without copies still comes
 // back), one round trip and one snapshot.
 func (s *Store) FileByKeyOn(ctx context.Context, dmid int, key string) (store.File, []int, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("read key %q of domain %d and its devices", key, dmid)
-	if err := s.check(op); err != nil {
-		return store.File{}, nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return store.File{}, nil, s.wrap(op, err)
-	}
 	var f store.File
 	var devs []int
 	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
@@ -134,7 +108,7 @@ func (s *Store) FileByKeyOn(ctx context.Context, dmid int, key string) (store.Fi
 		return nil
 	}, nil)
 	if err != nil {
-		return store.File{}, nil, s.wrap(op, err)
+		return store.File{}, nil, s.wrap(err)
 	}
 	return f, devs, nil
 }
@@ -149,15 +123,6 @@ func (r rowWithDev) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.
 
 // FidsOnDevice lists fids on devid above after.
 func (s *Store) FidsOnDevice(ctx context.Context, devid int, after int64, limit int) ([]int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("list fids on device %d", devid)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(limit); err != nil {
-		return nil, s.wrap(op, err)
-	}
 	var out []int64
 	err := s.read(ctx, func() error {
 		out = nil
@@ -175,17 +140,11 @@ func (s *Store) FidsOnDevice(ctx context.Context, devid int, after int64, limit 
 		}
 		return rows.Err()
 	})
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // SyncDevCount repairs devcount from file_on.
 func (s *Store) SyncDevCount(ctx context.Context, fid int64) (int, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("sync devcount of fid %d", fid)
-	if err := s.check(op); err != nil {
-		return 0, err
-	}
 	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockFid(ctx, tx, fid); err != nil {
@@ -200,20 +159,11 @@ func (s *Store) SyncDevCount(ctx context.Context, fid int64) (int, error) {
 		}
 		return err
 	})
-	return n, s.wrap(op, err)
+	return n, s.wrap(err)
 }
 
 // FileOnRows lists file_on rows after `after` in (fid, devid) order.
 func (s *Store) FileOnRows(ctx context.Context, after store.FileOnRow, limit int) ([]store.FileOnRow, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("list file_on after fid %d device %d", after.Fid, after.DevID)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(limit); err != nil {
-		return nil, s.wrap(op, err)
-	}
 	var out []store.FileOnRow
 	err := s.read(ctx, func() error {
 		out = nil
@@ -233,5 +183,5 @@ func (s *Store) FileOnRows(ctx context.Context, after store.FileOnRow, limit int
 		}
 		return rows.Err()
 	})
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,37 +120,10 @@ func nextTryDelay(d time.Duration) int64 {
 	return min(secondsCeil(d), endOfTime)
 }
 
-func checkEntry(q store.Queue, e store.QueueEntry) error {
-	if e.Fid <= 0 {
-		return invalid("fid %d", e.Fid)
-	}
-	if e.After < 0 && e.After != store.Never {
-		return invalid("negative delay %v", e.After)
-	}
-	if e.DevID < 0 || e.DevID > maxMediumInt {
-		return invalid("devid %d out of range", e.DevID)
-	}
-	if e.Arg != "" && q != store.QueueFsck && q != store.QueueRebalance {
-		return invalid("queue %s takes no arg", q)
-	}
-	return checkText("arg", e.Arg, 65535, false)
-}
-
 // Enqueue adds or merges rows of q.
 func (s *Store) Enqueue(ctx context.Context, q store.Queue, entries ...store.QueueEntry) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("enqueue %d fids for %s", len(entries), q)
-	if err := s.check(op); err != nil {
-		return err
-	}
 	if _, err := queueOf(q); err != nil {
-		return s.wrap(op, err)
-	}
-	for _, e := range entries {
-		if err := checkEntry(q, e); err != nil {
-			return s.wrap(op, err)
-		}
+		return s.wrap(err)
 	}
 	if len(entries) == 0 {
 		return nil
@@ -168,7 +140,7 @@ func (s *Store) Enqueue(ctx context.Context, q store.Queue, entries ...store.Que
 		}
 		return nil
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 func cmpInt64(a, b int64) int {
@@ -190,21 +162,9 @@ func cmpInt64(a, b int64) int {
 // return a row the first holds, nor, once the first commits, a row whose
 // nexttry it moved.
 func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease time.Duration) ([]store.QueueItem, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("lease %s queue", q)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
 	t, err := queueOf(q)
-	if err == nil {
-		err = checkLimit(maxRows)
-	}
-	if err == nil && lease <= 0 {
-		err = invalid("lease %v must be positive", lease)
-	}
 	if err != nil {
-		return nil, s.wrap(op, err)
+		return nil, s.wrap(err)
 	}
 	if maxRows == 0 {
 		return nil, nil
@@ -218,7 +178,7 @@ func (s *Store) Lease(ctx context.Context, q store.Queue, maxRows int, lease tim
 		out, err = s.plan.lease(ctx, q, t, "SELECT "+t.cols()+", "+now+due, lease)
 	}
 	if err != nil {
-		return nil, s.wrap(op, err)
+		return nil, s.wrap(err)
 	}
 	return out, nil
 }
@@ -270,18 +230,12 @@ func (r rowWithNow) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.
 
 // Reschedule moves a row's nexttry, counting a failure if asked.
 func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("reschedule fid %d in %s queue", fid, q)
-	if err := s.check(op); err != nil {
-		return err
-	}
 	t, err := queueOf(q)
 	if err == nil && after < 0 && after != store.Never {
 		err = invalid("negative delay %v", after)
 	}
 	if err != nil {
-		return s.wrap(op, err)
+		return s.wrap(err)
 	}
 	set := "nexttry = " + s.nextTryExpr()
 	if failed {
@@ -295,39 +249,27 @@ func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after 
 		_, err := s.exec(ctx, tx, "UPDATE "+t.table+" SET "+set+" WHERE fid = ?"+t.where, nextTryDelay(after), fid)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // Finish removes fid from q.
 func (s *Store) Finish(ctx context.Context, q store.Queue, fid int64) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("finish fid %d in %s queue", fid, q)
-	if err := s.check(op); err != nil {
-		return err
-	}
 	t, err := queueOf(q)
 	if err != nil {
-		return s.wrap(op, err)
+		return s.wrap(err)
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, "DELETE FROM "+t.table+" WHERE fid = ?"+t.where, fid)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // QueueItem reads one row of q.
 func (s *Store) QueueItem(ctx context.Context, q store.Queue, fid int64) (store.QueueItem, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("read fid %d of %s queue", fid, q)
-	if err := s.check(op); err != nil {
-		return store.QueueItem{}, err
-	}
 	t, err := queueOf(q)
 	if err != nil {
-		return store.QueueItem{}, s.wrap(op, err)
+		return store.QueueItem{}, s.wrap(err)
 	}
 	var it store.QueueItem
 	err = s.read(ctx, func() error {
@@ -335,23 +277,14 @@ func (s *Store) QueueItem(ctx context.Context, q store.Queue, fid int64) (store.
 		it, err = scanItem(q, s.queryRow(ctx, s.db, "SELECT "+t.cols()+" FROM "+t.table+" WHERE fid = ?"+t.where, fid))
 		return err
 	})
-	return it, s.wrap(op, err)
+	return it, s.wrap(err)
 }
 
 // QueueItems lists the rows of q above fid after.
 func (s *Store) QueueItems(ctx context.Context, q store.Queue, after int64, limit int) ([]store.QueueItem, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("list %s queue after fid %d", q, after)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
 	t, err := queueOf(q)
 	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	if err := checkLimit(limit); err != nil {
-		return nil, s.wrap(op, err)
+		return nil, s.wrap(err)
 	}
 	var out []store.QueueItem
 	err = s.read(ctx, func() error {
@@ -370,39 +303,27 @@ func (s *Store) QueueItems(ctx context.Context, q store.Queue, after int64, limi
 		}
 		return rows.Err()
 	})
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // QueueLength counts the rows of q.
 func (s *Store) QueueLength(ctx context.Context, q store.Queue) (int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("count %s queue", q)
-	if err := s.check(op); err != nil {
-		return 0, err
-	}
 	t, err := queueOf(q)
 	if err != nil {
-		return 0, s.wrap(op, err)
+		return 0, s.wrap(err)
 	}
 	var n int64
 	err = s.read(ctx, func() error {
 		return s.queryRow(ctx, s.db, "SELECT COUNT(*) FROM "+t.table+" WHERE 1 = 1"+t.where).Scan(&n)
 	})
-	return n, s.wrap(op, err)
+	return n, s.wrap(err)
 }
 
 // Expedite makes every waiting, unparked row of q due now.
 func (s *Store) Expedite(ctx context.Context, q store.Queue) (int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("expedite %s queue", q)
-	if err := s.check(op); err != nil {
-		return 0, err
-	}
 	t, err := queueOf(q)
 	if err != nil {
-		return 0, s.wrap(op, err)
+		return 0, s.wrap(err)
 	}
 	var n int64
 	err = s.tx(ctx, func(tx *sql.Tx) error {
@@ -412,24 +333,18 @@ func (s *Store) Expedite(ctx context.Context, q store.Queue) (int64, error) {
 		n, err = s.execN(ctx, tx, "UPDATE "+t.table+" SET nexttry = "+now+" WHERE nexttry > "+now+" AND nexttry < ?"+t.where, endOfTime)
 		return err
 	})
-	return n, s.wrap(op, err)
+	return n, s.wrap(err)
 }
 
 // ClearQueue removes every row of q.
 func (s *Store) ClearQueue(ctx context.Context, q store.Queue) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("clear %s queue", q)
-	if err := s.check(op); err != nil {
-		return err
-	}
 	t, err := queueOf(q)
 	if err != nil {
-		return s.wrap(op, err)
+		return s.wrap(err)
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, "DELETE FROM "+t.table+" WHERE 1 = 1"+t.where)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }

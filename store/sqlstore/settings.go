@@ -3,41 +3,23 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/gomogile/gomogile/store"
 )
 
-func checkSettingKey(key string) error { return checkText("setting name", key, maxSettingKey, true) }
-
 // ServerSetting reads one setting.
 func (s *Store) ServerSetting(ctx context.Context, key string) (string, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("read setting %q", key)
-	if err := s.check(op); err != nil {
-		return "", err
-	}
-	if err := checkSettingKey(key); err != nil {
-		return "", s.wrap(op, err)
-	}
 	var v sql.NullString
 	err := s.read(ctx, func() error {
 		return s.queryRow(ctx, s.db, "SELECT value FROM server_settings WHERE field = ?", key).Scan(&v)
 	})
-	return v.String, s.wrap(op, err)
+	return v.String, s.wrap(err)
 }
 
 // ServerSettings reads every setting.
 func (s *Store) ServerSettings(ctx context.Context) (map[string]string, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "read settings"
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
 	out := map[string]string{}
 	err := s.read(ctx, func() error {
 		clear(out)
@@ -57,7 +39,7 @@ func (s *Store) ServerSettings(ctx context.Context) (map[string]string, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, s.wrap(op, err)
+		return nil, s.wrap(err)
 	}
 	return out, nil
 }
@@ -70,52 +52,21 @@ func (s *Store) upsertSetting(ctx context.Context, tx *sql.Tx, key, value string
 
 // SetServerSetting inserts or replaces a setting.
 func (s *Store) SetServerSetting(ctx context.Context, key, value string) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("set setting %q", key)
-	if err := s.check(op); err != nil {
-		return err
-	}
-	err := checkSettingKey(key)
-	if err == nil {
-		err = checkText("setting value", value, 65535, false)
-	}
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error { return s.upsertSetting(ctx, tx, key, value) })
-	return s.wrap(op, err)
+	err := s.tx(ctx, func(tx *sql.Tx) error { return s.upsertSetting(ctx, tx, key, value) })
+	return s.wrap(err)
 }
 
 // DeleteServerSetting removes a setting if present.
 func (s *Store) DeleteServerSetting(ctx context.Context, key string) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("delete setting %q", key)
-	if err := s.check(op); err != nil {
-		return err
-	}
-	if err := checkSettingKey(key); err != nil {
-		return s.wrap(op, err)
-	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, "DELETE FROM server_settings WHERE field = ?", key)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // IncrServerSetting adds delta to an integer setting under its row lock.
 func (s *Store) IncrServerSetting(ctx context.Context, key string, delta int64) (int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("increment setting %q", key)
-	if err := s.check(op); err != nil {
-		return 0, err
-	}
-	if err := checkSettingKey(key); err != nil {
-		return 0, s.wrap(op, err)
-	}
 	var n int64
 	// The row is made to exist first (an insert that does nothing on a
 	// conflict waits for a concurrent inserter instead of failing), then
@@ -146,19 +97,9 @@ func (s *Store) IncrServerSetting(ctx context.Context, key string, delta int64) 
 		return err
 	})
 	if err != nil {
-		return 0, s.wrap(op, err)
+		return 0, s.wrap(err)
 	}
 	return n, nil
-}
-
-func checkChecksum(c store.Checksum) error {
-	if err := checkRange("hashtype", int(c.HashType), 0, 255); err != nil {
-		return err
-	}
-	if len(c.Sum) > maxChecksum {
-		return invalid("checksum is %d bytes, more than %d", len(c.Sum), maxChecksum)
-	}
-	return nil
 }
 
 func (s *Store) setChecksum(ctx context.Context, tx querier, c store.Checksum) error {
@@ -178,31 +119,12 @@ func (s *Store) checksumStmt(c store.Checksum) stmt {
 
 // SetChecksum inserts or replaces a checksum.
 func (s *Store) SetChecksum(ctx context.Context, c store.Checksum) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("set checksum of fid %d", c.Fid)
-	if err := s.check(op); err != nil {
-		return err
-	}
-	err := checkChecksum(c)
-	if err == nil && c.Fid <= 0 {
-		err = invalid("fid %d", c.Fid)
-	}
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error { return s.setChecksum(ctx, tx, c) })
-	return s.wrap(op, err)
+	err := s.tx(ctx, func(tx *sql.Tx) error { return s.setChecksum(ctx, tx, c) })
+	return s.wrap(err)
 }
 
 // Checksum reads a checksum.
 func (s *Store) Checksum(ctx context.Context, fid int64) (store.Checksum, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("read checksum of fid %d", fid)
-	if err := s.check(op); err != nil {
-		return store.Checksum{}, err
-	}
 	c := store.Checksum{Fid: fid}
 	err := s.readAny(ctx, func(ctx context.Context, db querier) error {
 		var ht int
@@ -214,22 +136,13 @@ func (s *Store) Checksum(ctx context.Context, fid int64) (store.Checksum, error)
 		return nil
 	}, nil)
 	if err != nil {
-		return store.Checksum{}, s.wrap(op, err)
+		return store.Checksum{}, s.wrap(err)
 	}
 	return c, nil
 }
 
 // Checksums lists checksums of fids above after.
 func (s *Store) Checksums(ctx context.Context, after int64, limit int) ([]store.Checksum, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("list checksums after fid %d", after)
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(limit); err != nil {
-		return nil, s.wrap(op, err)
-	}
 	var out []store.Checksum
 	err := s.read(ctx, func() error {
 		out = nil
@@ -249,58 +162,30 @@ func (s *Store) Checksums(ctx context.Context, after int64, limit int) ([]store.
 		}
 		return rows.Err()
 	})
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // DeleteChecksum removes a checksum if present.
 func (s *Store) DeleteChecksum(ctx context.Context, fid int64) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("delete checksum of fid %d", fid)
-	if err := s.check(op); err != nil {
-		return err
-	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, "DELETE FROM checksum WHERE fid = ?", fid)
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // AppendFsckLog records an fsck event at the database time.
 func (s *Store) AppendFsckLog(ctx context.Context, e store.FsckEvent) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	op := fmt.Sprintf("log fsck event %q", e.Code)
-	if err := s.check(op); err != nil {
-		return err
-	}
-	err := checkText("event code", e.Code, maxEvCode, true)
-	if err == nil && (e.Fid < 0 || e.DevID < 0 || e.DevID > maxMediumInt) {
-		err = invalid("fid %d, devid %d", e.Fid, e.DevID)
-	}
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, "INSERT INTO fsck_log (utime, fid, evcode, devid) VALUES ("+s.d.UnixNow()+", ?, ?, ?)",
 			nullInt(e.Fid), e.Code, nullInt(int64(e.DevID)))
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }
 
 // FsckEvents lists events after a logid.
 func (s *Store) FsckEvents(ctx context.Context, after int64, limit int) ([]store.FsckEvent, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "list fsck events"
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(limit); err != nil {
-		return nil, s.wrap(op, err)
-	}
 	var out []store.FsckEvent
 	err := s.read(ctx, func() error {
 		out = nil
@@ -321,17 +206,11 @@ func (s *Store) FsckEvents(ctx context.Context, after int64, limit int) ([]store
 		}
 		return rows.Err()
 	})
-	return out, s.wrap(op, err)
+	return out, s.wrap(err)
 }
 
 // FsckEventCounts counts events per code.
 func (s *Store) FsckEventCounts(ctx context.Context) (map[string]int64, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "count fsck events"
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
 	out := map[string]int64{}
 	err := s.read(ctx, func() error {
 		clear(out)
@@ -351,22 +230,16 @@ func (s *Store) FsckEventCounts(ctx context.Context) (map[string]int64, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, s.wrap(op, err)
+		return nil, s.wrap(err)
 	}
 	return out, nil
 }
 
 // ClearFsckLog removes every event.
 func (s *Store) ClearFsckLog(ctx context.Context) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	const op = "clear fsck log"
-	if err := s.check(op); err != nil {
-		return err
-	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, "DELETE FROM fsck_log")
 		return err
 	})
-	return s.wrap(op, err)
+	return s.wrap(err)
 }

@@ -66,8 +66,6 @@ type Store struct {
 	outside bool
 	caps    store.Capabilities
 	close   func() error
-	// opTimeout is the default deadline of every call (Config.OpTimeout).
-	opTimeout time.Duration
 	// upgradedOld is Config.UpgradedOldSchema.
 	upgradedOld bool
 	// existing is Config.Existing.
@@ -105,7 +103,6 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		caps:  cfg.Capabilities,
 		close: cfg.OnClose,
 
-		opTimeout:        cfg.OpTimeout,
 		upgradedOld:      cfg.UpgradedOldSchema,
 		existing:         cfg.Existing,
 		conflictAttempts: conflictAttempts(cfg.ConflictAttempts),
@@ -205,7 +202,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	// A database MogileFS or an older gomogile filled, or a harness
 	// emptied, gets the fid allocator's invariant here (see nextFid).
 	if err := s.initFidCounter(ctx); err != nil {
-		return s.wrap("initialise the fid counter", err)
+		return fmt.Errorf("initialise the fid counter: %w", s.wrap(err))
 	}
 	if have == store.SchemaVersion {
 		return nil
@@ -216,7 +213,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		_, err := s.exec(ctx, tx, up, "schema_version", strconv.Itoa(store.SchemaVersion))
 		return err
 	})
-	return s.wrap("record schema version", err)
+	if err != nil {
+		return fmt.Errorf("record schema version: %w", s.wrap(err))
+	}
+	return nil
 }
 
 // CheckSchemaVersion says whether a database whose schema_version is have
@@ -253,7 +253,7 @@ func (s *Store) ddl(ctx context.Context, q string) error {
 		}
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(q), "(")
-	return s.wrap("migrate schema ("+strings.TrimSpace(first)+")", err)
+	return fmt.Errorf("migrate schema (%s): %w", strings.TrimSpace(first), s.wrap(err))
 }
 
 // schemaVersion reads schema_version; a database without server_settings
@@ -269,7 +269,7 @@ func (s *Store) schemaVersion(ctx context.Context) (int, error) {
 		// The table may not exist yet; tell that apart from a dead
 		// database by asking the database something that cannot fail.
 		if perr := s.db.PingContext(ctx); perr != nil {
-			return 0, s.wrap("check schema", perr)
+			return 0, fmt.Errorf("check schema: %w", s.wrap(perr))
 		}
 		return 0, nil
 	}
@@ -324,21 +324,11 @@ func (s *Store) Close() error {
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	if err := s.check("ping"); err != nil {
-		return err
-	}
-	return s.wrap("ping", s.db.PingContext(ctx))
+	return s.wrap(s.db.PingContext(ctx))
 }
 
 // Info names the backend and its server version.
 func (s *Store) Info(ctx context.Context) (store.Info, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	if err := s.check("info"); err != nil {
-		return store.Info{}, err
-	}
 	info := store.Info{Driver: s.d.Name(), Locks: "database"}
 	if s.outside {
 		info.Locks = s.locks.Describe()
@@ -349,7 +339,7 @@ func (s *Store) Info(ctx context.Context) (store.Info, error) {
 	err := s.read(ctx, func() error {
 		return s.db.QueryRowContext(ctx, s.d.Rebind(s.d.VersionQuery())).Scan(&info.ServerVersion)
 	})
-	return info, s.wrap("read server version", err)
+	return info, s.wrap(err)
 }
 
 // Capabilities reports what the backend declared.
@@ -357,11 +347,6 @@ func (s *Store) Capabilities() store.Capabilities { return s.caps }
 
 // Now is the database clock, in whole seconds.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
-	ctx, cancel := s.bound(ctx, 0)
-	defer cancel()
-	if err := s.check("read clock"); err != nil {
-		return time.Time{}, err
-	}
 	var now int64
 	err := s.read(ctx, func() error {
 		var err error
@@ -369,7 +354,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 		return err
 	})
 	if err != nil {
-		return time.Time{}, s.wrap("read clock", err)
+		return time.Time{}, s.wrap(err)
 	}
 	return time.Unix(now, 0), nil
 }
@@ -417,29 +402,6 @@ func (s *Store) exists(ctx context.Context, q querier, query string, args ...any
 	return err == nil, err
 }
 
-// bound gives a call's ctx the Store's default deadline, opTimeout (plus
-// extra: a Lock's wait) from now, unless ctx already ends earlier. Every
-// exported method starts with it, so a hung server or a partition costs a
-// caller at most that long, whatever context it passed.
-func (s *Store) bound(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
-	if s.opTimeout <= 0 {
-		return ctx, func() {}
-	}
-	d := s.opTimeout + extra
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, d)
-}
-
-// check refuses calls after Close.
-func (s *Store) check(op string) error {
-	if s.closed.Load() {
-		return fmt.Errorf("store: %s: %w", op, store.ErrClosed)
-	}
-	return nil
-}
-
 // sentinels are the errors of package store the shared layer may already
 // have attached; such errors are wrapped without asking the dialect.
 var sentinels = []error{
@@ -458,38 +420,38 @@ func isSentinel(err error) bool {
 	return false
 }
 
-// wrap prefixes err once with the operation and attaches the sentinel a
-// driver error means: store.ErrNotFound, store.ErrDuplicate,
-// store.ErrNoSpace for a full database, store.ErrUnavailable for a lost
-// connection or one never made (at COMMIT, a lost one is already
-// store.ErrUnknownOutcome), store.ErrClosed for anything failing because
-// Close ran meanwhile.
-func (s *Store) wrap(op string, err error) error {
+// wrap attaches the sentinel a driver error means: store.ErrNotFound,
+// store.ErrDuplicate, store.ErrNoSpace for a full database,
+// store.ErrUnavailable for a lost connection or one never made (at
+// COMMIT, a lost one is already store.ErrUnknownOutcome), store.ErrClosed
+// for anything failing because Close ran meanwhile. The portable Store
+// (store.New) adds the operation's prefix.
+func (s *Store) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	switch {
 	case isSentinel(err), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("store: %s: %w", op, err)
+		return err
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	case s.closed.Load():
 		// Close raced with the call: whatever the driver says (its
 		// pool's "database is closed" has no sentinel to match), the
 		// cause is the Close.
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrClosed, err)
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
 	case errors.Is(err, sql.ErrConnDone):
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	switch s.classify(err) {
 	case ErrKindDuplicate:
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrDuplicate, err)
+		return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
 	case ErrKindConnLost, ErrKindUnsent:
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case ErrKindNoSpace:
-		return fmt.Errorf("store: %s: %w: %w", op, store.ErrNoSpace, err)
+		return fmt.Errorf("%w: %w", store.ErrNoSpace, err)
 	}
-	return fmt.Errorf("store: %s: %w", op, err)
+	return err
 }
 
 // classify is the Dialect's Classify, except that an error NotSent
@@ -696,13 +658,6 @@ func secondsCeil(d time.Duration) int64 {
 		return 0
 	}
 	return int64((d + time.Second - 1) / time.Second)
-}
-
-func checkLimit(limit int) error {
-	if limit < 0 {
-		return invalid("negative limit %d", limit)
-	}
-	return nil
 }
 
 func limitClause(limit int) string { return " LIMIT " + strconv.Itoa(limit) }

@@ -1,9 +1,10 @@
-// Package storemetrics measures a store.Store from the outside: [Wrap]
-// returns a Store that behaves exactly like the one it wraps and counts, in
-// a Prometheus registry of the caller's, what the tracker asks of it. Every
-// backend gets the same metrics this way without a line of backend code; the
-// few numbers only a lock mechanism knows come through the optional
-// LockStats method (see store.LockStats).
+// Package storemetrics measures a store.Store: [New] returns a
+// store.Observer that counts, in a Prometheus registry of the caller's,
+// what the tracker asks of its Store, and the Store (opened with
+// store.WithObserver) tells it of every call, lock and queue row. Every
+// backend gets the same metrics this way without a line of backend code;
+// the few numbers only a lock mechanism knows come through the optional
+// LockStats method (see store.LockStats), which [Metrics.Watch] reads.
 //
 // # Metrics
 //
@@ -30,12 +31,9 @@
 package storemetrics
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,15 +104,49 @@ func (m *metrics) collectors() []prometheus.Collector {
 		m.lockTimeouts, m.lockLost, m.locksHeld, m.enqueued, m.leased, m.finished, m.retried}
 }
 
-// Wrap returns st measured into reg. The returned Store owns st: its Close
-// closes st. It fails only when reg already holds these metrics (one Store
-// per registry).
-func Wrap(st store.Store, reg prometheus.Registerer) (store.Store, error) {
-	s := &Store{inner: st, m: newMetrics(), closed: make(chan struct{}), held: map[*lock]struct{}{}}
-	cs := s.m.collectors()
-	switch ls, ok := st.(interface{ LockStats() store.LockStats }); {
-	case !ok:
-	case st.Capabilities().LockMechanism == "lease":
+// Metrics is a store.Observer counting into a Prometheus registry: give it
+// to store.Open with store.WithObserver, then Watch the Store opened.
+type Metrics struct {
+	m   *metrics
+	reg prometheus.Registerer
+}
+
+var _ store.Observer = (*Metrics)(nil)
+
+// New registers the metrics in reg. It fails only when reg already holds
+// them (one Store per registry).
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{m: newMetrics(), reg: reg}
+	if err := register(reg, m.m.collectors()); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers every collector of cs or, failing, none.
+func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, r := range cs[:i] {
+				reg.Unregister(r)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Watch adds the numbers only st's lock mechanism knows (its LockStats):
+// the reaper's and the wake-ups of "lease", the pinned sessions of
+// "session"; nothing for the others.
+func (m *Metrics) Watch(st store.Store) error {
+	ls, ok := st.(interface{ LockStats() store.LockStats })
+	if !ok {
+		return nil
+	}
+	var cs []prometheus.Collector
+	switch st.Capabilities().LockMechanism {
+	case "lease":
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "gomogile_lock_reaped_total", Help: "Locks of expired lease owners this tracker freed.",
 		}, func() float64 { return float64(ls.LockStats().Reaped) }),
@@ -124,20 +156,12 @@ func Wrap(st store.Store, reg prometheus.Registerer) (store.Store, error) {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "gomogile_lock_owner_incarnation", Help: "This tracker's lock owner incarnation (0 while unregistered); a change means every lock was lost.",
 			}, func() float64 { return float64(ls.LockStats().Owner) }))
-	case st.Capabilities().LockMechanism == "session":
+	case "session":
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gomogile_lock_sessions_pinned", Help: "Database sessions pinned to held locks now.",
 		}, func() float64 { return float64(ls.LockStats().Pinned) }))
 	}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, r := range cs[:i] {
-				reg.Unregister(r)
-			}
-			return nil, err
-		}
-	}
-	return s, nil
+	return register(m.reg, cs)
 }
 
 // sentinels maps each store sentinel to its error label.
@@ -185,133 +209,46 @@ func lockLabel(name string) string {
 	return b.String()
 }
 
-// Store is a measured store.Store; see Wrap.
-type Store struct {
-	inner store.Store
-	m     *metrics
-
-	closed    chan struct{} // ends the Lost watchers
-	closeOnce sync.Once
-
-	mu   sync.Mutex
-	held map[*lock]struct{} // granted and not yet released, for Held
-}
-
-// HeldLock is a named lock this Store holds now; see Held.
-type HeldLock struct {
-	Name  string
-	Token int64     // its fencing token
-	Since time.Time // when it was granted
-	Lost  bool      // its Lost channel has fired: the holder must stop
-}
-
-// Held lists the named locks granted through s and not yet released,
-// oldest first: what the status page shows an operator as the locks this
-// tracker holds (gomogile_locks_held is their number).
-func (s *Store) Held() []HeldLock {
-	s.mu.Lock()
-	out := make([]HeldLock, 0, len(s.held))
-	for l := range s.held {
-		h := HeldLock{Name: l.Name(), Token: l.Token(), Since: l.granted}
-		select {
-		case <-l.Lost():
-			h.Lost = true
-		default:
-		}
-		out = append(out, h)
-	}
-	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b HeldLock) int {
-		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.Name, b.Name))
-	})
-	return out
-}
-
-var _ store.Store = (*Store)(nil)
-
-// Unwrap is the measured Store.
-func (s *Store) Unwrap() store.Store { return s.inner }
-
-// done records one call of op that started at start and returns err.
-func (s *Store) done(op string, start time.Time, err error) error {
-	s.m.callSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+// Call times every Store call and counts its errors.
+func (m *Metrics) Call(op string, took time.Duration, err error) {
+	m.m.callSeconds.WithLabelValues(op).Observe(took.Seconds())
 	if err != nil {
-		s.m.errors.WithLabelValues(op, errorLabel(err)).Inc()
-	}
-	return err
-}
-
-// Lock measures the wait and, once granted, the hold and any loss.
-func (s *Store) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
-	start := time.Now()
-	l, err := s.inner.Lock(ctx, name, timeout)
-	label := lockLabel(name)
-	if err != nil {
-		if errors.Is(err, store.ErrLockTimeout) {
-			s.m.lockTimeouts.WithLabelValues(label).Inc()
-		}
-		return nil, s.done("Lock", start, err)
-	}
-	s.done("Lock", start, nil)
-	granted := time.Now()
-	s.m.lockAcquired.WithLabelValues(label).Inc()
-	s.m.lockWait.WithLabelValues(label).Observe(granted.Sub(start).Seconds())
-	s.m.locksHeld.Inc()
-	ml := &lock{Lock: l, s: s, label: label, granted: granted, released: make(chan struct{})}
-	s.mu.Lock()
-	s.held[ml] = struct{}{}
-	s.mu.Unlock()
-	go ml.watch()
-	return ml, nil
-}
-
-// Close closes the measured Store and stops watching its locks.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() { close(s.closed) })
-	return s.inner.Close()
-}
-
-// lock is a held lock being measured.
-type lock struct {
-	store.Lock
-	s        *Store
-	label    string
-	granted  time.Time
-	once     sync.Once
-	released chan struct{}
-}
-
-// watch counts a Lost firing while the lock is held.
-func (l *lock) watch() {
-	select {
-	case <-l.Lost():
-		select {
-		case <-l.released:
-		default:
-			l.s.m.lockLost.WithLabelValues(l.label).Inc()
-		}
-	case <-l.released:
-	case <-l.s.closed:
+		m.m.errors.WithLabelValues(op, errorLabel(err)).Inc()
 	}
 }
 
-// end records the hold once, at the first release.
-func (l *lock) end() {
-	l.once.Do(func() {
-		close(l.released)
-		l.s.m.lockHold.WithLabelValues(l.label).Observe(time.Since(l.granted).Seconds())
-		l.s.m.locksHeld.Dec()
-		l.s.mu.Lock()
-		delete(l.s.held, l)
-		l.s.mu.Unlock()
-	})
+// Queue counts queue rows.
+func (m *Metrics) Queue(q store.Queue, ev store.QueueEvent, n int) {
+	var c *prometheus.CounterVec
+	switch ev {
+	case store.QueueEnqueued:
+		c = m.m.enqueued
+	case store.QueueLeased:
+		c = m.m.leased
+	case store.QueueFinished:
+		c = m.m.finished
+	case store.QueueRetried:
+		c = m.m.retried
+	default:
+		return
+	}
+	c.WithLabelValues(q.String()).Add(float64(n))
 }
 
-func (l *lock) Release(ctx context.Context) error {
-	start := time.Now()
-	err := l.Lock.Release(ctx)
-	if err == nil || errors.Is(err, store.ErrLockLost) {
-		l.end()
+// Lock counts grants, waits, holds, timeouts and losses.
+func (m *Metrics) Lock(ev store.LockEvent) {
+	label := lockLabel(ev.Name)
+	switch ev.Kind {
+	case store.LockGranted:
+		m.m.lockAcquired.WithLabelValues(label).Inc()
+		m.m.lockWait.WithLabelValues(label).Observe(ev.Wait.Seconds())
+		m.m.locksHeld.Inc()
+	case store.LockTimedOut:
+		m.m.lockTimeouts.WithLabelValues(label).Inc()
+	case store.LockReleased:
+		m.m.lockHold.WithLabelValues(label).Observe(ev.Held.Seconds())
+		m.m.locksHeld.Dec()
+	case store.LockLost:
+		m.m.lockLost.WithLabelValues(label).Inc()
 	}
-	return l.s.done("Release", start, err)
 }

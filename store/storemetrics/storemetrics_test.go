@@ -15,16 +15,19 @@ import (
 
 func open(t *testing.T) (store.Store, *prometheus.Registry) {
 	t.Helper()
-	raw, err := store.Open(t.Context(), "sqlite:///"+filepath.Join(t.TempDir(), "db"))
+	reg := prometheus.NewRegistry()
+	m, err := storemetrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	st, err := storemetrics.Wrap(raw, reg)
+	st, err := store.Open(t.Context(), "sqlite:///"+filepath.Join(t.TempDir(), "db"), store.WithObserver(m))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	if err := m.Watch(st); err != nil {
+		t.Fatal(err)
+	}
 	return st, reg
 }
 
@@ -63,7 +66,7 @@ func value(t *testing.T, reg *prometheus.Registry, name string, want map[string]
 	return 0
 }
 
-func TestWrap_Locks(t *testing.T) {
+func TestMetrics_Locks(t *testing.T) {
 	st, reg := open(t)
 	ctx := t.Context()
 	l, err := st.Lock(ctx, "mgfs:fid:42:replicate", 0)
@@ -107,7 +110,7 @@ func TestWrap_Locks(t *testing.T) {
 	}
 }
 
-func TestWrap_QueuesAndErrors(t *testing.T) {
+func TestMetrics_QueuesAndErrors(t *testing.T) {
 	st, reg := open(t)
 	ctx := t.Context()
 	if err := st.Enqueue(ctx, store.QueueDelete, store.QueueEntry{Fid: 1}, store.QueueEntry{Fid: 2}); err != nil {
@@ -147,7 +150,7 @@ func TestWrap_QueuesAndErrors(t *testing.T) {
 // CommitFile queues a replicate row (and a delete row for a fid it
 // replaces), DeleteFile a delete row. Counting Enqueue alone made
 // enqueued - finished go negative on every upload.
-func TestWrap_EnqueuedCountsRowsQueuedByOtherCalls(t *testing.T) {
+func TestMetrics_EnqueuedCountsRowsQueuedByOtherCalls(t *testing.T) {
 	st, reg := open(t)
 	ctx := t.Context()
 	d, err := st.CreateDomain(ctx, "d")
@@ -185,15 +188,15 @@ func TestWrap_EnqueuedCountsRowsQueuedByOtherCalls(t *testing.T) {
 	}
 }
 
-// A second Wrap into the same registry is refused and registers nothing.
-func TestWrap_RegistryTaken(t *testing.T) {
-	st, reg := open(t)
-	if _, err := storemetrics.Wrap(st, reg); err == nil {
-		t.Fatal("second Wrap into one registry: got nil error")
+// A second New into the same registry is refused.
+func TestMetrics_RegistryTaken(t *testing.T) {
+	_, reg := open(t)
+	if _, err := storemetrics.New(reg); err == nil {
+		t.Fatal("second New into one registry: got nil error")
 	}
 }
 
-func TestWrap_SQLiteHasNoBackendLockStats(t *testing.T) {
+func TestMetrics_SQLiteHasNoBackendLockStats(t *testing.T) {
 	_, reg := open(t)
 	for _, name := range []string{"gomogile_lock_reaped_total", "gomogile_lock_wakeups_total", "gomogile_lock_owner_incarnation", "gomogile_lock_sessions_pinned"} {
 		if n, _ := testutil.GatherAndCount(reg, name); n != 0 {
@@ -202,11 +205,17 @@ func TestWrap_SQLiteHasNoBackendLockStats(t *testing.T) {
 	}
 }
 
-func TestWrap_HeldLists(t *testing.T) {
+func TestHeld_Lists(t *testing.T) {
 	st, _ := open(t)
-	ms := st.(*storemetrics.Store)
+	held := func() []store.HeldLock {
+		h, ok := store.Held(st)
+		if !ok {
+			t.Fatal("store.Held: the Store Open returned keeps no table")
+		}
+		return h
+	}
 	ctx := t.Context()
-	if h := ms.Held(); len(h) != 0 {
+	if h := held(); len(h) != 0 {
 		t.Fatalf("Held() before any Lock = %v; want none", h)
 	}
 	a, err := st.Lock(ctx, "mgfs:fid:1", 0)
@@ -217,7 +226,7 @@ func TestWrap_HeldLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ms.Held()
+	h := held()
 	if len(h) != 2 || h[0].Name != "mgfs:fid:1" || h[1].Name != "mgfs:fid:2:replicate" {
 		t.Fatalf("Held() = %+v; want mgfs:fid:1 then mgfs:fid:2:replicate", h)
 	}
@@ -227,13 +236,13 @@ func TestWrap_HeldLists(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h := ms.Held(); len(h) != 1 || h[0].Name != "mgfs:fid:2:replicate" {
+	if h := held(); len(h) != 1 || h[0].Name != "mgfs:fid:2:replicate" {
 		t.Errorf("Held() after releasing mgfs:fid:1 = %+v; want only mgfs:fid:2:replicate", h)
 	}
 	if err := b.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h := ms.Held(); len(h) != 0 {
+	if h := held(); len(h) != 0 {
 		t.Errorf("Held() after both releases = %+v; want none", h)
 	}
 }

@@ -23,7 +23,7 @@ type Driver struct {
 }
 
 // Open implements store.Driver.
-func (d Driver) Open(ctx context.Context, dsn *store.DSN) (store.Store, error) {
+func (d Driver) Open(ctx context.Context, dsn *store.DSN) (store.Backend, error) {
 	cfg, err := d.NewConfig(ctx, dsn)
 	if err != nil {
 		return nil, err

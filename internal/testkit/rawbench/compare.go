@@ -16,7 +16,6 @@ import (
 	"github.com/gomogile/gomogile/internal/testkit/faultproxy"
 	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // Passes and PassOps shape Compare: each pass times every operation
@@ -144,7 +143,7 @@ func median(v []float64) float64 {
 }
 
 type cmpEnv struct {
-	s   *sqlstore.Store
+	s   store.Store
 	db  *sql.DB
 	q   func(string) string
 	now string // the dialect's SQL for the database clock

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gomogile/gomogile/internal/testkit/sqlaccess"
 	"github.com/gomogile/gomogile/store"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 // Run opens dsn once and times, as sub-benchmarks, the statements behind
@@ -19,7 +18,7 @@ import (
 // devcount UPDATE in one transaction) and a one-row Lease (a due-row SELECT
 // and a conditional UPDATE). reset empties the database before each.
 func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
-	open := func(b *testing.B) (*sqlstore.Store, *sql.DB, func(string) string) {
+	open := func(b *testing.B) (store.Store, *sql.DB, func(string) string) {
 		ss := openSQL(b, dsn, reset)
 		p := parts(b, ss)
 		return ss, p.DB, p.Dialect.Rebind
@@ -119,7 +118,7 @@ func commit(b *testing.B, s store.Store, dmid int, key string) int64 {
 }
 
 // unixNow is the dialect's SQL for the database clock.
-func unixNow(b *testing.B, s *sqlstore.Store) string {
+func unixNow(b *testing.B, s store.Store) string {
 	p, ok := sqlaccess.Of(s)
 	if !ok {
 		b.Fatalf("%T opens up no dialect", s)
@@ -127,17 +126,17 @@ func unixNow(b *testing.B, s *sqlstore.Store) string {
 	return p.Dialect.UnixNow()
 }
 
-// openSQL empties the database with reset, then opens dsn as an
-// sqlstore.Store, closed with b; a Store of another kind skips b, having
-// no raw SQL to compare with.
-func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) *sqlstore.Store {
+// openSQL empties the database with reset, then opens dsn (a Store as
+// users get it, the portable layer in front of sqlstore), closed with b; a
+// Store of another kind skips b, having no raw SQL to compare with.
+func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) store.Store {
 	reset(b)
 	s, err := store.Open(b.Context(), dsn)
 	if err != nil {
 		b.Fatalf("store.Open: %v", err)
 	}
 	b.Cleanup(func() { s.Close() })
-	ss, ok := s.(*sqlstore.Store)
+	ss, ok := s.(store.Store)
 	if !ok {
 		b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", s)
 	}
@@ -145,7 +144,7 @@ func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) *sqlstore.Store
 }
 
 // parts is what sqlaccess opens up of s: its pool and dialect.
-func parts(b *testing.B, s *sqlstore.Store) sqlaccess.Parts {
+func parts(b *testing.B, s store.Store) sqlaccess.Parts {
 	p, ok := sqlaccess.Of(s)
 	if !ok {
 		b.Fatalf("%T opens up no pool or dialect", s)

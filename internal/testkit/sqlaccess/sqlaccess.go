@@ -32,25 +32,23 @@ type Parts struct {
 // store/sqlstore built, looking through wrappers that Unwrap (the metrics
 // Store); false when s is no such Store.
 func Of(s store.Store) (Parts, bool) {
-	for s != nil {
-		if ss, ok := s.(*sqlstore.Store); ok {
-			var p Parts
-			var d sqlstore.Dialect
-			var ls store.LockService
-			if !ss.As(&p.DB) || !ss.As(&d) || !ss.As(&ls) {
-				return Parts{}, false
-			}
-			p.Dialect, p.Locks = d, ls
-			return p, true
-		}
-		u, ok := s.(interface{ Unwrap() store.Store })
-		if !ok {
-			break
-		}
-		s = u.Unwrap()
+	ss, ok := Backend(s)
+	if !ok {
+		return Parts{}, false
 	}
-	return Parts{}, false
+	var p Parts
+	var d sqlstore.Dialect
+	var ls store.LockService
+	if !ss.As(&p.DB) || !ss.As(&d) || !ss.As(&ls) {
+		return Parts{}, false
+	}
+	p.Dialect, p.Locks = d, ls
+	return p, true
 }
+
+// Backend is the sqlstore.Store under s: s itself, or what s wraps
+// (Unwrap() store.Store, as the portable Store of store.Open does).
+func Backend(s store.Store) (*sqlstore.Store, bool) { return store.Find[*sqlstore.Store](s) }
 
 // DB is Of(s).DB.
 func DB(s store.Store) (*sql.DB, bool) {
