@@ -73,7 +73,10 @@ func fail(op func() string, err error) error {
 // observation and the error's prefix.
 func do[T any](s *portable, ctx context.Context, name string, op func() string, bad error,
 	f func(context.Context) (T, error)) (T, error) {
-	start := time.Now()
+	var start time.Time
+	if s.obs != nil {
+		start = time.Now()
+	}
 	var v T
 	var err error
 	switch {
@@ -659,7 +662,10 @@ func (l *portableLock) watch() {
 }
 
 func (l *portableLock) Release(ctx context.Context) error {
-	start := time.Now()
+	var start time.Time
+	if l.s.obs != nil {
+		start = time.Now()
+	}
 	c, cancel := l.s.bound(ctx, 0)
 	err := fail(func() string { return fmt.Sprintf("release lock %q", l.Name()) }, l.Lock.Release(c))
 	cancel()
