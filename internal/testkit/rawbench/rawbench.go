@@ -136,11 +136,10 @@ func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) store.Store {
 		b.Fatalf("store.Open: %v", err)
 	}
 	b.Cleanup(func() { s.Close() })
-	ss, ok := s.(store.Store)
-	if !ok {
-		b.Skipf("%T is not an sqlstore.Store: no raw SQL to compare with", s)
+	if _, ok := sqlaccess.Of(s); !ok {
+		b.Skipf("%T is not built on sqlstore: no raw SQL to compare with", s)
 	}
-	return ss
+	return s
 }
 
 // parts is what sqlaccess opens up of s: its pool and dialect.
