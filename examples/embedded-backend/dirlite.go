@@ -49,7 +49,7 @@ func init() { store.Register(Scheme, Driver{}) }
 // Driver opens dirlite Stores.
 type Driver struct{}
 
-// Open creates the directory when missing and returns a ready Store on the
+// Open creates the directory when missing and returns a ready Backend on the
 // database file in it.
 func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	if d.Path == "" {

@@ -41,7 +41,8 @@ type Dialect struct{ postgres.Dialect }
 // Schema is schema 17 in PostgreSQL DDL and the lease-lock tables.
 func (Dialect) Schema() []string { return append(postgres.Schema17(), postgres.LockSchema()...) }
 
-// Open connects and returns a ready Store.
+// Open connects and returns a ready Backend (store.Open puts the portable
+// Store in front of it).
 func (dr Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	cfg, err := postgres.NewConfig(ctx, d)
 	if err != nil {

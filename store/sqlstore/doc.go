@@ -8,7 +8,7 @@
 // and calls [New].
 //
 // [New] is the one lifecycle of every backend: it migrates the schema, then
-// starts the lock backend ([LockStarter]), then returns the ready Store;
+// starts the lock backend ([LockStarter]), then returns the ready Backend;
 // Close stops the locks, runs Config.OnClose, and closes the DB. A backend
 // in another module builds on the same pieces: postgres.NewConfig,
 // mysql.NewConfig and sqlite.NewConfig return a ready Config (pool,
