@@ -86,7 +86,8 @@ var _ store.Store = (*Store)(nil)
 
 // New is the one lifecycle of every SQL backend: it checks and migrates the
 // schema of cfg.DB, then starts cfg.Locks (LockStarter), then returns the
-// ready Backend (store.Open puts the portable Store in front); Close undoes it in reverse (locks, OnClose, DB).
+// ready Backend (store.Open puts the portable Store in front); Close undoes
+// it in reverse (locks, OnClose, DB).
 // It fails with store.ErrSchemaMismatch (wrapped) when the database has a
 // schema newer than store.SchemaVersion, or older and not upgraded by the
 // backend (CheckSchemaVersion). New takes ownership of cfg.DB,
