@@ -38,8 +38,8 @@ import (
 // Unwrap() Lock, the Backend's own.
 //
 // Its methods are Store's, and the method docs of [Store] say what each
-// must do; Close is called once. Package conformance checks a Backend through [Open], that is with
-// this layer in front, as its users will run it.
+// must do; Close is called once. Package conformance checks a Backend
+// through [Open], that is with this layer in front, as its users run it.
 type Backend interface {
 	Store
 }
