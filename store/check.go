@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -198,7 +199,7 @@ func checkTempFile(t TempFile) error {
 		if i > 0 {
 			n++ // the comma
 		}
-		n += len(fmt.Sprint(id))
+		n += len(strconv.Itoa(id))
 	}
 	if n > maxDevIDs {
 		return invalid("%d devids do not fit tempfile.devids (%d bytes)", len(t.DevIDs), maxDevIDs)

@@ -138,6 +138,10 @@ func (s *portable) Close() error {
 		s.closed.Store(true)
 		close(s.closing)
 		s.closeErr = s.b.Close()
+		// The Backend's Close ended every lock it held.
+		s.mu.Lock()
+		clear(s.held)
+		s.mu.Unlock()
 	})
 	return s.closeErr
 }

@@ -131,8 +131,14 @@ func TestNew_ErrorsPrefixedOnce(t *testing.T) {
 
 func TestNew_ClosedRefusedBeforeTheBackend(t *testing.T) {
 	st, b := openSeen(t, nil)
+	if _, err := st.Lock(t.Context(), "held at close", 0); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if h, _ := store.Held(st); len(h) != 0 {
+		t.Errorf("Held after Close = %v; want none: Close ended them", h)
 	}
 	if err := st.Close(); err != nil {
 		t.Errorf("second Close: %v; want nil", err)
@@ -143,8 +149,8 @@ func TestNew_ClosedRefusedBeforeTheBackend(t *testing.T) {
 	if _, err := st.Lock(t.Context(), "x", 0); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Lock after Close: %v; want ErrClosed", err)
 	}
-	if got := b.log(); len(got) != 0 {
-		t.Errorf("the backend was called after Close: %v", got)
+	if got := b.log(); len(got) != 1 {
+		t.Errorf("backend calls = %v; want only the Lock before Close", got)
 	}
 }
 
