@@ -33,9 +33,6 @@ const (
 	maxSettingVal  = 65535
 	maxChecksum    = 64
 	maxEvCode      = 4
-	maxDmid        = MaxDomainID
-	maxClassID     = MaxClassID
-	maxMediumInt   = MaxDeviceID // devid and hostid columns
 	maxWeight      = 8388607
 	maxMinDevCount = 255
 	maxQueueArg    = 65535
@@ -93,14 +90,14 @@ func checkSetting(key, value string) error {
 }
 
 func checkDevID(id int) error {
-	if id <= 0 || id > maxMediumInt {
+	if id <= 0 || id > MaxDeviceID {
 		return invalid("devid %d out of range", id)
 	}
 	return nil
 }
 
 func checkCopy(fid int64, devid int) error {
-	if fid <= 0 || devid <= 0 || devid > maxMediumInt {
+	if fid <= 0 || devid <= 0 || devid > MaxDeviceID {
 		return invalid("fid %d, devid %d", fid, devid)
 	}
 	return nil
@@ -130,7 +127,7 @@ func checkClass(c Class) error {
 	if c.Name == "default" && c.ID != 0 {
 		return invalid("class \"default\" is class 0, not %d", c.ID)
 	}
-	return checkRange("dmid", c.DomainID, 1, maxDmid)
+	return checkRange("dmid", c.DomainID, 1, MaxDomainID)
 }
 
 // checkHost fills in a host's defaults (status down, port 7500) and checks
@@ -165,7 +162,7 @@ func checkHost(h Host) (Host, error) {
 	if err := checkRange("http get port", h.HTTPGetPort, 0, 65535); err != nil {
 		return h, err
 	}
-	return h, checkRange("hostid", h.ID, 0, maxMediumInt)
+	return h, checkRange("hostid", h.ID, 0, MaxHostID)
 }
 
 // checkDevice fills in a device's defaults (alive, weight 100) and checks
@@ -180,7 +177,7 @@ func checkDevice(d Device) (Device, error) {
 	switch {
 	case !d.Status.Valid():
 		return d, invalid("unknown device state %q", d.Status)
-	case d.ID < 0 || d.ID > maxMediumInt:
+	case d.ID < 0 || d.ID > MaxDeviceID:
 		return d, invalid("devid %d out of range", d.ID)
 	case d.Weight < 0 || d.Weight > maxWeight:
 		return d, invalid("weight %d out of range", d.Weight)
@@ -204,13 +201,7 @@ func checkTempFile(t TempFile) error {
 	if n > maxDevIDs {
 		return invalid("%d devids do not fit tempfile.devids (%d bytes)", len(t.DevIDs), maxDevIDs)
 	}
-	if err := checkKey(t.Key); err != nil {
-		return err
-	}
-	if err := checkRange("dmid", t.DomainID, 1, maxDmid); err != nil {
-		return err
-	}
-	if err := checkRange("classid", t.ClassID, 0, maxClassID); err != nil {
+	if err := checkFileKey(t.Key, t.DomainID, t.ClassID); err != nil {
 		return err
 	}
 	if t.Fid < 0 {
@@ -224,17 +215,22 @@ func checkTempFile(t TempFile) error {
 	return nil
 }
 
+// checkFileKey checks where a file goes: its key, domain and class.
+func checkFileKey(key string, dmid, classid int) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := checkRange("dmid", dmid, 1, MaxDomainID); err != nil {
+		return err
+	}
+	return checkRange("classid", classid, 0, MaxClassID)
+}
+
 func checkCommit(c Commit) error {
 	if c.Fid <= 0 {
 		return invalid("fid %d", c.Fid)
 	}
-	if err := checkKey(c.Key); err != nil {
-		return err
-	}
-	if err := checkRange("dmid", c.DomainID, 1, maxDmid); err != nil {
-		return err
-	}
-	if err := checkRange("classid", c.ClassID, 0, maxClassID); err != nil {
+	if err := checkFileKey(c.Key, c.DomainID, c.ClassID); err != nil {
 		return err
 	}
 	if c.Length < 0 {
@@ -268,7 +264,7 @@ func checkEntry(q Queue, e QueueEntry) error {
 	if e.After < 0 && e.After != Never {
 		return invalid("negative delay %v", e.After)
 	}
-	if e.DevID < 0 || e.DevID > maxMediumInt {
+	if e.DevID < 0 || e.DevID > MaxDeviceID {
 		return invalid("devid %d out of range", e.DevID)
 	}
 	if e.Arg != "" && q != QueueFsck && q != QueueRebalance {
@@ -281,7 +277,7 @@ func checkFsckEvent(e FsckEvent) error {
 	if err := checkText("event code", e.Code, maxEvCode, true); err != nil {
 		return err
 	}
-	if e.Fid < 0 || e.DevID < 0 || e.DevID > maxMediumInt {
+	if e.Fid < 0 || e.DevID < 0 || e.DevID > MaxDeviceID {
 		return invalid("fsck event of fid %d, devid %d", e.Fid, e.DevID)
 	}
 	return nil

@@ -73,6 +73,12 @@ func fail(op func() string, err error) error {
 // observation and the error's prefix.
 func do[T any](s *portable, ctx context.Context, name string, op func() string, bad error,
 	f func(context.Context) (T, error)) (T, error) {
+	return call(s, ctx, name, 0, op, bad, f)
+}
+
+// call is do with extra added to the default deadline: a Lock's wait.
+func call[T any](s *portable, ctx context.Context, name string, extra time.Duration, op func() string, bad error,
+	f func(context.Context) (T, error)) (T, error) {
 	var start time.Time
 	if s.obs != nil {
 		start = time.Now()
@@ -85,7 +91,7 @@ func do[T any](s *portable, ctx context.Context, name string, op func() string, 
 	case bad != nil:
 		err = bad
 	default:
-		c, cancel := s.bound(ctx, 0)
+		c, cancel := s.bound(ctx, extra)
 		v, err = f(c)
 		cancel()
 	}
@@ -185,7 +191,7 @@ func (s *portable) CreateClass(ctx context.Context, c Class) (Class, error) {
 func (s *portable) UpdateClass(ctx context.Context, c Class) error {
 	bad := checkClass(c)
 	if bad == nil {
-		bad = checkRange("classid", c.ID, 0, maxClassID)
+		bad = checkRange("classid", c.ID, 0, MaxClassID)
 	}
 	return do0(s, ctx, "UpdateClass", func() string { return fmt.Sprintf("update class %d of domain %d", c.ID, c.DomainID) },
 		bad, func(ctx context.Context) error { return s.b.UpdateClass(ctx, c) })
@@ -377,7 +383,7 @@ func (s *portable) RenameFile(ctx context.Context, dmid int, from, to string) er
 
 func (s *portable) SetFileClass(ctx context.Context, fid int64, classid int) error {
 	return do0(s, ctx, "SetFileClass", func() string { return fmt.Sprintf("set class of file %d", fid) },
-		checkRange("classid", classid, 0, maxClassID),
+		checkRange("classid", classid, 0, MaxClassID),
 		func(ctx context.Context) error { return s.b.SetFileClass(ctx, fid, classid) })
 }
 
@@ -584,28 +590,12 @@ func (s *portable) ClearFsckLog(ctx context.Context) error {
 // and keeps the lock in the held table until its release.
 func (s *portable) Lock(ctx context.Context, name string, timeout time.Duration) (Lock, error) {
 	start := time.Now()
-	op := func() string { return fmt.Sprintf("lock %q", name) }
-	var l Lock
-	var err error
-	switch {
-	case s.closed.Load():
-		err = ErrClosed
-	default:
-		err = CheckLock(name, timeout)
-	}
-	if err == nil {
-		c, cancel := s.bound(ctx, timeout)
-		l, err = s.b.Lock(c, name, timeout)
-		cancel()
-	}
-	err = fail(op, err)
-	if s.obs != nil {
-		s.obs.Call("Lock", time.Since(start), err)
-		if errors.Is(err, ErrLockTimeout) {
+	l, err := call(s, ctx, "Lock", timeout, func() string { return fmt.Sprintf("lock %q", name) },
+		CheckLock(name, timeout), func(ctx context.Context) (Lock, error) { return s.b.Lock(ctx, name, timeout) })
+	if err != nil {
+		if s.obs != nil && errors.Is(err, ErrLockTimeout) {
 			s.obs.Lock(LockEvent{Kind: LockTimedOut, Name: name})
 		}
-	}
-	if err != nil {
 		return nil, err
 	}
 	pl := &portableLock{Lock: l, s: s, granted: time.Now()}

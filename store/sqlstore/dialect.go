@@ -310,9 +310,10 @@ type Config struct {
 	DB      *sql.DB
 	Dialect Dialect
 	// Locks is the database's own lock mechanism, a store.LockService as
-	// an outside lock service is: the Store checks names and timeouts,
-	// bounds every call with its deadline, refuses calls after Close,
-	// fences and closes it, so it only grants, reports loss and releases.
+	// an outside lock service is: the portable Store (store.New) checks
+	// names and timeouts, bounds every call with its deadline and refuses
+	// calls after Close, this Store fences and closes it, so it only
+	// grants, reports loss and releases.
 	// A grant's Token is the token the grant's own statement bumped (with
 	// the SQL of the Dialect's Fencing), or 0 for the Store to bump the
 	// name's token after the grant (Fencing.Bump). Optional: LockStarter,

@@ -231,9 +231,6 @@ func (r rowWithNow) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.
 // Reschedule moves a row's nexttry, counting a failure if asked.
 func (s *Store) Reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {
 	t, err := queueOf(q)
-	if err == nil && after < 0 && after != store.Never {
-		err = invalid("negative delay %v", after)
-	}
 	if err != nil {
 		return s.wrap(err)
 	}
