@@ -199,7 +199,7 @@ func TestDialect_Upsert(t *testing.T) {
 	}
 
 	earlier := d.Upsert("file_to_replicate", []string{"fid", "nexttry"}, []string{"fid"},
-		"nexttry = "+d.Least("nexttry", d.Excluded("nexttry")))
+		"nexttry = "+d.Least("file_to_replicate.nexttry", d.Excluded("nexttry")))
 	affected(earlier, 7, 100)
 	affected(earlier, 7, 200)
 	affected(earlier, 7, 50)

@@ -108,113 +108,16 @@ func (Dialect) UnixNow() string {
 // this still walks the (dmid, dkey) index.
 func (Dialect) ByteOrder(col string) string { return col + ` COLLATE "C"` }
 
-// Upsert uses ON CONFLICT. PostgreSQL finds a bare column name in DO UPDATE
-// ambiguous (existing row or EXCLUDED?), so the existing row's columns in
-// update are qualified with the table name, which names the existing row.
+// Upsert uses ON CONFLICT, with update as the shared layer wrote it: the
+// existing row's columns qualified by the table name, which PostgreSQL
+// requires (a bare name in DO UPDATE is ambiguous between the existing row
+// and EXCLUDED).
 func (Dialect) Upsert(table string, cols, key []string, update string) string {
-	var b strings.Builder
-	b.WriteString(sqlstore.Insert(table, cols))
-	b.WriteString(" ON CONFLICT (")
-	b.WriteString(strings.Join(key, ", "))
-	b.WriteString(") DO ")
+	q := sqlstore.Insert(table, cols) + " ON CONFLICT (" + strings.Join(key, ", ") + ") DO "
 	if strings.TrimSpace(update) == "" {
-		b.WriteString("NOTHING")
-		return b.String()
+		return q + "NOTHING"
 	}
-	b.WriteString("UPDATE SET ")
-	known := map[string]bool{}
-	for _, c := range append(append(append([]string(nil), cols...), key...), tableColumns[table]...) {
-		known[strings.ToLower(c)] = true
-	}
-	b.WriteString(qualifyColumns(update, table, known))
-	return b.String()
-}
-
-// qualifyColumns prefixes table+"." to each bare identifier of update that
-// names a column, except assignment targets ("col =" at the top level,
-// which PostgreSQL refuses qualified), qualified names, qualifiers and
-// function names.
-func qualifyColumns(update, table string, known map[string]bool) string {
-	var b strings.Builder
-	depth := 0
-	atTarget := true // at the start of a SET item
-	for i := 0; i < len(update); {
-		c := update[i]
-		switch {
-		case c == '\'' || c == '"':
-			j := skipQuoted(update, i)
-			b.WriteString(update[i:j])
-			i = j
-			atTarget = false
-			continue
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case c == ',' && depth == 0:
-			b.WriteByte(c)
-			i++
-			atTarget = true
-			continue
-		case isIdentStart(c):
-			j := i + 1
-			for j < len(update) && isIdentPart(update[j]) {
-				j++
-			}
-			word := update[i:j]
-			next := nextNonSpace(update, j)
-			prev := prevNonSpace(update, i)
-			target := atTarget && depth == 0 && next == '='
-			switch {
-			case target, prev == '.', next == '.', next == '(', !known[strings.ToLower(word)]:
-				b.WriteString(word)
-			default:
-				b.WriteString(table)
-				b.WriteByte('.')
-				b.WriteString(word)
-			}
-			atTarget = false
-			i = j
-			continue
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			b.WriteByte(c)
-			i++
-			continue
-		}
-		b.WriteByte(c)
-		i++
-		atTarget = false
-	}
-	return b.String()
-}
-
-func isIdentStart(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
-
-func isIdentPart(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' || c == '$' }
-
-func nextNonSpaceAt(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-func nextNonSpace(s string, i int) byte {
-	if i = nextNonSpaceAt(s, i); i < len(s) {
-		return s[i]
-	}
-	return 0
-}
-
-func prevNonSpace(s string, i int) byte {
-	for i--; i >= 0; i-- {
-		if c := s[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return c
-		}
-	}
-	return 0
+	return q + "UPDATE SET " + update
 }
 
 func (Dialect) Excluded(col string) string { return "EXCLUDED." + col }

@@ -30,8 +30,12 @@ type Dialect interface {
 	ByteOrder(col string) string
 	// Upsert builds an INSERT of cols (one '?' each) into table which, on a
 	// conflict over the key columns, applies the assignments in update
-	// instead ("" = do nothing). In update, a bare column name is the existing
-	// row's value and Excluded(col) the value proposed by the INSERT. With
+	// instead ("" = do nothing). In update, the existing row's value of a
+	// column is written qualified, table.col (PostgreSQL finds a bare name
+	// there ambiguous; every dialect takes the qualified one), the value
+	// proposed by the INSERT Excluded(col), and only an assignment's target
+	// bare. Update is SQL the shared layer wrote: a Dialect uses it as it
+	// is. With
 	// update "" the statement's RowsAffected must be 1 when it inserted and
 	// 0 when the row existed (MySQL: without CLIENT_FOUND_ROWS, so that
 	// assigning a column to itself counts as no change). The statement must

@@ -100,7 +100,7 @@ func (s *Store) enqueueStmt(q store.Queue, e store.QueueEntry) (stmt, error) {
 	if t.flags {
 		cols, vals, args = append(cols, "flags"), append(vals, "?"), append(args, 0)
 	}
-	up := s.upsertFrom(t.table, cols, key, "nexttry = "+s.d.Least("nexttry", s.d.Excluded("nexttry")),
+	up := s.upsertFrom(t.table, cols, key, "nexttry = "+s.d.Least(t.table+".nexttry", s.d.Excluded("nexttry")),
 		"VALUES ("+strings.Join(vals, ", ")+")")
 	return stmt{up, args}, nil
 }
