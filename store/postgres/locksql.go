@@ -2,33 +2,35 @@ package postgres
 
 import "fmt"
 
-// lockTables are the lease locks' tables, created after schema 17 (see
-// LockSchema).
-var lockTables = []table{
-	{name: ownerTable, unlogged: true, columns: []string{
-		"owner_id BIGINT NOT NULL PRIMARY KEY", // random incarnation id
-		"identity TEXT NOT NULL",               // lock_owner, or host:pid:n
-		"hostname TEXT NOT NULL",               // for operators
-		"pid INT NOT NULL",                     // for operators
-		"started_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()",
-		"expires_at TIMESTAMPTZ NOT NULL", // database clock
-	}, indexes: []string{
-		"CREATE INDEX IF NOT EXISTS " + ownerTable + "_identity ON " + ownerTable + " (identity)",
-		"CREATE INDEX IF NOT EXISTS " + ownerTable + "_expires_at ON " + ownerTable + " (expires_at)",
-	}},
-	{name: lockTable, unlogged: true, columns: []string{
-		"name BYTEA NOT NULL PRIMARY KEY", // compared byte for byte
-		"owner_id BIGINT NOT NULL REFERENCES " + ownerTable + " (owner_id) ON DELETE CASCADE",
-		"token BIGINT NOT NULL", // one per Acquire: tells our row from a retry's
-		"acquired_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()",
-		// Another Store waits for this holding and listens for its end
-		// (markWaitedSQL): only then does the release NOTIFY.
-		"waited BOOLEAN NOT NULL DEFAULT false",
-	}, indexes: []string{
-		"CREATE INDEX IF NOT EXISTS " + lockTable + "_owner_id ON " + lockTable + " (owner_id)",
-		// The table of an older gomogile.
-		"ALTER TABLE " + lockTable + " ADD COLUMN IF NOT EXISTS waited BOOLEAN NOT NULL DEFAULT false",
-	}},
+// lockSchema creates the lease locks' tables, after schema 17 (see
+// LockSchema, the package doc's # Locks and locks.go). UNLOGGED: a server
+// crash ends every session, hence every holder, so rows that vanish with
+// it (PostgreSQL truncates unlogged tables on crash recovery) are exactly
+// right, and writing them skips the WAL flush a durable INSERT+DELETE pays
+// per lock cycle.
+var lockSchema = []string{
+	`CREATE UNLOGGED TABLE IF NOT EXISTS ` + ownerTable + ` (
+	owner_id BIGINT NOT NULL PRIMARY KEY, -- random incarnation id
+	identity TEXT NOT NULL, -- lock_owner, or host:pid:n
+	hostname TEXT NOT NULL, -- for operators
+	pid INT NOT NULL, -- for operators
+	started_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+	expires_at TIMESTAMPTZ NOT NULL -- database clock
+)`,
+	"CREATE INDEX IF NOT EXISTS " + ownerTable + "_identity ON " + ownerTable + " (identity)",
+	"CREATE INDEX IF NOT EXISTS " + ownerTable + "_expires_at ON " + ownerTable + " (expires_at)",
+	`CREATE UNLOGGED TABLE IF NOT EXISTS ` + lockTable + ` (
+	name BYTEA NOT NULL PRIMARY KEY, -- compared byte for byte
+	owner_id BIGINT NOT NULL REFERENCES ` + ownerTable + ` (owner_id) ON DELETE CASCADE,
+	token BIGINT NOT NULL, -- one per Acquire: tells our row from a retry's
+	acquired_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+	-- Another Store waits for this holding and listens for its end
+	-- (markWaitedSQL): only then does the release NOTIFY.
+	waited BOOLEAN NOT NULL DEFAULT false
+)`,
+	"CREATE INDEX IF NOT EXISTS " + lockTable + "_owner_id ON " + lockTable + " (owner_id)",
+	// The table of an older gomogile.
+	"ALTER TABLE " + lockTable + " ADD COLUMN IF NOT EXISTS waited BOOLEAN NOT NULL DEFAULT false",
 }
 
 const (

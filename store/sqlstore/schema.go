@@ -5,12 +5,13 @@ package sqlstore
 // exported by its backend: postgres.Schema17, mysql.Schema17). With
 // OwnTables and a backend's own lock tables they are every table a
 // gomogile database holds, which is what a harness empties between tests.
-var Schema17Tables = []string{
-	"domain", "class", "file", "tempfile", "file_to_delete", "unreachable_fids",
-	"file_on", "file_on_corrupt", "host", "device", "server_settings",
-	"file_to_replicate", "file_to_delete_later", "fsck_log", "file_to_queue",
-	"file_to_delete2", "checksum",
-}
+var Schema17Tables = func() []string {
+	names := make([]string, len(Schema17))
+	for i, t := range Schema17 {
+		names[i] = t.Name
+	}
+	return names
+}()
 
 // DueIndexes are indexes of our own on the schema 17 queue tables, in
 // portable DDL, matching Lease's ORDER BY nexttry, fid: with an index on
