@@ -46,9 +46,10 @@ status=$?
 
 # The example backends, each in its own module: built only from the
 # exported pieces, each must pass the same suite — a server backend
-# (outside-backend, whose broken variants the suite must fail) and an
-# embedded one (embedded-backend).
-for ex in outside-backend embedded-backend; do
+# (outside-backend, whose broken variants the suite must fail), an
+# embedded one on sqlstore (embedded-backend) and one that implements
+# store.Backend with no SQL at all (bolt-backend).
+for ex in outside-backend embedded-backend bolt-backend; do
 	if [ $status -eq 0 ]; then
 		echo "go vet + go test ./examples/$ex (own module)"
 		(cd "examples/$ex" && go mod tidy -diff && go vet ./... && go test -count=1 -v -timeout 20m ./...) >>"$log" 2>&1 || status=1
