@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -281,50 +280,6 @@ func mysqlErrno(err error) uint16 {
 		return me.Number
 	}
 	return 0
-}
-
-// Fencing: the grants of the database's own locks (GET_LOCK) keep their
-// tokens in the lock holder table (holderTable, MEMORY: a grant writes no
-// log), each written by the grant's claim (lockfence.go) with a token from
-// the counter in its floor row; so there is no gomogile_fence table and no
-// Bump. A MEMORY table's locks last a statement, so a fenced write is
-// ordered against the next grant by an InnoDB row that never changes: the
-// name's row of fenceStripeTable, which the write locks in share mode
-// (Order) and the grant's claim for update. Epochs: the durable counter is
-// fenceEpochTable (InnoDB), the floor the holder table's sentinel row.
-//
-// An outside lock service's fence, gomogile_lock_fence, is an InnoDB table
-// (durable, and replicated by a Galera cluster): VARBINARY, so "A" and "a"
-// are two names whatever the table's collation; LOCK IN SHARE MODE is
-// understood by MariaDB and MySQL 8 alike. On a Galera node a fenced write
-// checks it by adding one to the row's checks column where the row holds
-// the fence's token (sqlstore.Fencing.Check): a share lock is the node's
-// own, and Galera certifies what a transaction writes, not what it read,
-// so only a write of the row makes the write and a raise through another
-// node conflict (TestGalera_FenceCheckCertified). The column is there on
-// every server; elsewhere nothing writes it.
-func (d Dialect) Fencing() sqlstore.Fencing {
-	var check string
-	if d.galera {
-		check = "UPDATE gomogile_lock_fence SET checks = checks + 1 WHERE name = ? AND token = ?"
-	}
-	database := d.database
-	return sqlstore.Fencing{
-		Table:     holderTable,
-		Key:       func(name string) any { return serverLockName(database, name) },
-		Order:     "SELECT COUNT(*) FROM " + fenceStripeTable + " WHERE id = CRC32(?) % " + strconv.Itoa(fenceStripes) + " LOCK IN SHARE MODE INTO @gomogile_stripe",
-		ShareLock: " AND @gomogile_stripe = 1",
-		NewEpoch:  fenceEpoch,
-		ServiceSchema: "CREATE TABLE IF NOT EXISTS gomogile_lock_fence (\n" +
-			"	name   VARBINARY(255) NOT NULL PRIMARY KEY,\n" +
-			"	token  BIGINT NOT NULL,\n" +
-			"	checks BIGINT NOT NULL DEFAULT 0\n" +
-			") ENGINE=InnoDB",
-		Raise: "INSERT INTO gomogile_lock_fence (name, token) VALUES (?, ?)\n" +
-			"	ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))",
-		ServiceShareLock: " LOCK IN SHARE MODE",
-		Check:            check,
-	}
 }
 
 // Counter: LAST_INSERT_ID(expr) hands the new value back in the OK packet,

@@ -120,26 +120,6 @@ var schema = sqlstore.DDL{
 	Serial: " AUTOINCREMENT",
 }.Render(sqlstore.Schema17)
 
-// Fencing: names are BLOBs, compared byte for byte, and SQLite
-// has had RETURNING since 3.35; BEGIN IMMEDIATE already excludes every other
-// writer, so the fence check needs no row lock.
-func (Dialect) Fencing() sqlstore.Fencing {
-	return sqlstore.Fencing{
-		Schema: `CREATE TABLE IF NOT EXISTS gomogile_fence (
-	name  BLOB NOT NULL PRIMARY KEY,
-	token BIGINT NOT NULL
-)`,
-		Bump: `INSERT INTO gomogile_fence (name, token) VALUES (?, 1)
-	ON CONFLICT (name) DO UPDATE SET token = token + 1 RETURNING token`,
-		ServiceSchema: `CREATE TABLE IF NOT EXISTS gomogile_lock_fence (
-	name  BLOB NOT NULL PRIMARY KEY,
-	token BIGINT NOT NULL
-)`,
-		Raise: `INSERT INTO gomogile_lock_fence (name, token) VALUES (?, ?)
-	ON CONFLICT (name) DO UPDATE SET token = MAX(token, excluded.token)`,
-	}
-}
-
 // Counter: UPDATE … RETURNING (SQLite 3.35) hands the new value back.
 func (Dialect) Counter() sqlstore.Counter {
 	return sqlstore.Counter{Next: "UPDATE gomogile_counter SET value = value + 1 WHERE name = ? RETURNING value"}
