@@ -422,24 +422,7 @@ func configure(d *store.DSN) (*configs, error) {
 		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
 	}
 
-	lock := cfg.Clone()
-	// A lock session sits in GET_LOCK for as long as the caller's timeout:
-	// a read timeout would break it, and the watcher bounds silence anyway.
-	lock.ReadTimeout = 0
-	// Killed lock sessions are expected and reported through Lost and
-	// errors; the driver's own log lines about them would only be noise.
-	lock.Logger = &gomysql.NopLogger{}
-	// The watcher pings a held lock's session every watchEvery, so only a
-	// session whose client is gone (a vanished host) idles this long: the
-	// server then ends it and frees its lock instead of waiting for the
-	// default eight hours or TCP keepalive.
-	lock.Params = map[string]string{"wait_timeout": strconv.Itoa(int(lockSessionIdle / time.Second))}
-	// Nothing but the lock backend's own SQL runs on a lock session, and
-	// several statements per query save round trips: GET_LOCK with the
-	// holder-row read after it, the holder row with the fencing bump, the
-	// row's DELETE with RELEASE_LOCK.
-	lock.MultiStatements = true
-	return &configs{main: cfg, lock: lock, utf8: utf8}, nil
+	return &configs{main: cfg, lock: lockConfig(cfg), utf8: utf8}, nil
 }
 
 // tlsMode maps tls=true|false|skip-verify|preferred, and DBD::mysql's
