@@ -38,7 +38,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 
 type benchEnv struct{ h Harness }
 
-func (e *benchEnv) open(b *testing.B) store.Store {
+func (e *benchEnv) open(b *testing.B) *store.Store {
 	b.Helper()
 	s, err := store.Open(b.Context(), e.h.DSN())
 	if err != nil {
@@ -70,7 +70,7 @@ func benchLockUncontended(b *testing.B, e *benchEnv) {
 // benchLockHandoff has two trackers take turns on one lock; each op is one
 // acquisition, most of them straight after the other's release.
 func benchLockHandoff(b *testing.B, e *benchEnv) {
-	ss := []store.Store{e.open(b), e.open(b)}
+	ss := []*store.Store{e.open(b), e.open(b)}
 	ctx := b.Context()
 	var n atomic.Int64
 	var wg sync.WaitGroup

@@ -262,12 +262,12 @@ type env struct {
 	caps store.Capabilities
 
 	mu      sync.Mutex
-	crashed map[store.Store]bool
+	crashed map[*store.Store]bool
 }
 
 // open returns a new, independent Store (a new tracker), closed when the
 // test ends; a Close error fails the test unless the Store was crashed.
-func (e *env) open(t *testing.T) store.Store {
+func (e *env) open(t *testing.T) *store.Store {
 	t.Helper()
 	s, err := store.Open(t.Context(), e.h.DSN())
 	if err != nil {
@@ -287,11 +287,11 @@ func (e *env) open(t *testing.T) store.Store {
 }
 
 // crash makes s a dead owner through the Harness.
-func (e *env) crash(t *testing.T, s store.Store) {
+func (e *env) crash(t *testing.T, s *store.Store) {
 	t.Helper()
 	e.mu.Lock()
 	if e.crashed == nil {
-		e.crashed = map[store.Store]bool{}
+		e.crashed = map[*store.Store]bool{}
 	}
 	e.crashed[s] = true
 	e.mu.Unlock()
@@ -301,22 +301,24 @@ func (e *env) crash(t *testing.T, s store.Store) {
 }
 
 // kill ends the database session holding l of s, through Faults.
-func (e *env) kill(t *testing.T, s store.Store, l store.Lock) {
+func (e *env) kill(t *testing.T, s *store.Store, l store.Lock) {
 	t.Helper()
 	ok(t, e.faults(t, s).KillLockSession(t.Context(), l), "KillLockSession")
 }
 
-// FaultsOf finds the fault hooks of s: s itself, or the Store it wraps
-// (Unwrap() store.Store: the portable Store of store.Open wraps its
-// backend), so that no wrapper need forward them.
-func FaultsOf(s store.Store) (Faults, bool) { return store.Find[Faults](s) }
+// FaultsOf finds the fault hooks of s: s itself, or the Backend it wraps
+// (Unwrap() store.Backend: the Store of store.Open wraps its backend), so
+// that no wrapper need forward them.
+func FaultsOf(s store.Backend) (Faults, bool) { return store.Find[Faults](s) }
 
 // faultsOf is the one place the suite finds a Store's Faults: the
 // Harness's FaultOverride if it has one, else FaultsOf.
-func (e *env) faultsOf(s store.Store) (Faults, error) {
+func (e *env) faultsOf(s store.Backend) (Faults, error) {
 	if o, ok := e.h.(FaultOverride); ok {
-		if f := o.FaultsFor(s); f != nil {
-			return f, nil
+		if st, ok := s.(*store.Store); ok {
+			if f := o.FaultsFor(st); f != nil {
+				return f, nil
+			}
 		}
 	}
 	if f, ok := FaultsOf(s); ok {
@@ -325,7 +327,7 @@ func (e *env) faultsOf(s store.Store) (Faults, error) {
 	return nil, fmt.Errorf("backend %s: Store %T implements neither conformance.Faults nor does the harness %T implement conformance.FaultOverride; the lock cases need both faults", e.h.Name(), s, e.h)
 }
 
-func (e *env) faults(t *testing.T, s store.Store) Faults {
+func (e *env) faults(t *testing.T, s *store.Store) Faults {
 	t.Helper()
 	f, err := e.faultsOf(s)
 	if err != nil {
@@ -482,7 +484,7 @@ func lockName(t *testing.T, suffix string) string {
 
 // Fixtures.
 
-func mkDomain(t *testing.T, s store.Store, name string) store.Domain {
+func mkDomain(t *testing.T, s *store.Store, name string) store.Domain {
 	t.Helper()
 	d, err := s.CreateDomain(t.Context(), name)
 	ok(t, err, "CreateDomain(%q)", name)
@@ -490,7 +492,7 @@ func mkDomain(t *testing.T, s store.Store, name string) store.Domain {
 }
 
 // mkDevices creates a host and n alive devices on it, returning their ids.
-func mkDevices(t *testing.T, s store.Store, n int) []int {
+func mkDevices(t *testing.T, s *store.Store, n int) []int {
 	t.Helper()
 	ctx := t.Context()
 	h, err := s.CreateHost(ctx, store.Host{Name: "host-" + strconv.Itoa(n), Status: store.HostAlive, HTTPPort: 7500, IP: "10.0.0." + strconv.Itoa(n)})
@@ -505,7 +507,7 @@ func mkDevices(t *testing.T, s store.Store, n int) []int {
 }
 
 // mkFile reserves a fid and commits it as key in dmid with copies on devs.
-func mkFile(t *testing.T, s store.Store, dmid int, key string, devs ...int) store.File {
+func mkFile(t *testing.T, s *store.Store, dmid int, key string, devs ...int) store.File {
 	t.Helper()
 	ctx := t.Context()
 	fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: key, DevIDs: devs})
@@ -528,7 +530,7 @@ func within(a, b time.Time, d time.Duration) bool {
 }
 
 // dbNow reads the database clock.
-func dbNow(t *testing.T, s store.Store) time.Time {
+func dbNow(t *testing.T, s *store.Store) time.Time {
 	t.Helper()
 	now, err := s.Now(t.Context())
 	ok(t, err, "Now")

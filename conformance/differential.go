@@ -55,8 +55,8 @@ type diff struct {
 	seed   uint64
 	rng    *rand.Rand
 	m      *model
-	ss     []store.Store
-	s      store.Store // the Store of the current operation
+	ss     []*store.Store
+	s      *store.Store // the Store of the current operation
 	devs   []int
 	step   int
 	recent []string
@@ -70,7 +70,7 @@ func testDifferential(t *testing.T, e *env) {
 		seed: seed,
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		m:    newModel(),
-		ss:   []store.Store{e.open(t), e.open(t)},
+		ss:   []*store.Store{e.open(t), e.open(t)},
 	}
 	d.devs = mkDevices(t, d.ss[0], 4)
 

@@ -9,7 +9,7 @@ import (
 
 // faulty is a Store (of which only the fault hooks are ever called here)
 // with the fault hooks.
-type faulty struct{ store.Store }
+type faulty struct{ store.Backend }
 
 func (faulty) KillLockSession(context.Context, store.Lock) error { return nil }
 func (faulty) CrashOwner(context.Context) error                  { return nil }
@@ -17,11 +17,11 @@ func (faulty) CrashOwner(context.Context) error                  { return nil }
 // wrapper wraps a Store the way storemetrics' does, forwarding no fault
 // hook.
 type wrapper struct {
-	store.Store
-	inner store.Store
+	store.Backend
+	inner store.Backend
 }
 
-func (w wrapper) Unwrap() store.Store { return w.inner }
+func (w wrapper) Unwrap() store.Backend { return w.inner }
 
 type bareHarness struct{ Harness }
 
@@ -32,7 +32,7 @@ func (bareHarness) Name() string { return "test" }
 func TestFaultsOf_ThroughWrappers(t *testing.T) {
 	e := &env{h: bareHarness{}}
 	inner := faulty{}
-	for _, s := range []store.Store{inner, wrapper{inner: inner}, wrapper{inner: wrapper{inner: inner}}} {
+	for _, s := range []store.Backend{inner, wrapper{inner: inner}, wrapper{inner: wrapper{inner: inner}}} {
 		f, err := e.faultsOf(s)
 		if err != nil || f != Faults(inner) {
 			t.Errorf("faultsOf(%T) = %v, %v; want the inner Store's hooks", s, f, err)

@@ -30,7 +30,7 @@ func testFenceTokensIncrease(t *testing.T, e *env) {
 	e.expectFree(t, name)
 	a, b := e.open(t), e.open(t)
 	var prev int64
-	for i, s := range []store.Store{a, b, a, a, b} {
+	for i, s := range []*store.Store{a, b, a, a, b} {
 		l := mustLock(t, s, name, e.deadBound())
 		prev = tokenAfter(t, l, prev, fmt.Sprintf("grant %d", i+1))
 		mustRelease(t, l)
@@ -45,7 +45,7 @@ type fencedFixture struct {
 	tempFid int64      // reserved, not committed
 }
 
-func mkFencedFixture(t *testing.T, s store.Store) fencedFixture {
+func mkFencedFixture(t *testing.T, s *store.Store) fencedFixture {
 	t.Helper()
 	d := mkDomain(t, s, "fenced")
 	devs := mkDevices(t, s, 2)
@@ -67,7 +67,7 @@ type fencedSnapshot struct {
 	Fsck      int64
 }
 
-func takeSnapshot(t *testing.T, s store.Store, fx fencedFixture) fencedSnapshot {
+func takeSnapshot(t *testing.T, s *store.Store, fx fencedFixture) fencedSnapshot {
 	t.Helper()
 	ctx := t.Context()
 	var sn fencedSnapshot
@@ -89,7 +89,7 @@ func takeSnapshot(t *testing.T, s store.Store, fx fencedFixture) fencedSnapshot 
 
 // fencedWrites are the writes a lock guards in a tracker, each made under
 // ctx through s.
-func fencedWrites(s store.Store, fx fencedFixture) []struct {
+func fencedWrites(s *store.Store, fx fencedFixture) []struct {
 	name string
 	do   func(ctx context.Context) error
 } {
@@ -124,7 +124,7 @@ func fencedWrites(s store.Store, fx fencedFixture) []struct {
 // checkStaleRefused plays every fenced write under stale through s and
 // checks each is refused with ErrFenced and changes nothing, and that
 // reads under the stale fence still work.
-func checkStaleRefused(t *testing.T, s store.Store, stale context.Context, fx fencedFixture) {
+func checkStaleRefused(t *testing.T, s *store.Store, stale context.Context, fx fencedFixture) {
 	t.Helper()
 	before := takeSnapshot(t, s, fx)
 	for _, w := range fencedWrites(s, fx) {
@@ -143,7 +143,7 @@ func checkStaleRefused(t *testing.T, s store.Store, stale context.Context, fx fe
 
 // checkCurrentApplies plays every fenced write under cur through s and
 // checks each applied.
-func checkCurrentApplies(t *testing.T, s store.Store, cur context.Context, fx fencedFixture) {
+func checkCurrentApplies(t *testing.T, s *store.Store, cur context.Context, fx fencedFixture) {
 	t.Helper()
 	for _, w := range fencedWrites(s, fx) {
 		ok(t, w.do(cur), "%s under the current holder's fence", w.name)

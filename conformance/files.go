@@ -160,7 +160,7 @@ func testFidNeverReused(t *testing.T, e *env) {
 	if n, err := a.MaxFid(ctx); err != nil || n != 0 {
 		t.Fatalf("MaxFid() with no files = %d, %v; want 0", n, err)
 	}
-	for _, s := range []store.Store{a, b} {
+	for _, s := range []*store.Store{a, b} {
 		fid, err := s.CreateTempFile(ctx, store.TempFile{DomainID: d.ID, Key: "again"})
 		ok(t, err, "CreateTempFile after deleting everything")
 		if fid <= top {
@@ -173,7 +173,7 @@ func testFidNeverReused(t *testing.T, e *env) {
 func testFidsConcurrent(t *testing.T, e *env) {
 	s := e.open(t)
 	d := mkDomain(t, s, "dom")
-	ss := []store.Store{s, e.open(t), e.open(t)}
+	ss := []*store.Store{s, e.open(t), e.open(t)}
 	const workers, each = 6, 10
 	fids := make([][]int64, workers)
 	errs := parallel(workers, func(w int) error {
@@ -201,14 +201,14 @@ func testFidsConcurrent(t *testing.T, e *env) {
 	}
 }
 
-func fileOf(t *testing.T, s store.Store, fid int64) store.File {
+func fileOf(t *testing.T, s *store.Store, fid int64) store.File {
 	t.Helper()
 	f, err := s.File(t.Context(), fid)
 	ok(t, err, "File(%d)", fid)
 	return f
 }
 
-func fileOnOf(t *testing.T, s store.Store, fid int64) []int {
+func fileOnOf(t *testing.T, s *store.Store, fid int64) []int {
 	t.Helper()
 	devs, err := s.FileOn(t.Context(), fid)
 	ok(t, err, "FileOn(%d)", fid)
@@ -292,7 +292,7 @@ func testCommitFileNotFound(t *testing.T, e *env) {
 
 // raceCommits commits the same tempfile from two Stores at once, with the
 // commits given, and returns both results.
-func raceCommits(t *testing.T, ss [2]store.Store, cs [2]store.Commit) ([2]store.CommitResult, [2]error) {
+func raceCommits(t *testing.T, ss [2]*store.Store, cs [2]store.Commit) ([2]store.CommitResult, [2]error) {
 	var res [2]store.CommitResult
 	var errs [2]error
 	parallel(2, func(i int) error {
@@ -316,7 +316,7 @@ func testCommitFileRace(t *testing.T, e *env) {
 			{Fid: fid, DomainID: d.ID, Key: fmt.Sprintf("r%d/a", round), Length: 1, DevIDs: devs[:2], Replicate: true},
 			{Fid: fid, DomainID: d.ID, Key: fmt.Sprintf("r%d/b", round), Length: 2, DevIDs: devs[2:], Replicate: true},
 		}
-		res, errs := raceCommits(t, [2]store.Store{a, b}, cs)
+		res, errs := raceCommits(t, [2]*store.Store{a, b}, cs)
 		var win int
 		switch {
 		case errs[0] == nil && errors.Is(errs[1], store.ErrNotFound):
@@ -358,7 +358,7 @@ func testCommitFileRaceSameKey(t *testing.T, e *env) {
 		c := store.Commit{Fid: fid, DomainID: d.ID, Key: key, Length: 9, DevIDs: devs, Replicate: true}
 		// Identical commits: whichever comes second is a retry of an
 		// applied commit, so both succeed with one result.
-		res, errs := raceCommits(t, [2]store.Store{a, b}, [2]store.Commit{c, c})
+		res, errs := raceCommits(t, [2]*store.Store{a, b}, [2]store.Commit{c, c})
 		for i, err := range errs {
 			ok(t, err, "round %d: identical racing commit %d", round, i)
 		}
@@ -392,7 +392,7 @@ func testCommitFileRetry(t *testing.T, e *env) {
 	first, err := a.CommitFile(ctx, c)
 	ok(t, err, "CommitFile")
 	// The tracker lost the acknowledgement and retries, maybe elsewhere.
-	for i, s := range []store.Store{a, b} {
+	for i, s := range []*store.Store{a, b} {
 		again, err := s.CommitFile(ctx, c)
 		ok(t, err, "retry %d of an applied commit", i)
 		if again != first {
@@ -557,7 +557,7 @@ var listKeys = []string{
 	"日本", "日本語", "\u00ff", "%", "%a", "_x", "\\", "a b", "ä", "a\u0301",
 }
 
-func listSetup(t *testing.T, s store.Store) store.Domain {
+func listSetup(t *testing.T, s *store.Store) store.Domain {
 	t.Helper()
 	d := mkDomain(t, s, "dom")
 	other := mkDomain(t, s, "other")
@@ -584,7 +584,7 @@ func wantKeys(prefix, after string, limit int) []string {
 	return out
 }
 
-func checkList(t *testing.T, s store.Store, dmid int, prefix, after string, limit int) {
+func checkList(t *testing.T, s *store.Store, dmid int, prefix, after string, limit int) {
 	t.Helper()
 	got, err := s.ListKeys(t.Context(), dmid, prefix, after, limit)
 	ok(t, err, "ListKeys(%q, %q, %d)", prefix, after, limit)
@@ -728,7 +728,7 @@ func testDeleteFile(t *testing.T, e *env) {
 }
 
 func testCommitFileReplaceRace(t *testing.T, e *env) {
-	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ss := []*store.Store{e.open(t), e.open(t), e.open(t)}
 	ctx := t.Context()
 	d := mkDomain(t, ss[0], "dom")
 	const uploads = 9
@@ -781,7 +781,7 @@ func testCommitFileReplaceRace(t *testing.T, e *env) {
 }
 
 func testRenameRace(t *testing.T, e *env) {
-	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ss := []*store.Store{e.open(t), e.open(t), e.open(t)}
 	ctx := t.Context()
 	d := mkDomain(t, ss[0], "dom")
 	const n = 6
@@ -819,7 +819,7 @@ func testRenameRace(t *testing.T, e *env) {
 }
 
 func testDeleteFileRace(t *testing.T, e *env) {
-	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ss := []*store.Store{e.open(t), e.open(t), e.open(t)}
 	ctx := t.Context()
 	d := mkDomain(t, ss[0], "dom")
 	for round := range 5 {

@@ -42,7 +42,7 @@ type Origin interface {
 // checked once by Run (a backend without it fails the suite at once, not
 // case by case). sqlstore.Store implements it through its lock backend's
 // sqlstore.LockFaults. A Store that wraps another and says so with a
-// method Unwrap() store.Store (storemetrics' does) need not forward them:
+// method Unwrap() *store.Store (storemetrics' does) need not forward them:
 // the suite looks through it.
 //
 // After KillLockSession the suite expects l.Lost() to close and another
@@ -77,9 +77,9 @@ type Faults interface {
 // ErrLockLost, another Store on the file gets the lock at once. This is
 // store/sqlite's harness:
 //
-//	func (h *harness) FaultsFor(s store.Store) conformance.Faults { return closeFaults{s} }
+//	func (h *harness) FaultsFor(s *store.Store) conformance.Faults { return closeFaults{s} }
 //
-//	type closeFaults struct{ s store.Store }
+//	type closeFaults struct{ s *store.Store }
 //
 //	func (f closeFaults) KillLockSession(context.Context, store.Lock) error { return f.s.Close() }
 //	func (f closeFaults) CrashOwner(context.Context) error                  { return f.s.Close() }
@@ -87,5 +87,5 @@ type Faults interface {
 // A FaultsFor that returns nil uses s's own Faults (a lock service's, when
 // the locks are there: store/sqlite's etcd harness).
 type FaultOverride interface {
-	FaultsFor(s store.Store) Faults
+	FaultsFor(s *store.Store) Faults
 }

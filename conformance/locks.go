@@ -14,7 +14,7 @@ import (
 )
 
 // mustLock takes name on s, failing the test otherwise.
-func mustLock(t *testing.T, s store.Store, name string, timeout time.Duration) store.Lock {
+func mustLock(t *testing.T, s *store.Store, name string, timeout time.Duration) store.Lock {
 	t.Helper()
 	l, err := s.Lock(t.Context(), name, timeout)
 	ok(t, err, "Lock(%q, %v)", short(name), timeout)
@@ -31,7 +31,7 @@ func mustRelease(t *testing.T, l store.Lock) {
 }
 
 // heldElsewhere checks that name is taken: s cannot get it with timeout 0.
-func heldElsewhere(t *testing.T, s store.Store, name string) {
+func heldElsewhere(t *testing.T, s *store.Store, name string) {
 	t.Helper()
 	l, err := s.Lock(t.Context(), name, 0)
 	if err == nil {
@@ -366,8 +366,8 @@ func testLockReleaseIdempotent(t *testing.T, e *env) {
 
 // lockWorkers runs perStore goroutines on each of stores Stores, each doing
 // iters rounds of f under lock name, and fails if two ever hold it at once.
-func lockWorkers(t *testing.T, e *env, name string, stores, perStore, iters int, f func(ctx context.Context, s store.Store) error) {
-	ss := make([]store.Store, stores)
+func lockWorkers(t *testing.T, e *env, name string, stores, perStore, iters int, f func(ctx context.Context, s *store.Store) error) {
+	ss := make([]*store.Store, stores)
 	for i := range ss {
 		ss[i] = e.open(t)
 	}
@@ -405,7 +405,7 @@ func testLockGuardedCounter(t *testing.T, e *env) {
 	e.expectFree(t, name)
 	const stores, perStore, iters = 3, 3, 5
 	key := "conformance.counter"
-	lockWorkers(t, e, name, stores, perStore, iters, func(ctx context.Context, s store.Store) error {
+	lockWorkers(t, e, name, stores, perStore, iters, func(ctx context.Context, s *store.Store) error {
 		// A plain read-modify-write: only the lock keeps it from losing updates.
 		v, err := s.ServerSetting(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
@@ -434,7 +434,7 @@ func testLockMutualExclusion(t *testing.T, e *env) {
 	var inY atomic.Int32
 	// Every worker takes x, then y while holding x: contention on one name
 	// and many locks per holder at once.
-	lockWorkers(t, e, x, 3, 3, 6, func(ctx context.Context, s store.Store) error {
+	lockWorkers(t, e, x, 3, 3, 6, func(ctx context.Context, s *store.Store) error {
 		l, err := s.Lock(ctx, y, 10*time.Second)
 		if err != nil {
 			return fmt.Errorf("Lock(y) while holding x: %w", err)
@@ -451,7 +451,7 @@ func testLockMutualExclusion(t *testing.T, e *env) {
 func testLockHandoff(t *testing.T, e *env) {
 	name := lockName(t, "")
 	e.expectFree(t, name)
-	ss := []store.Store{e.open(t), e.open(t)}
+	ss := []*store.Store{e.open(t), e.open(t)}
 	held := mustLock(t, ss[0], name, 0)
 	for round := range 4 {
 		waiter := ss[(round+1)%2]

@@ -115,7 +115,7 @@ func schemaRefused(t *testing.T, e *env, v int) {
 	e.open(t)
 }
 
-func domainsOf(t *testing.T, s store.Store) []store.Domain {
+func domainsOf(t *testing.T, s *store.Store) []store.Domain {
 	t.Helper()
 	ds, err := s.Domains(t.Context())
 	ok(t, err, "Domains")
@@ -217,8 +217,8 @@ func testDomainDeleteHasClasses(t *testing.T, e *env) {
 
 // concurrentIDs creates n things from several Stores at once and checks
 // that every create succeeded with a distinct id.
-func concurrentIDs(t *testing.T, e *env, n int, create func(s store.Store, i int) (int, error)) {
-	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+func concurrentIDs(t *testing.T, e *env, n int, create func(s *store.Store, i int) (int, error)) {
+	ss := []*store.Store{e.open(t), e.open(t), e.open(t)}
 	ids := make([]int, n)
 	errs := parallel(n, func(i int) error {
 		id, err := create(ss[i%len(ss)], i)
@@ -240,7 +240,7 @@ func concurrentIDs(t *testing.T, e *env, n int, create func(s store.Store, i int
 
 func testDomainIDsConcurrent(t *testing.T, e *env) {
 	const n = 24
-	concurrentIDs(t, e, n, func(s store.Store, i int) (int, error) {
+	concurrentIDs(t, e, n, func(s *store.Store, i int) (int, error) {
 		d, err := s.CreateDomain(t.Context(), "d"+strconv.Itoa(i))
 		return d.ID, err
 	})
@@ -249,7 +249,7 @@ func testDomainIDsConcurrent(t *testing.T, e *env) {
 	}
 }
 
-func classesOf(t *testing.T, s store.Store, dmid int) []store.Class {
+func classesOf(t *testing.T, s *store.Store, dmid int) []store.Class {
 	t.Helper()
 	cs, err := s.Classes(t.Context())
 	ok(t, err, "Classes")
@@ -396,7 +396,7 @@ func testClassIDsConcurrent(t *testing.T, e *env) {
 	s := e.open(t)
 	d := mkDomain(t, s, "dom")
 	const n = 18
-	concurrentIDs(t, e, n, func(s store.Store, i int) (int, error) {
+	concurrentIDs(t, e, n, func(s *store.Store, i int) (int, error) {
 		c, err := s.CreateClass(t.Context(), store.Class{DomainID: d.ID, Name: "c" + strconv.Itoa(i), MinDevCount: 1})
 		return c.ID, err
 	})
@@ -405,7 +405,7 @@ func testClassIDsConcurrent(t *testing.T, e *env) {
 	}
 }
 
-func hostsOf(t *testing.T, s store.Store) []store.Host {
+func hostsOf(t *testing.T, s *store.Store) []store.Host {
 	t.Helper()
 	hs, err := s.Hosts(t.Context())
 	ok(t, err, "Hosts")
@@ -499,7 +499,7 @@ func testHostDelete(t *testing.T, e *env) {
 
 func testHostIDsConcurrent(t *testing.T, e *env) {
 	const n = 24
-	concurrentIDs(t, e, n, func(s store.Store, i int) (int, error) {
+	concurrentIDs(t, e, n, func(s *store.Store, i int) (int, error) {
 		h, err := s.CreateHost(t.Context(), store.Host{Name: "h" + strconv.Itoa(i), Status: store.HostAlive,
 			HTTPPort: 7500, IP: fmt.Sprintf("10.1.0.%d", i+1)})
 		return h.ID, err
@@ -509,7 +509,7 @@ func testHostIDsConcurrent(t *testing.T, e *env) {
 	}
 }
 
-func devicesOf(t *testing.T, s store.Store) []store.Device {
+func devicesOf(t *testing.T, s *store.Store) []store.Device {
 	t.Helper()
 	ds, err := s.Devices(t.Context())
 	ok(t, err, "Devices")
@@ -517,7 +517,7 @@ func devicesOf(t *testing.T, s store.Store) []store.Device {
 	return ds
 }
 
-func deviceByID(t *testing.T, s store.Store, id int) store.Device {
+func deviceByID(t *testing.T, s *store.Store, id int) store.Device {
 	t.Helper()
 	for _, d := range devicesOf(t, s) {
 		if d.ID == id {
@@ -662,7 +662,7 @@ func testDeviceDelete(t *testing.T, e *env) {
 }
 
 func testDomainDuplicateRace(t *testing.T, e *env) {
-	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ss := []*store.Store{e.open(t), e.open(t), e.open(t)}
 	for round := range 4 {
 		name := "race" + strconv.Itoa(round)
 		doms := make([]store.Domain, 6)

@@ -102,7 +102,7 @@ func testFileOnWithoutFile(t *testing.T, e *env) {
 
 func testDevCountConcurrent(t *testing.T, e *env) {
 	s := e.open(t)
-	ss := []store.Store{s, e.open(t), e.open(t)}
+	ss := []*store.Store{s, e.open(t), e.open(t)}
 	devs := mkDevices(t, s, 6)
 	d := mkDomain(t, s, "dom")
 	var fids []int64

@@ -26,21 +26,21 @@ func entry(q store.Queue, fid int64, after time.Duration) store.QueueEntry {
 	return e
 }
 
-func item(t *testing.T, s store.Store, q store.Queue, fid int64) store.QueueItem {
+func item(t *testing.T, s *store.Store, q store.Queue, fid int64) store.QueueItem {
 	t.Helper()
 	it, err := s.QueueItem(t.Context(), q, fid)
 	ok(t, err, "QueueItem(%s, %d)", q, fid)
 	return it
 }
 
-func queueLen(t *testing.T, s store.Store, q store.Queue) int64 {
+func queueLen(t *testing.T, s *store.Store, q store.Queue) int64 {
 	t.Helper()
 	n, err := s.QueueLength(t.Context(), q)
 	ok(t, err, "QueueLength(%s)", q)
 	return n
 }
 
-func leaseFids(t *testing.T, s store.Store, q store.Queue, n int, lease time.Duration) []int64 {
+func leaseFids(t *testing.T, s *store.Store, q store.Queue, n int, lease time.Duration) []int64 {
 	t.Helper()
 	items, err := s.Lease(t.Context(), q, n, lease)
 	ok(t, err, "Lease(%s, %d, %v)", q, n, lease)
@@ -314,7 +314,7 @@ func testLeaseExpires(t *testing.T, e *env) {
 }
 
 func testLeaseConcurrent(t *testing.T, e *env) {
-	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ss := []*store.Store{e.open(t), e.open(t), e.open(t)}
 	ctx := t.Context()
 	const rows = 120
 	// The same fids in all four queues, leased at once: a lease must

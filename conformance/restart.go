@@ -45,7 +45,7 @@ func RunRestart(t *testing.T, h RestartHarness) {
 func testFenceTokensAcrossRestart(t *testing.T, h RestartHarness) {
 	ctx := t.Context()
 	name := lockName(t, "")
-	open := func() store.Store {
+	open := func() *store.Store {
 		t.Helper()
 		s, err := store.Open(ctx, h.DSN())
 		ok(t, err, "store.Open")

@@ -81,7 +81,7 @@ func testIncrServerSetting(t *testing.T, e *env) {
 }
 
 func testIncrServerSettingConcurrent(t *testing.T, e *env) {
-	ss := []store.Store{e.open(t), e.open(t), e.open(t)}
+	ss := []*store.Store{e.open(t), e.open(t), e.open(t)}
 	const key = "conformance.hits"
 	const workers, each = 9, 12
 	seen := make([][]int64, workers)

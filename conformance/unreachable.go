@@ -152,7 +152,7 @@ type downWrite struct {
 // there for one write to change, so that the writes can be run in order
 // once the port is open again and each applies.
 type downFixture struct {
-	s               store.Store
+	s               *store.Store
 	dom, spare      store.Domain
 	cls, clsDel     store.Class
 	host, spareHost store.Host
@@ -165,7 +165,7 @@ type downFixture struct {
 	checksum        store.Checksum
 }
 
-func mkDownFixture(t *testing.T, s store.Store) *downFixture {
+func mkDownFixture(t *testing.T, s *store.Store) *downFixture {
 	t.Helper()
 	ctx := t.Context()
 	fx := &downFixture{s: s}
@@ -289,7 +289,7 @@ func (fx *downFixture) writes(lock string, wait time.Duration) []downWrite {
 }
 
 // downSnapshot reads everything the writes of fx could change, as text.
-func downSnapshot(t *testing.T, s store.Store, fx *downFixture) string {
+func downSnapshot(t *testing.T, s *store.Store, fx *downFixture) string {
 	t.Helper()
 	ctx := t.Context()
 	var b strings.Builder

@@ -4,48 +4,8 @@ import (
 	"time"
 )
 
-// Backend is what a backend implements and its registered [Driver] opens:
-// the driver side of the contract, as database/sql/driver is to
-// database/sql. Users never call a Backend directly: [Open] and [New] put
-// the portable Store in front of it, which does for every backend, once:
-//
-//   - refuses every call after Close with ErrClosed, before it reaches the
-//     Backend (a call racing with Close may still reach it);
-//   - gives every call's context the default deadline (Options.OpTimeout,
-//     from the DSN's op_timeout), a Lock call its wait timeout plus that:
-//     the Backend may assume that ctx ends;
-//   - checks the arguments against the contract and MogileFS's column
-//     sizes (names, keys, ranges, limits, queues, lock names and timeouts)
-//     and fills in the defaults of CreateHost, UpdateHost and CreateDevice
-//     (status, port, weight): a Backend is only called with arguments that
-//     passed, so it refuses only what needs the database to know
-//     (ErrNotFound, ErrDuplicate, …);
-//   - prefixes every error with "store: <operation>:" exactly once: a
-//     Backend returns its errors unprefixed, each carrying the sentinel its
-//     method's doc names (errors.Is), the cause kept (%w);
-//   - keeps the table of held locks and tells the Options.Observer of
-//     every call, lock and queue row (metrics, package store/storemetrics);
-//   - offers FileByKeyOn (PathsReader) whatever the Backend, through the
-//     Backend's own when it has one.
-//
-// What stays the Backend's: atomicity and the retry rules of the package
-// doc (unknown outcomes), the fences of [WithFence] contexts on every
-// write, the named locks and what their Lost promises, replicas, and its
-// Capabilities. The optional methods a Store passes on when its Backend
-// has them: As(any) bool (the driver-specific escape hatch) and LockStats.
-// A Backend's fault hooks (package conformance's Faults) stay reachable
-// through the Store's Unwrap; a Lock the Store hands out has
-// Unwrap() Lock, the Backend's own.
-//
-// Its methods are Store's, and the method docs of [Store] say what each
-// must do; Close is called once. Package conformance checks a Backend
-// through [Open], that is with this layer in front, as its users run it.
-type Backend interface {
-	Store
-}
-
 // Options are how [New] (and [Open], through [WithObserver]) sets up the
-// portable Store. A nil *Options is the zero value.
+// Store. A nil *Options is the zero value.
 type Options struct {
 	// OpTimeout is the default deadline of every call whose context has
 	// none earlier: 0 means DefaultOpTimeout, a negative value none.
@@ -107,26 +67,26 @@ type HeldLock struct {
 
 // Held lists the named locks granted through s and not yet released,
 // oldest first: what the status page shows an operator as the locks a
-// tracker holds. It reports false for a Store that [New] did not make (nor
-// wraps one that it did, through Unwrap() Store).
-func Held(s Store) ([]HeldLock, bool) {
-	if p, ok := Find[*portable](s); ok {
+// tracker holds. It reports false for a Backend that is not a *Store nor
+// wraps one (through Unwrap() Backend).
+func Held(s Backend) ([]HeldLock, bool) {
+	if p, ok := Find[*Store](s); ok {
 		return p.heldLocks(), true
 	}
 	return nil, false
 }
 
 // Find is the first of s and the Stores it wraps, one inside the other
-// (each wrapper's Unwrap() Store), that is a T: a backend's optional
+// (each wrapper's Unwrap() Backend), that is a T: a backend's optional
 // interface (its fault hooks) or concrete type (a harness's escape
-// hatch) whatever wraps it — the portable Store of New, a test's
+// hatch) whatever wraps it — the Store of New, a test's
 // decorator.
-func Find[T any](s Store) (T, bool) {
+func Find[T any](s Backend) (T, bool) {
 	for s != nil {
 		if t, ok := s.(T); ok {
 			return t, true
 		}
-		u, ok := s.(interface{ Unwrap() Store })
+		u, ok := s.(interface{ Unwrap() Backend })
 		if !ok {
 			break
 		}

@@ -6,15 +6,15 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-// layer is a decorator around a Store, as a test's or the portable Store.
+// layer is a decorator around a Backend, as a test's or the Store.
 type layer struct {
-	store.Store
-	inner store.Store
+	store.Backend
+	inner store.Backend
 }
 
-func (l layer) Unwrap() store.Store { return l.inner }
+func (l layer) Unwrap() store.Backend { return l.inner }
 
-type bottom struct{ store.Store }
+type bottom struct{ store.Backend }
 
 func (bottom) Marker() {}
 

@@ -163,7 +163,7 @@ func OpenLockService(ctx context.Context, d *DSN) (LockService, error) {
 type OpenOption func(*openConfig) error
 
 // openConfig is what Open's options change: the parsed DSN and the
-// portable Store's options.
+// Store's options.
 type openConfig struct {
 	dsn  *DSN
 	opts Options

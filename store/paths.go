@@ -2,7 +2,7 @@ package store
 
 import "context"
 
-// PathsReader is an optional Store interface: a file by key together with
+// PathsReader is an optional Backend interface: a file by key together with
 // the devices holding it, in one call — for an SQL Store one statement, one
 // round trip, where FileByKey then FileOn take two. get_paths, the command
 // clients send most, goes through FileByKeyOn, which uses it when the Store
@@ -17,7 +17,7 @@ type PathsReader interface {
 // FileByKeyOn reads the file of key in domain dmid and the devices holding
 // it: through s's PathsReader when it has one, else by FileByKey and then
 // FileOn (two reads, between which the file may change).
-func FileByKeyOn(ctx context.Context, s Store, dmid int, key string) (File, []int, error) {
+func FileByKeyOn(ctx context.Context, s Backend, dmid int, key string) (File, []int, error) {
 	if pr, ok := s.(PathsReader); ok {
 		return pr.FileByKeyOn(ctx, dmid, key)
 	}

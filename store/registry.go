@@ -11,7 +11,7 @@ import (
 // Driver opens Stores of one backend. Open must connect, check the schema
 // (creating or upgrading it to SchemaVersion when needed, refusing a newer
 // one with ErrSchemaMismatch) and return a ready Backend, which [Open] puts
-// the portable Store in front of ([New]).
+// the Store in front of ([New]).
 type Driver interface {
 	Open(ctx context.Context, dsn *DSN) (Backend, error)
 }
@@ -84,10 +84,9 @@ func Drivers() []string {
 
 // Open parses dsn, connects, pings and checks the schema, so a wrong DSN or an
 // unreachable database fails here rather than at the first request. Accepted
-// forms are listed at [ParseDSN]. The Store it returns is the portable one
-// ([New]) over the backend's, with the DSN's op_timeout as its default
-// deadline.
-func Open(ctx context.Context, dsn string, opts ...OpenOption) (Store, error) {
+// forms are listed at [ParseDSN]. The Store is [New]'s over the backend's
+// Backend, with the DSN's op_timeout as its default deadline.
+func Open(ctx context.Context, dsn string, opts ...OpenOption) (*Store, error) {
 	d, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -97,7 +96,7 @@ func Open(ctx context.Context, dsn string, opts ...OpenOption) (Store, error) {
 
 // OpenDSN is Open for an already parsed (and possibly amended) DSN, such as
 // one whose User and Password came from a tracker's db_user and db_pass.
-func OpenDSN(ctx context.Context, d *DSN, opts ...OpenOption) (Store, error) {
+func OpenDSN(ctx context.Context, d *DSN, opts ...OpenOption) (*Store, error) {
 	c := openConfig{dsn: d}
 	for _, o := range opts {
 		if err := o(&c); err != nil {

@@ -10,9 +10,8 @@
 //
 // # Implementing a backend
 //
-//  1. Implement [Backend]: the methods of [Store], assuming what the
-//     portable Store ([New], which [Open] puts in front of every backend)
-//     guarantees: calls only before Close, checked arguments, a context
+//  1. Implement [Backend], assuming what the [Store] ([New], which [Open]
+//     puts in front of every backend) guarantees: calls only before Close, checked arguments, a context
 //     with a deadline; errors carry their sentinel and no prefix. An SQL
 //     database usually needs only a dialect, a connection and named locks:
 //     package store/sqlstore holds the shared SQL.
@@ -141,10 +140,44 @@ const Never time.Duration = -1
 // EndOfTime is the nexttry value MogileFS stores for [Never].
 var EndOfTime = time.Unix(2147483647, 0)
 
-// Store is one tracker's handle on the metadata database. Two Stores opened
-// separately on the same database behave like two trackers: they share rows
-// and the named-lock namespace.
-type Store interface {
+// Backend is what a backend implements and its registered [Driver] opens:
+// the driver side of the contract, as database/sql/driver is to
+// database/sql. Users never call a Backend directly: [Open] and [New] put
+// a [Store] in front of it, which does for every backend, once:
+//
+//   - refuses every call after Close with ErrClosed, before it reaches the
+//     Backend (a call racing with Close may still reach it);
+//   - gives every call's context the default deadline (Options.OpTimeout,
+//     from the DSN's op_timeout), a Lock call its wait timeout plus that:
+//     the Backend may assume that ctx ends;
+//   - checks the arguments against the contract and MogileFS's column
+//     sizes (names, keys, ranges, limits, queues, lock names and timeouts)
+//     and fills in the defaults of CreateHost, UpdateHost and CreateDevice
+//     (status, port, weight): a Backend is only called with arguments that
+//     passed, so it refuses only what needs the database to know
+//     (ErrNotFound, ErrDuplicate, …);
+//   - prefixes every error with "store: <operation>:" exactly once: a
+//     Backend returns its errors unprefixed, each carrying the sentinel its
+//     method's doc names (errors.Is), the cause kept (%w);
+//   - keeps the table of held locks and tells the Options.Observer of
+//     every call, lock and queue row (metrics, package store/storemetrics);
+//   - offers FileByKeyOn (PathsReader) whatever the Backend, through the
+//     Backend's own when it has one.
+//
+// What stays the Backend's: atomicity and the retry rules of the package
+// doc (unknown outcomes), the fences of [WithFence] contexts on every
+// write, the named locks and what their Lost promises, replicas, and its
+// Capabilities. The optional methods a Store passes on when its Backend
+// has them: As(any) bool (the driver-specific escape hatch) and LockStats.
+// A Backend's fault hooks (package conformance's Faults) stay reachable
+// through the Store's Unwrap; a Lock the Store hands out has
+// Unwrap() Lock, the Backend's own.
+//
+// The method docs say what each must do; Close is called once. Package
+// conformance checks a Backend through [Open], that is with a Store in
+// front, as its users run it. A *Store is a Backend too: a test's
+// decorator wraps one and is made a Store again by New.
+type Backend interface {
 	// Close releases the Store's locks and connections. Further calls fail
 	// with ErrClosed; a second Close returns nil.
 	Close() error

@@ -11,15 +11,15 @@ import (
 	"github.com/gomogile/gomogile/tracker"
 )
 
-// ackLost is a real Store whose next CommitFile calls apply and then report
+// ackLost is a real Store's Backend whose next CommitFile calls apply and then report
 // store.ErrUnknownOutcome, as a COMMIT whose reply the network dropped.
 type ackLost struct {
-	store.Store
+	store.Backend
 	n atomic.Int32
 }
 
 func (s *ackLost) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
-	res, err := s.Store.CommitFile(ctx, c)
+	res, err := s.Backend.CommitFile(ctx, c)
 	if err == nil && s.n.Add(-1) >= 0 {
 		return store.CommitResult{}, fmt.Errorf("commit fid %d: %w", c.Fid, store.ErrUnknownOutcome)
 	}
@@ -58,8 +58,8 @@ func TestCreateClose_RetryAfterAppliedCommit(t *testing.T) {
 // A commit whose acknowledgement the store lost is retried by the tracker,
 // and the client gets OK for the commit that applied.
 func TestCreateClose_AmbiguousCommitRetried(t *testing.T) {
-	st := &ackLost{Store: openStore(t, testDSN(t))}
-	tt := startTracker(t, testConfig(), st, nil)
+	st := &ackLost{Backend: openStore(t, testDSN(t))}
+	tt := startTracker(t, testConfig(), store.New(st, &store.Options{OpTimeout: -1}), nil)
 	cl := &cluster{testTracker: tt, nodes: map[int]*node{}}
 	c := tt.dial()
 	n := startNode(t, "127.0.0.2", 1)

@@ -41,13 +41,13 @@ func (p *putCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // fastJobs runs the workers with short intervals; host must be the
 // tracker's Hostname, which is what fsck_start and rebalance_start write.
-func fastJobs(st store.Store, hc *http.Client, host string) *jobs.Manager {
+func fastJobs(st *store.Store, hc *http.Client, host string) *jobs.Manager {
 	return fastJobsCfg(st, hc, host, testConfig())
 }
 
 // fastJobsCfg is fastJobs with the workers' settings taken from cfg, as
 // NewJobs takes them.
-func fastJobsCfg(st store.Store, hc *http.Client, host string, cfg tracker.Config) *jobs.Manager {
+func fastJobsCfg(st *store.Store, hc *http.Client, host string, cfg tracker.Config) *jobs.Manager {
 	o := tracker.JobsOptions(cfg)
 	// testConfig turns the job master off for the query-command tests; the
 	// workers run only with one (as in the original), so they get one. It

@@ -49,7 +49,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, dsn string)) {
 	}
 }
 
-func openStore(t testing.TB, dsn string) store.Store {
+func openStore(t testing.TB, dsn string) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -70,7 +70,7 @@ func quietLogger() *slog.Logger {
 
 type testTracker struct {
 	t    testing.TB
-	st   store.Store
+	st   *store.Store
 	tr   *tracker.Tracker
 	addr string
 }
@@ -83,7 +83,7 @@ func testConfig() tracker.Config {
 }
 
 // startTracker runs a tracker on a fresh database, or on st when given.
-func startTracker(t testing.TB, cfg tracker.Config, st store.Store, opts *tracker.Options) *testTracker {
+func startTracker(t testing.TB, cfg tracker.Config, st *store.Store, opts *tracker.Options) *testTracker {
 	t.Helper()
 	if st == nil {
 		st = openStore(t, testDSN(t))
@@ -255,12 +255,12 @@ func fixKeyCount(s string, n int) string {
 // oneNodeCluster is one tracker (on st, or a fresh database when nil) and
 // one storage node on 127.0.0.2 with device 1, domain d and class c
 // (mindevcount 1).
-func oneNodeCluster(t *testing.T, st store.Store) (*testTracker, *lineConn, *node) {
+func oneNodeCluster(t *testing.T, st *store.Store) (*testTracker, *lineConn, *node) {
 	return oneNodeClusterCfg(t, testConfig(), st, nil)
 }
 
 // oneNodeClusterCfg is oneNodeCluster with the tracker's cfg and opts.
-func oneNodeClusterCfg(t *testing.T, cfg tracker.Config, st store.Store, opts *tracker.Options) (*testTracker, *lineConn, *node) {
+func oneNodeClusterCfg(t *testing.T, cfg tracker.Config, st *store.Store, opts *tracker.Options) (*testTracker, *lineConn, *node) {
 	tt := startTracker(t, cfg, st, opts)
 	c := tt.dial()
 	n := startNode(t, "127.0.0.2", 1)

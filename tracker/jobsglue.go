@@ -20,7 +20,7 @@ import (
 // into them, as in the original. The monitor watches I/O utilisation on
 // mogstored_stream_port; port 0, which nothing can be reached on, watches
 // nothing (jobs.Options.StreamPort 0 means the same).
-func NewJobs(st store.Store, cfg Config, log *slog.Logger) (*jobs.Manager, error) {
+func NewJobs(st *store.Store, cfg Config, log *slog.Logger) (*jobs.Manager, error) {
 	o := JobsOptions(cfg)
 	o.Logger = log
 	return jobs.New(st, o), nil

@@ -183,7 +183,7 @@ func (l *liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type liarCluster struct {
 	tt     *testTracker
 	c      *lineConn
-	st     store.Store
+	st     *store.Store
 	liars  []*liar
 	domain int
 }
@@ -312,7 +312,7 @@ func (lc *liarCluster) fsck(t *testing.T) {
 	})
 }
 
-func queueLen(t testing.TB, st store.Store, q store.Queue) int64 {
+func queueLen(t testing.TB, st *store.Store, q store.Queue) int64 {
 	t.Helper()
 	n, err := st.QueueLength(t.Context(), q)
 	if err != nil {
@@ -322,7 +322,7 @@ func queueLen(t testing.TB, st store.Store, q store.Queue) int64 {
 }
 
 // checksumOf is fid's recorded checksum, nil when none.
-func checksumOf(t testing.TB, st store.Store, fid int64) *store.Checksum {
+func checksumOf(t testing.TB, st *store.Store, fid int64) *store.Checksum {
 	t.Helper()
 	c, err := st.Checksum(t.Context(), fid)
 	if errors.Is(err, store.ErrNotFound) {
@@ -334,7 +334,7 @@ func checksumOf(t testing.TB, st store.Store, fid int64) *store.Checksum {
 	return &c
 }
 
-func fileOnDevs(t testing.TB, st store.Store, fid int64) []int {
+func fileOnDevs(t testing.TB, st *store.Store, fid int64) []int {
 	t.Helper()
 	on, err := st.FileOn(t.Context(), fid)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 var ErrUsage = errors.New("usage")
 
 // JobsFactory builds the jobs manager for a tracker from its config.
-type JobsFactory func(st store.Store, cfg Config, log *slog.Logger) (*jobs.Manager, error)
+type JobsFactory func(st *store.Store, cfg Config, log *slog.Logger) (*jobs.Manager, error)
 
 // Main is the library half of the mogilefsd command: flags, config file,
 // environment (LoadConfig), then the store, the workers and the tracker

@@ -110,7 +110,7 @@ type Tracker struct {
 
 // New checks cfg and prepares a tracker on st. It does not listen; Open does.
 // The tracker does not own st: Close leaves it open.
-func New(cfg Config, st store.Store, opts *Options) (*Tracker, error) {
+func New(cfg Config, st *store.Store, opts *Options) (*Tracker, error) {
 	if st == nil {
 		return nil, errors.New("tracker: nil store")
 	}

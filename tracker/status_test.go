@@ -30,8 +30,8 @@ import (
 // Main.Serve wires them.
 type statusCluster struct {
 	tt   *testTracker
-	st   store.Store // the measured store
-	base string      // http://status-address
+	st   *store.Store // the measured store
+	base string       // http://status-address
 	cl   *client.Client
 }
 

@@ -28,7 +28,7 @@ type fileCounts struct {
 // get returns the kept counts and when they were read, counting again
 // first once they are fileCountsEvery old. Callers at the same moment wait
 // for one count rather than each running their own.
-func (c *fileCounts) get(ctx context.Context, st store.Store, now time.Time) ([]store.FileCount, time.Time, error) {
+func (c *fileCounts) get(ctx context.Context, st *store.Store, now time.Time) ([]store.FileCount, time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tried.IsZero() || now.Sub(c.tried) >= fileCountsEvery {

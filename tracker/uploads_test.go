@@ -71,7 +71,7 @@ func (c *lineConn) pipeline(n int, line func(i int) string) []string {
 
 // tempfileRows counts st's tempfile rows (those of earlier seconds of the
 // database clock: it waits a second first).
-func tempfileRows(t *testing.T, st store.Store) int {
+func tempfileRows(t *testing.T, st *store.Store) int {
 	t.Helper()
 	time.Sleep(1100 * time.Millisecond)
 	rows, err := st.ExpiredTempFiles(t.Context(), 0, 1<<30)

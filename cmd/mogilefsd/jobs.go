@@ -21,7 +21,7 @@ import (
 // pids and an operator who kills or stops one stops that worker, not the
 // tracker. Where the system cannot (jobs.ProcessesSupported: not Unix),
 // the workers are goroutines.
-func newJobs(st store.Store, cfg tracker.Config, log *slog.Logger) (*jobs.Manager, error) {
+func newJobs(st *store.Store, cfg tracker.Config, log *slog.Logger) (*jobs.Manager, error) {
 	o := tracker.JobsOptions(cfg)
 	o.Logger = log
 	if !jobs.ProcessesSupported {

@@ -125,7 +125,7 @@ func (d *dbFlagSet) storeDSN(fs *flag.FlagSet) (*store.DSN, error) {
 // open opens the database; existing: only one that holds an
 // installation's schema already, creating nothing in any other
 // (store.ExistingOnly), as a database read from must be.
-func (d *dbFlagSet) open(ctx context.Context, fs *flag.FlagSet, existing bool) (store.Store, error) {
+func (d *dbFlagSet) open(ctx context.Context, fs *flag.FlagSet, existing bool) (*store.Store, error) {
 	dsn, err := d.storeDSN(fs)
 	if err != nil {
 		return nil, err

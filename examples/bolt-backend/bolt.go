@@ -53,7 +53,7 @@ var capabilities = store.Capabilities{
 }
 
 // Open opens (creating when missing) the database file d names and returns a
-// Backend on it; store.Open puts the portable Store in front of it.
+// Backend on it; store.Open puts a store.Store in front of it.
 func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	cfg, err := parseDSN(d)
 	if err != nil {

@@ -14,7 +14,7 @@
 // backend in another module needs is the driver interface, the sentinel
 // errors and the conformance suite; this package is the proof.
 //
-// store.Open puts the portable Store in front of the Backend, and that layer
+// store.Open puts a store.Store in front of the Backend, and that layer
 // does a lot that this package therefore does not: it refuses calls after
 // Close with store.ErrClosed, gives every call's context a deadline, checks
 // every argument against MogileFS's column sizes (names, keys, ids, limits,

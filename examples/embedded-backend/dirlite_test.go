@@ -64,9 +64,9 @@ func (h *harness) Reset(ctx context.Context) error {
 
 // FaultsFor: the Store's locks live in its process and die with it, so
 // killing a lock's "session" and crashing its owner are both its Close.
-func (h *harness) FaultsFor(s store.Store) conformance.Faults { return closeFaults{s} }
+func (h *harness) FaultsFor(s *store.Store) conformance.Faults { return closeFaults{s} }
 
-type closeFaults struct{ s store.Store }
+type closeFaults struct{ s *store.Store }
 
 func (f closeFaults) KillLockSession(context.Context, store.Lock) error { return f.s.Close() }
 func (f closeFaults) CrashOwner(context.Context) error                  { return f.s.Close() }

@@ -22,7 +22,7 @@ func TestMove_SourceAndTarget(t *testing.T) {
 		newHarness(t, "pglike").dsn,
 		"sqlite:///" + filepath.Join(t.TempDir(), "b.db"),
 	}
-	open := func(dsn string) store.Store {
+	open := func(dsn string) *store.Store {
 		st, err := store.Open(ctx, dsn)
 		if err != nil {
 			t.Fatalf("open %s: %v", store.RedactDSN(dsn), err)

@@ -158,7 +158,7 @@ type Sink func(table string, line []byte) error
 
 // Write writes st's dump to w. It reads each table a page at a time; the
 // dump is consistent only if nothing writes to st meanwhile.
-func Write(ctx context.Context, st store.Store, w io.Writer) error {
+func Write(ctx context.Context, st *store.Store, w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	err := Walk(ctx, st, func(_ string, line []byte) error {
 		if _, err := bw.Write(line); err != nil {
@@ -174,7 +174,7 @@ func Write(ctx context.Context, st store.Store, w io.Writer) error {
 
 // Digest reads st as Write does and returns, for each table in Tables'
 // order, its row count and the SHA-256 of its lines.
-func Digest(ctx context.Context, st store.Store) ([]TableDigest, error) {
+func Digest(ctx context.Context, st *store.Store) ([]TableDigest, error) {
 	hs := map[string]hash.Hash{}
 	out := make([]TableDigest, len(Tables))
 	idx := map[string]int{}
@@ -201,7 +201,7 @@ func Digest(ctx context.Context, st store.Store) ([]TableDigest, error) {
 }
 
 // Walk reads st and hands every line of its dump to sink, header first.
-func Walk(ctx context.Context, st store.Store, sink Sink) error {
+func Walk(ctx context.Context, st *store.Store, sink Sink) error {
 	d := &walker{st: st, sink: sink}
 	if err := d.emit("dump", header{T: "dump", Format: Format, Version: Version}); err != nil {
 		return err
@@ -215,7 +215,7 @@ func Walk(ctx context.Context, st store.Store, sink Sink) error {
 }
 
 type walker struct {
-	st      store.Store
+	st      *store.Store
 	sink    Sink
 	domains map[int]string         // dmid -> name
 	classes map[[2]int]store.Class // (dmid, classid) -> class

@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
-func open(t *testing.T, dsn string) store.Store {
+func open(t *testing.T, dsn string) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -46,7 +46,7 @@ func must(t *testing.T, err error, what string) {
 // the same calls in the same order: namespace, settings, files with copies
 // and checksums, a deleted file's copy still on a device, a row in every
 // queue, and fsck events.
-func installation(t *testing.T, st store.Store, nfiles int) {
+func installation(t *testing.T, st *store.Store, nfiles int) {
 	ctx := t.Context()
 	// Domains created out of name order, one deleted: names, not ids, in
 	// the dump.
@@ -100,7 +100,7 @@ func installation(t *testing.T, st store.Store, nfiles int) {
 // delete queue's due time), which no two runs share.
 var clockFree = regexp.MustCompile(`("utime":)\d+|("queue":"delete".*"nexttry":)\d+`)
 
-func dumpOf(t *testing.T, st store.Store) []byte {
+func dumpOf(t *testing.T, st *store.Store) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	must(t, Write(t.Context(), st, &b), "Write")

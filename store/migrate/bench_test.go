@@ -25,7 +25,7 @@ var movePairs = flag.String("move.pairs", "", "source>target pairs BenchmarkMove
 // generate fills st with n files of a SHA-1 class, two copies each, and
 // their checksums, written as a move writes them (ImportRows), so that a
 // million files take minutes rather than hours of uploads.
-func generate(b *testing.B, st store.Store, n int) {
+func generate(b *testing.B, st *store.Store, n int) {
 	ctx := b.Context()
 	d, err := st.CreateDomain(ctx, "bench")
 	must(b, err, "CreateDomain")

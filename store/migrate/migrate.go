@@ -101,7 +101,7 @@ func (r record) String() string {
 
 // Move copies src into dst and checks the copy. It returns nil only once
 // the two dumps match and dst no longer holds the move's record.
-func Move(ctx context.Context, src, dst store.Store, opts Options) error {
+func Move(ctx context.Context, src, dst *store.Store, opts Options) error {
 	if opts.Batch <= 0 {
 		opts.Batch = 2000
 	}
@@ -156,7 +156,7 @@ var phases = []string{"namespace", "files", "queues", "fsck_log", "verify"}
 func phaseIndex(p string) int { return slices.Index(phases, p) }
 
 type mover struct {
-	src, dst store.Store
+	src, dst *store.Store
 	opts     Options
 	rec      record
 	started  time.Time
@@ -176,7 +176,7 @@ func (m *mover) report(phase string) {
 	}
 }
 
-func countFiles(ctx context.Context, st store.Store) (int64, error) {
+func countFiles(ctx context.Context, st *store.Store) (int64, error) {
 	cs, err := st.FileCounts(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("migrate: count files: %w", err)
@@ -540,7 +540,7 @@ func (m *mover) files(ctx context.Context) error {
 }
 
 // readFileOn reads the source's copies after `after` up to fid to.
-func readFileOn(ctx context.Context, src store.Store, after store.FileOnRow, to int64) ([]store.FileOnRow, store.FileOnRow, error) {
+func readFileOn(ctx context.Context, src *store.Store, after store.FileOnRow, to int64) ([]store.FileOnRow, store.FileOnRow, error) {
 	var out []store.FileOnRow
 	for {
 		rows, err := src.FileOnRows(ctx, after, pageSize)
@@ -561,7 +561,7 @@ func readFileOn(ctx context.Context, src store.Store, after store.FileOnRow, to 
 }
 
 // readChecksums reads the source's checksums after fid after up to fid to.
-func readChecksums(ctx context.Context, src store.Store, after, to int64) ([]store.Checksum, int64, error) {
+func readChecksums(ctx context.Context, src *store.Store, after, to int64) ([]store.Checksum, int64, error) {
 	var out []store.Checksum
 	for {
 		cs, err := src.Checksums(ctx, after, pageSize)
@@ -680,7 +680,7 @@ func (m *mover) floor(ctx context.Context) error {
 
 // Verify compares the two databases' canonical dumps table by table and
 // returns ErrMismatch naming the tables that differ.
-func Verify(ctx context.Context, a, b store.Store) error {
+func Verify(ctx context.Context, a, b *store.Store) error {
 	da, err := dump.Digest(ctx, a)
 	if err != nil {
 		return fmt.Errorf("migrate: digest of the source: %w", err)

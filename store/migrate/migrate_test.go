@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testdb.Main(m))
 }
 
-func open(t testing.TB, dsn string) store.Store {
+func open(t testing.TB, dsn string) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -53,7 +53,7 @@ func sqliteDSN(t *testing.T) string { return "sqlite:///" + filepath.Join(t.Temp
 // checksums, a deleted file whose copies await the delete job, a row in
 // every queue (one with failures behind it), fsck events, an upload in
 // flight, settings. It returns the upload's fid.
-func installation(t *testing.T, st store.Store, nfiles int) int64 {
+func installation(t *testing.T, st *store.Store, nfiles int) int64 {
 	ctx := t.Context()
 	_, err := st.CreateDomain(ctx, "zeta")
 	must(t, err, "CreateDomain")
@@ -112,7 +112,7 @@ func installation(t *testing.T, st store.Store, nfiles int) int64 {
 	return up
 }
 
-func dumpOf(t *testing.T, st store.Store) []byte {
+func dumpOf(t *testing.T, st *store.Store) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	must(t, dump.Write(t.Context(), st, &b), "dump")

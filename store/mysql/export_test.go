@@ -33,7 +33,7 @@ func Configure(d *store.DSN) (main, lock *gomysql.Config, err error) {
 	return c.main, c.lock, nil
 }
 
-func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
+func backendOf(s *store.Store) (*sqlstore.Store, *lockBackend, error) {
 	ss, ok := sqlaccess.Backend(s)
 	if !ok {
 		return nil, nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
@@ -47,7 +47,7 @@ func backendOf(s store.Store) (*sqlstore.Store, *lockBackend, error) {
 }
 
 // LockSessionID is the CONNECTION_ID of the session holding l for s.
-func LockSessionID(s store.Store, l store.Lock) (uint64, error) {
+func LockSessionID(s *store.Store, l store.Lock) (uint64, error) {
 	_, b, err := backendOf(s)
 	if err != nil {
 		return 0, err
@@ -59,7 +59,7 @@ func LockSessionID(s store.Store, l store.Lock) (uint64, error) {
 }
 
 // FreeSessionIDs lists the sessions s keeps for reuse.
-func FreeSessionIDs(s store.Store) ([]uint64, error) {
+func FreeSessionIDs(s *store.Store) ([]uint64, error) {
 	_, b, err := backendOf(s)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func FreeSessionIDs(s store.Store) ([]uint64, error) {
 }
 
 // Crash drops s's lock sessions and pool without releasing anything.
-func Crash(s store.Store) error {
+func Crash(s *store.Store) error {
 	ss, _, err := backendOf(s)
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func Crash(s store.Store) error {
 }
 
 // StoreDialect is the dialect s was opened with.
-func StoreDialect(s store.Store) (sqlstore.Dialect, error) {
+func StoreDialect(s *store.Store) (sqlstore.Dialect, error) {
 	p, ok := sqlaccess.Of(s)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
@@ -97,7 +97,7 @@ func StoreDialect(s store.Store) (sqlstore.Dialect, error) {
 
 // FreezeWatchers stops s's watchers and leaves its lock sessions open and
 // silent, as when the holder's host vanishes.
-func FreezeWatchers(s store.Store) error {
+func FreezeWatchers(s *store.Store) error {
 	_, b, err := backendOf(s)
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func SniffGreeting(chunks ...[]byte) (uint32, bool) {
 // SetPingTimeout sets how long s's watchers wait for a ping before giving
 // the session up (pingTimeout in production). Call it before s takes any
 // lock.
-func SetPingTimeout(s store.Store, d time.Duration) error {
+func SetPingTimeout(s *store.Store, d time.Duration) error {
 	_, b, err := backendOf(s)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func SetPingTimeout(s store.Store, d time.Duration) error {
 
 // LockSessionLocalAddr is the local address of the socket of the session
 // holding l for s, which a proxy in between sees as the client's address.
-func LockSessionLocalAddr(s store.Store, l store.Lock) (net.Addr, error) {
+func LockSessionLocalAddr(s *store.Store, l store.Lock) (net.Addr, error) {
 	_, b, err := backendOf(s)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func LockSessionLocalAddr(s store.Store, l store.Lock) (net.Addr, error) {
 }
 
 // KillSession runs s's guarded KILL of session id for the lock name.
-func KillSession(s store.Store, name string, id uint64) error {
+func KillSession(s *store.Store, name string, id uint64) error {
 	_, b, err := backendOf(s)
 	if err != nil {
 		return err
@@ -173,20 +173,20 @@ func KillSession(s store.Store, name string, id uint64) error {
 
 // OpenIgnoringCluster opens a Store as Driver.Open does, with every Galera
 // check of its lock backend off, to show what the checks prevent.
-func OpenIgnoringCluster(ctx context.Context, dsn string) (store.Store, error) {
+func OpenIgnoringCluster(ctx context.Context, dsn string) (*store.Store, error) {
 	return openEdited(ctx, dsn, func(b *lockBackend) { b.ignoreCluster = true })
 }
 
 // OpenWithoutClusterWatch opens a Store whose lock backend never starts
 // its periodic Galera check, so that only its new sessions see the
 // cluster grow.
-func OpenWithoutClusterWatch(ctx context.Context, dsn string) (store.Store, error) {
+func OpenWithoutClusterWatch(ctx context.Context, dsn string) (*store.Store, error) {
 	return openEdited(ctx, dsn, func(b *lockBackend) { b.clusterWatch.Do(func() {}) })
 }
 
 // openEdited is Driver.Open with edit applied to the lock backend before
 // the Store starts.
-func openEdited(ctx context.Context, dsn string, edit func(*lockBackend)) (store.Store, error) {
+func openEdited(ctx context.Context, dsn string, edit func(*lockBackend)) (*store.Store, error) {
 	d, err := store.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -196,14 +196,18 @@ func openEdited(ctx context.Context, dsn string, edit func(*lockBackend)) (store
 		return nil, err
 	}
 	edit(cfg.Locks.(*lockBackend))
-	return newStore(ctx, cfg)
+	b, err := newStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(b, nil), nil
 }
 
 // GrantWithContextEnded takes name for s on a session of its own, then
 // finishes that grant as Acquire does but with a context that has already
 // ended — the race in which the driver may close the session as GET_LOCK's
 // answer comes back — and returns what the grant returns.
-func GrantWithContextEnded(s store.Store, name string) (store.Lock, error) {
+func GrantWithContextEnded(s *store.Store, name string) (store.Lock, error) {
 	_, b, err := backendOf(s)
 	if err != nil {
 		return nil, err

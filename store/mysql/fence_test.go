@@ -103,7 +103,7 @@ func emptyHarness(t *testing.T) *harness {
 // the lock a fenced write under name's lock takes first (the shared
 // check's Order, with s's dialect), and leaves it open (rolled back at the
 // test's end); read and key are the check's read that follows.
-func openFencedWrite(t *testing.T, h *harness, s store.Store, name string) (tx *sql.Tx, read string, key any) {
+func openFencedWrite(t *testing.T, h *harness, s *store.Store, name string) (tx *sql.Tx, read string, key any) {
 	t.Helper()
 	order, read, key := mustDialect(t, s).Fencing().OwnCheck(name)
 	if order == "" {
@@ -120,7 +120,7 @@ func openFencedWrite(t *testing.T, h *harness, s store.Store, name string) (tx *
 	return tx, read, key
 }
 
-func mustDialect(t *testing.T, s store.Store) sqlstore.Dialect {
+func mustDialect(t *testing.T, s *store.Store) sqlstore.Dialect {
 	t.Helper()
 	d, err := mysql.StoreDialect(s)
 	if err != nil {

@@ -92,7 +92,7 @@ func TestGalera_RacingCommitsOneWinner(t *testing.T) {
 	locks := testdb.Etcd(t)
 	nodes := g.Nodes()
 	ctx := t.Context()
-	var ss [2]store.Store
+	var ss [2]*store.Store
 	for i, n := range nodes[:2] {
 		s, err := store.Open(ctx, testdb.WithLockDSN(n.DSN(database), locks))
 		if err != nil {

@@ -51,7 +51,7 @@ func TestGalera_CausalReads(t *testing.T) {
 	database := galeraDatabase(t, g)
 	locks := testdb.Etcd(t)
 	nodes := g.Nodes()
-	open := func(n *dbinstance.GaleraNode) store.Store {
+	open := func(n *dbinstance.GaleraNode) *store.Store {
 		s, err := store.Open(t.Context(), testdb.WithLockDSN(n.DSN(database), locks))
 		if err != nil {
 			t.Fatalf("open on node %d: %v", n.Index(), err)

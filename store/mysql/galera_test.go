@@ -73,7 +73,7 @@ func startGalera(t *testing.T, n int) *dbinstance.Galera {
 
 // openOn is store.Open (or another opener) on a node's database "test",
 // closed when t ends.
-func openOn(t *testing.T, open func(context.Context, string) (store.Store, error), n *dbinstance.GaleraNode) store.Store {
+func openOn(t *testing.T, open func(context.Context, string) (*store.Store, error), n *dbinstance.GaleraNode) *store.Store {
 	t.Helper()
 	s, err := open(t.Context(), n.DSN("test"))
 	if err != nil {
@@ -220,7 +220,7 @@ func TestGalera(t *testing.T) {
 			t.Fatal(err)
 		}
 		locks := testdb.Etcd(t)
-		withLocks := func(ctx context.Context, dsn string) (store.Store, error) {
+		withLocks := func(ctx context.Context, dsn string) (*store.Store, error) {
 			return store.Open(ctx, dsn, store.WithLockDSN(locks))
 		}
 		x := openOn(t, withLocks, nodes[0])
@@ -269,4 +269,4 @@ func TestGalera(t *testing.T) {
 }
 
 // openStore is store.Open with the database's own locks.
-func openStore(ctx context.Context, dsn string) (store.Store, error) { return store.Open(ctx, dsn) }
+func openStore(ctx context.Context, dsn string) (*store.Store, error) { return store.Open(ctx, dsn) }

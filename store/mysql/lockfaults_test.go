@@ -30,7 +30,7 @@ func startFaultProxy(t testing.TB, h *harness) *faultproxy.Proxy {
 
 // openBehindFaultProxy opens a Store all of whose connections, lock
 // sessions and Store pool alike, go through a fresh internal/testkit/faultproxy.
-func openBehindFaultProxy(t testing.TB, h *harness) (store.Store, *faultproxy.Proxy) {
+func openBehindFaultProxy(t testing.TB, h *harness) (*store.Store, *faultproxy.Proxy) {
 	t.Helper()
 	p := startFaultProxy(t, h)
 	a, err := store.Open(context.Background(), withHost(t, h.dsn, p.Addr()))
@@ -48,7 +48,7 @@ const testPingTimeout = time.Second
 
 // openVia opens a Store whose connections, lock sessions and Store pool
 // alike, all pass through p, with the watchers' ping timeout shortened.
-func (h *harness) openVia(t testing.TB, p *faultProxy) store.Store {
+func (h *harness) openVia(t testing.TB, p *faultProxy) *store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), p.dsn(t, h.dsn))
 	if err != nil {
@@ -62,7 +62,7 @@ func (h *harness) openVia(t testing.TB, p *faultProxy) store.Store {
 }
 
 // lockLink is the proxy link carrying the session that holds l for s.
-func lockLink(t testing.TB, p *faultProxy, s store.Store, l store.Lock) *link {
+func lockLink(t testing.TB, p *faultProxy, s *store.Store, l store.Lock) *link {
 	t.Helper()
 	a, err := mysql.LockSessionLocalAddr(s, l)
 	if err != nil {
@@ -276,7 +276,7 @@ func TestLock_ConnectionFailuresAreSentinels(t *testing.T) {
 // granted, and exclude, again, through the sessions the Store kept idle.
 func TestLock_ServerCrashRestart(t *testing.T) {
 	db := startPrivateMariaDB(t)
-	open := func() store.Store {
+	open := func() *store.Store {
 		s, err := store.Open(context.Background(), db.DSN())
 		if err != nil {
 			t.Fatalf("store.Open: %v", err)

@@ -17,7 +17,7 @@ import (
 )
 
 // open returns a Store (a tracker) on h's database, closed when t ends.
-func (h *harness) open(t testing.TB) store.Store {
+func (h *harness) open(t testing.TB) *store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), h.dsn)
 	if err != nil {
@@ -31,7 +31,7 @@ func (h *harness) open(t testing.TB) store.Store {
 	return s
 }
 
-func mustLock(t testing.TB, s store.Store, name string, timeout time.Duration) store.Lock {
+func mustLock(t testing.TB, s *store.Store, name string, timeout time.Duration) store.Lock {
 	t.Helper()
 	l, err := s.Lock(context.Background(), name, timeout)
 	if err != nil {

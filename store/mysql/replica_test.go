@@ -43,7 +43,7 @@ func TestReplicas(t *testing.T) {
 
 	const maxLag = time.Second
 	replicatest.Run(t, replicatest.Harness{
-		Open: func(t *testing.T) store.Store {
+		Open: func(t *testing.T) *store.Store {
 			s, err := store.Open(t.Context(), primary.DSN("test")+"?replica_max_lag="+maxLag.String())
 			if err != nil {
 				t.Fatal(err)

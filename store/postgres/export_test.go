@@ -11,7 +11,7 @@ import (
 
 // Hooks for the external tests; see postgres_test.go.
 
-func backendOf(s store.Store) (*lockBackend, error) {
+func backendOf(s *store.Store) (*lockBackend, error) {
 	ss, ok := sqlaccess.Backend(s)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a *sqlstore.Store", s)
@@ -26,7 +26,7 @@ func backendOf(s store.Store) (*lockBackend, error) {
 
 // LockSessionPIDs returns the backend PIDs of s's renewer and listener
 // sessions (0 when absent).
-func LockSessionPIDs(s store.Store) (renew, listen uint32, err error) {
+func LockSessionPIDs(s *store.Store) (renew, listen uint32, err error) {
 	b, err := backendOf(s)
 	if err != nil {
 		return 0, 0, err
@@ -37,7 +37,7 @@ func LockSessionPIDs(s store.Store) (renew, listen uint32, err error) {
 
 // CrashLocks stops s's renewal and drops its lock sessions and pool without
 // releasing anything.
-func CrashLocks(s store.Store) error {
+func CrashLocks(s *store.Store) error {
 	if _, err := backendOf(s); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func CrashLocks(s store.Store) error {
 
 // OwnerID is s's current owner incarnation, 0 between a loss and the next
 // registration (store.LockStats.Owner).
-func OwnerID(s store.Store) (int64, error) {
+func OwnerID(s *store.Store) (int64, error) {
 	if _, err := backendOf(s); err != nil {
 		return 0, err
 	}
@@ -55,7 +55,7 @@ func OwnerID(s store.Store) (int64, error) {
 
 // NotifyWakeups counts the lock waits of s that a notification or its own
 // release ended (store.LockStats.Woken).
-func NotifyWakeups(s store.Store) (int64, error) {
+func NotifyWakeups(s *store.Store) (int64, error) {
 	if _, err := backendOf(s); err != nil {
 		return 0, err
 	}
@@ -81,7 +81,7 @@ const (
 const NotifyChannel = notifyChannel
 
 // mustBackend is the sqlstore.Store under s, which backendOf has found.
-func mustBackend(s store.Store) *sqlstore.Store {
+func mustBackend(s *store.Store) *sqlstore.Store {
 	ss, _ := sqlaccess.Backend(s)
 	return ss
 }

@@ -109,7 +109,7 @@ func TestFence_TokensGrowAcrossCrashAndPromotion(t *testing.T) {
 
 	// grants takes each name once (fence/hot 20 times) on s and returns
 	// the largest token and the last grant of fence/a, released.
-	grants := func(s store.Store) (max int64, a store.Lock) {
+	grants := func(s *store.Store) (max int64, a store.Lock) {
 		for _, n := range names {
 			times := 1
 			if n == "fence/hot" {
@@ -135,7 +135,7 @@ func TestFence_TokensGrowAcrossCrashAndPromotion(t *testing.T) {
 	}
 	// fencedWrite is a write under a's fence: refused once a newer grant
 	// of fence/a exists, or its token row went.
-	fencedWrite := func(s store.Store, a store.Lock, domain string) error {
+	fencedWrite := func(s *store.Store, a store.Lock, domain string) error {
 		_, err := s.CreateDomain(store.WithFence(t.Context(), a), domain)
 		return err
 	}
@@ -202,7 +202,7 @@ func TestFence_TokensGrowAcrossCrashAndPromotion(t *testing.T) {
 
 // firstToken takes name on s (after a restart, once the lock epoch is
 // open) and returns its token, released.
-func firstToken(t *testing.T, s store.Store, name string) int64 {
+func firstToken(t *testing.T, s *store.Store, name string) int64 {
 	t.Helper()
 	l, _ := grab(t, s, name, 30*time.Second)
 	defer l.Release(t.Context())

@@ -86,7 +86,7 @@ func (h *harness) Reset(ctx context.Context) error {
 // server connections it happens to use changes nothing for it. What stands
 // for a session's death there is what a crash restart of the server behind
 // the pooler does to the lock tables: they come back empty.
-func (h *harness) FaultsFor(s store.Store) conformance.Faults {
+func (h *harness) FaultsFor(s *store.Store) conformance.Faults {
 	if !h.pooled {
 		return nil
 	}
@@ -168,7 +168,7 @@ func withParams(dsn string, params ...string) string {
 }
 
 // open opens a Store on dsn, closed when the test ends.
-func open(t testing.TB, dsn string) store.Store {
+func open(t testing.TB, dsn string) *store.Store {
 	t.Helper()
 	s, err := store.Open(t.Context(), dsn)
 	if err != nil {
@@ -178,7 +178,7 @@ func open(t testing.TB, dsn string) store.Store {
 	return s
 }
 
-func lock(t testing.TB, s store.Store, name string, timeout time.Duration) store.Lock {
+func lock(t testing.TB, s *store.Store, name string, timeout time.Duration) store.Lock {
 	t.Helper()
 	l, err := s.Lock(t.Context(), name, timeout)
 	if err != nil {
@@ -187,7 +187,7 @@ func lock(t testing.TB, s store.Store, name string, timeout time.Duration) store
 	return l
 }
 
-func taken(t testing.TB, s store.Store, name string) {
+func taken(t testing.TB, s *store.Store, name string) {
 	t.Helper()
 	l, err := s.Lock(t.Context(), name, 0)
 	if err == nil {
@@ -460,7 +460,7 @@ func TestLocks_IdentitiesExclude(t *testing.T) {
 
 // handoffs makes waiter wait for a lock holder releases after a pause,
 // rounds times, and returns the delays between release and acquisition.
-func handoffs(t *testing.T, holder, waiter store.Store, rounds int) []time.Duration {
+func handoffs(t *testing.T, holder, waiter *store.Store, rounds int) []time.Duration {
 	var ds []time.Duration
 	for i := range rounds {
 		name := "handoff/" + string(rune('a'+i))

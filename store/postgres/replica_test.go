@@ -38,7 +38,7 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 	replicatest.Run(t, replicatest.Harness{
-		Open: func(t *testing.T) store.Store {
+		Open: func(t *testing.T) *store.Store {
 			return open(t, pg.DSN("test")+"&replica_max_lag="+maxLag.String()+"&replica="+url.QueryEscape(sb.DSN("test")))
 		},
 		MaxLag: maxLag,

@@ -57,7 +57,7 @@ func lostAt(l store.Lock) <-chan time.Time {
 
 // grab takes name on s, retrying through the errors of a server that is
 // coming back, for at most d; it reports when the grant came.
-func grab(t *testing.T, s store.Store, name string, d time.Duration) (store.Lock, time.Time) {
+func grab(t *testing.T, s *store.Store, name string, d time.Duration) (store.Lock, time.Time) {
 	t.Helper()
 	until := time.Now().Add(d)
 	for {

@@ -22,7 +22,7 @@ func (h *etcdHarness) DSN() string { return testdb.WithLockDSN(h.harness.DSN(), 
 
 // FaultsFor: the lock service's own faults (the Store's), not the
 // embedded database's.
-func (h *etcdHarness) FaultsFor(store.Store) conformance.Faults { return nil }
+func (h *etcdHarness) FaultsFor(*store.Store) conformance.Faults { return nil }
 
 // TestConformanceEtcd runs the suite again with the locks in etcd.
 func TestConformanceEtcd(t *testing.T) {

@@ -59,9 +59,9 @@ func (h *harness) Reset(ctx context.Context) error {
 // FaultsFor: a SQLite Store's locks live in its process and die with the
 // Store, so killing a lock's "session" and crashing its owner are both the
 // Store's Close.
-func (h *harness) FaultsFor(s store.Store) conformance.Faults { return closeFaults{s} }
+func (h *harness) FaultsFor(s *store.Store) conformance.Faults { return closeFaults{s} }
 
-type closeFaults struct{ s store.Store }
+type closeFaults struct{ s *store.Store }
 
 func (f closeFaults) KillLockSession(context.Context, store.Lock) error { return f.s.Close() }
 func (f closeFaults) CrashOwner(context.Context) error                  { return f.s.Close() }
@@ -72,7 +72,7 @@ func rawDB(path string) (*sql.DB, error) {
 	return sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 }
 
-func openStore(t *testing.T, h *harness) store.Store {
+func openStore(t *testing.T, h *harness) *store.Store {
 	t.Helper()
 	s, err := store.Open(t.Context(), h.DSN())
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-// The portable Store (store.New) in front of SQLite's Backend: these
+// The store.Store (store.New) in front of SQLite's Backend: these
 // tests live here because package store's own tests must not register a
 // backend.
 
@@ -56,20 +56,15 @@ func (b *seen) log() []string {
 }
 
 // openSeen opens SQLite's Backend through store.Open, takes it back out of
-// the portable Store and puts a new portable Store with opts in front of
+// the store.Store and puts a new store.Store with opts in front of
 // the recorder.
-func openSeen(t *testing.T, opts *store.Options) (store.Store, *seen) {
+func openSeen(t *testing.T, opts *store.Options) (*store.Store, *seen) {
 	t.Helper()
 	st, err := store.Open(t.Context(), "sqlite:///"+filepath.Join(t.TempDir(), "db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, ok := st.(interface{ Unwrap() store.Store })
-	if !ok {
-		st.Close()
-		t.Fatalf("the Store of store.Open (%T) has no Unwrap", st)
-	}
-	b := &seen{Backend: u.Unwrap()}
+	b := &seen{Backend: st.Unwrap()}
 	p := store.New(b, opts)
 	t.Cleanup(func() { p.Close() })
 	return p, b

@@ -145,7 +145,7 @@ func (driver) Open(ctx context.Context, dsn *store.DSN) (store.Backend, error) {
 }
 
 // Open opens the SQLite database named by dsn as a new, independent
-// Backend; store.Open puts the portable Store in front of it, as
+// Backend; store.Open puts a store.Store in front of it, as
 // store.New(b, opts) does for a caller of Open.
 func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	cfg, err := NewConfig(ctx, dsn)

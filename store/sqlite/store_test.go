@@ -205,7 +205,7 @@ func TestOpen_ConcurrentOnEmptyDatabase(t *testing.T) {
 	h := newHarness(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
-	stores := make([]store.Store, 6)
+	stores := make([]*store.Store, 6)
 	for i := range errs {
 		wg.Go(func() { stores[i], errs[i] = store.Open(t.Context(), h.DSN()) })
 	}
@@ -294,7 +294,7 @@ func TestStore_ExternalWriter(t *testing.T) {
 	}
 }
 
-func mkDomain(t *testing.T, s store.Store) int {
+func mkDomain(t *testing.T, s *store.Store) int {
 	t.Helper()
 	d, err := s.CreateDomain(t.Context(), "d")
 	if err != nil {
@@ -309,7 +309,7 @@ func TestStore_ConcurrentWriters(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
 	const stores, workers, files = 3, 6, 15
-	ss := make([]store.Store, stores)
+	ss := make([]*store.Store, stores)
 	for i := range ss {
 		ss[i] = openStore(t, h)
 	}
@@ -451,7 +451,7 @@ func TestStore_FidNeverReused(t *testing.T) {
 func TestStore_LeaseExclusive(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	ss := []store.Store{openStore(t, h), openStore(t, h), openStore(t, h)}
+	ss := []*store.Store{openStore(t, h), openStore(t, h), openStore(t, h)}
 	const rows = 300
 	var entries []store.QueueEntry
 	for i := range rows {
@@ -505,7 +505,7 @@ func TestStore_LeaseExclusive(t *testing.T) {
 func TestStore_CommitFileRace(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	ss := []store.Store{openStore(t, h), openStore(t, h)}
+	ss := []*store.Store{openStore(t, h), openStore(t, h)}
 	dmid := mkDomain(t, ss[0])
 	for round := range 20 {
 		fid, err := ss[0].CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: "x"})
@@ -540,7 +540,7 @@ func TestStore_CommitFileRace(t *testing.T) {
 func TestStore_CommitFileSameKey(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	ss := []store.Store{openStore(t, h), openStore(t, h)}
+	ss := []*store.Store{openStore(t, h), openStore(t, h)}
 	dmid := mkDomain(t, ss[0])
 	const n = 12
 	fids := make([]int64, n)
@@ -595,7 +595,7 @@ func TestStore_CommitFileSameKey(t *testing.T) {
 func TestStore_DevCountConcurrent(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	ss := []store.Store{openStore(t, h), openStore(t, h), openStore(t, h)}
+	ss := []*store.Store{openStore(t, h), openStore(t, h), openStore(t, h)}
 	dmid := mkDomain(t, ss[0])
 	fid, err := ss[0].CreateTempFile(ctx, store.TempFile{DomainID: dmid, Key: "k"})
 	if err != nil {

@@ -314,7 +314,7 @@ type Config struct {
 	DB      *sql.DB
 	Dialect Dialect
 	// Locks is the database's own lock mechanism, a store.LockService as
-	// an outside lock service is: the portable Store (store.New) checks
+	// an outside lock service is: the store.Store (store.New) checks
 	// names and timeouts, bounds every call with its deadline and refuses
 	// calls after Close, this Store fences and closes it, so it only
 	// grants, reports loss and releases.

@@ -3,7 +3,7 @@
 // metadata operations, the schema bootstrap, fid allocation, transaction
 // retries, error classification and the bookkeeping around named locks
 // are written once here (what every backend shares, SQL or not, is in
-// package store's portable Store); a backend supplies a [Dialect], an open *sql.DB and its lock
+// package store's Store); a backend supplies a [Dialect], an open *sql.DB and its lock
 // mechanism (Config.Locks, a store.LockService),
 // and calls [New].
 //
@@ -50,7 +50,7 @@
 //     meanwhile is store.ErrClosed. ErrKindNoSpace is never retried (only
 //     freeing space helps) and is store.ErrNoSpace, at COMMIT too: the
 //     database refused the write. No error is classified by its text.
-//   - The portable Store (store.New, which store.Open puts in front of
+//   - The store.Store (store.New, which store.Open puts in front of
 //     every backend) has already refused calls after Close, checked the
 //     arguments and given the context its deadline, and adds the
 //     "store: <op>:" prefix to the errors returned here, which carry only
@@ -68,7 +68,7 @@
 //     gives the same results.
 //   - Lock names and timeouts have been checked (store.CheckLock), calls
 //     after Close are refused, every call is bounded by its deadline (all
-//     by the portable Store): a lock mechanism (a store.LockService, the database's own as an
+//     by the store.Store): a lock mechanism (a store.LockService, the database's own as an
 //     outside one) only grants, reports loss and releases through its own
 //     handles. The handle Store.Lock returns wraps the grant.
 //   - Close calls Config.Locks' Close, then Config.OnClose, then DB.Close,

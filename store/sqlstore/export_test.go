@@ -9,22 +9,22 @@ import (
 
 // RunTx runs fn in a transaction of st's, as every write does, for the
 // tests of how a transaction's failures are reported.
-func RunTx(ctx context.Context, st store.Store, fn func(*sql.Tx) error) error {
+func RunTx(ctx context.Context, st *store.Store, fn func(*sql.Tx) error) error {
 	return of(st).tx(ctx, fn)
 }
 
 // InsertWithNextFid runs query as CreateTempFile runs a FidInserter's, on
 // st's own pool, for the tests of how its answers are read.
-func InsertWithNextFid(ctx context.Context, st store.Store, query string) (int64, error) {
+func InsertWithNextFid(ctx context.Context, st *store.Store, query string) (int64, error) {
 	return of(st).insertWithNextFid(ctx, fidInsert{query: query})
 }
 
 // PlanOf says which path each operation with a fast path takes on st.
-func PlanOf(st store.Store) map[string]string { return of(st).plan.names }
+func PlanOf(st *store.Store) map[string]string { return of(st).plan.names }
 
-// of is the *Store under st: st itself or what the portable Store of
+// of is the *Store under st: st itself or what the store.Store of
 // store.Open wraps.
-func of(st store.Store) *Store {
+func of(st *store.Store) *Store {
 	s, _ := store.Find[*Store](st)
 	return s
 }

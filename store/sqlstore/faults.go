@@ -41,7 +41,7 @@ func (s *Store) KillLockSession(ctx context.Context, l store.Lock) error {
 	if !ok {
 		return fmt.Errorf("store: kill lock session: lock backend %T has no fault hooks: %w", s.locks, store.ErrInvalid)
 	}
-	// The portable Store hands out its own Lock around ours.
+	// The store.Store hands out its own Lock around ours.
 	for {
 		u, ok := l.(interface{ Unwrap() store.Lock })
 		if !ok {

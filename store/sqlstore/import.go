@@ -46,7 +46,7 @@ func (s *Store) ImportRows(ctx context.Context, im store.Import) error {
 	return s.wrap(err)
 }
 
-// importStmts builds the INSERTs of im's rows (which the portable Store
+// importStmts builds the INSERTs of im's rows (which the store.Store
 // has checked) and finds the largest fid among them and im.FidFloor.
 func (s *Store) importStmts(im store.Import) ([]stmt, int64, error) {
 	top := im.FidFloor

@@ -9,7 +9,7 @@ import (
 
 // rawParts is the pool and dialect under s, for tests that look at the
 // database beside the Store.
-func rawParts(t testing.TB, s store.Store) sqlaccess.Parts {
+func rawParts(t testing.TB, s *store.Store) sqlaccess.Parts {
 	t.Helper()
 	p, ok := sqlaccess.Of(s)
 	if !ok {

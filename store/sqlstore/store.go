@@ -54,7 +54,7 @@ var OwnSchema = []string{
 // which a harness need not empty: it only ever grows.
 var OwnTables = []string{"gomogile_counter", "gomogile_commit", "gomogile_meta", "gomogile_fence", "gomogile_lock_fence"}
 
-// Store implements store.Store on an SQL database through a Dialect.
+// Store implements *store.Store on an SQL database through a Dialect.
 type Store struct {
 	db    *sql.DB
 	batch *sql.DB // Config.Batch, or nil
@@ -82,11 +82,11 @@ type Store struct {
 	closeErr  error
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Backend = (*Store)(nil)
 
 // New is the one lifecycle of every SQL backend: it checks and migrates the
 // schema of cfg.DB, then starts cfg.Locks (LockStarter), then returns the
-// ready Backend (store.Open puts the portable Store in front); Close undoes
+// ready Backend (store.Open puts a store.Store in front); Close undoes
 // it in reverse (locks, OnClose, DB).
 // It fails with store.ErrSchemaMismatch (wrapped) when the database has a
 // schema newer than store.SchemaVersion, or older and not upgraded by the
@@ -425,7 +425,7 @@ func isSentinel(err error) bool {
 // store.ErrDuplicate, store.ErrNoSpace for a full database,
 // store.ErrUnavailable for a lost connection or one never made (at
 // COMMIT, a lost one is already store.ErrUnknownOutcome), store.ErrClosed
-// for anything failing because Close ran meanwhile. The portable Store
+// for anything failing because Close ran meanwhile. The store.Store
 // (store.New) adds the operation's prefix.
 func (s *Store) wrap(err error) error {
 	if err == nil {

@@ -35,7 +35,7 @@ func withParams(tb testing.TB, dsn string, kv ...string) string {
 
 // openWire opens a Store on dsn through a proxy that counts its sessions
 // and round trips.
-func openWire(tb testing.TB, dsn string) (store.Store, *faultproxy.Proxy) {
+func openWire(tb testing.TB, dsn string) (*store.Store, *faultproxy.Proxy) {
 	tb.Helper()
 	p, pdsn, err := faultproxy.Through(dsn, faultproxy.Options{})
 	if err != nil {
@@ -114,7 +114,7 @@ func BenchmarkCreateTempFile(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ss := []store.Store{s1, s2}
+			ss := []*store.Store{s1, s2}
 			var seq atomic.Int64
 			before := p1.Stats().RoundTrips + p2.Stats().RoundTrips
 			b.SetParallelism(8 / max(1, testingProcs()))

@@ -1,4 +1,4 @@
-// Package storemetrics measures a store.Store: [New] returns a
+// Package storemetrics measures a *store.Store: [New] returns a
 // store.Observer that counts, in a Prometheus registry of the caller's,
 // what the tracker asks of its Store, and the Store (opened with
 // store.WithObserver) tells it of every call, lock and queue row. Every
@@ -139,11 +139,8 @@ func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
 // Watch adds the numbers only st's lock mechanism knows (its LockStats):
 // the reaper's and the wake-ups of "lease", the pinned sessions of
 // "session"; nothing for the others.
-func (m *Metrics) Watch(st store.Store) error {
-	ls, ok := st.(interface{ LockStats() store.LockStats })
-	if !ok {
-		return nil
-	}
+func (m *Metrics) Watch(st *store.Store) error {
+	ls := st
 	var cs []prometheus.Collector
 	switch st.Capabilities().LockMechanism {
 	case "lease":

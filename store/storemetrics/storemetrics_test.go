@@ -13,7 +13,7 @@ import (
 	"github.com/gomogile/gomogile/store/storemetrics"
 )
 
-func open(t *testing.T) (store.Store, *prometheus.Registry) {
+func open(t *testing.T) (*store.Store, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m, err := storemetrics.New(reg)

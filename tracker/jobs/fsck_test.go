@@ -20,7 +20,7 @@ import (
 
 // rawDB reaches the SQLite database behind the store, to corrupt rows the
 // way a hand edit would; the contract itself never lets devcount drift.
-func rawDB(t *testing.T, st store.Store) *sql.DB {
+func rawDB(t *testing.T, st *store.Store) *sql.DB {
 	t.Helper()
 	db, ok := sqlaccess.DB(st)
 	if !ok {
@@ -30,7 +30,7 @@ func rawDB(t *testing.T, st store.Store) *sql.DB {
 }
 
 // startFsck sets the settings Query.pm's fsck_start writes.
-func startFsck(t *testing.T, st store.Store, host string) {
+func startFsck(t *testing.T, st *store.Store, host string) {
 	t.Helper()
 	ctx := t.Context()
 	maxFid, err := st.MaxFid(ctx)
@@ -330,7 +330,7 @@ func TestFsck_ChecksumSettingSHA1(t *testing.T) {
 
 // fsckCodes waits for the fsck that startFsck began to finish and returns
 // the codes it logged, by fid.
-func fsckCodes(t *testing.T, st store.Store) map[int64][]string {
+func fsckCodes(t *testing.T, st *store.Store) map[int64][]string {
 	t.Helper()
 	ctx := t.Context()
 	waitFor(t, 20*time.Second, "fsck to finish", func() bool {

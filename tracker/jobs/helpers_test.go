@@ -37,7 +37,7 @@ type node struct {
 type cluster struct {
 	t      *testing.T
 	dbPath string
-	st     store.Store
+	st     *store.Store
 	nodes  []*node
 	dmid   int
 	nextIP int
@@ -57,7 +57,7 @@ func newCluster(t *testing.T) *cluster {
 
 // openStore opens another independent Store on the cluster's database, as
 // a second tracker would.
-func (c *cluster) openStore() store.Store {
+func (c *cluster) openStore() *store.Store {
 	c.t.Helper()
 	st, err := store.Open(c.t.Context(), "sqlite:///"+c.dbPath)
 	if err != nil {
@@ -217,7 +217,7 @@ func (c *cluster) putPlaced(key string, classid int, data []byte, devids ...int)
 }
 
 // setSettings stores server settings, as set_server_setting would.
-func setSettings(t *testing.T, st store.Store, kv map[string]string) {
+func setSettings(t *testing.T, st *store.Store, kv map[string]string) {
 	t.Helper()
 	for k, v := range kv {
 		if err := st.SetServerSetting(t.Context(), k, v); err != nil {
@@ -249,7 +249,7 @@ func runRebalance(t *testing.T, c *cluster, o jobs.Options, policy string, extra
 }
 
 // deviceStatus is devid's state in the database.
-func deviceStatus(t *testing.T, st store.Store, devid int) store.DeviceState {
+func deviceStatus(t *testing.T, st *store.Store, devid int) store.DeviceState {
 	t.Helper()
 	devs, err := st.Devices(t.Context())
 	if err != nil {
@@ -281,7 +281,7 @@ func fastOptions(t *testing.T) jobs.Options {
 }
 
 // start opens a Manager on st and closes it at cleanup.
-func start(t *testing.T, st store.Store, o jobs.Options) *jobs.Manager {
+func start(t *testing.T, st *store.Store, o jobs.Options) *jobs.Manager {
 	t.Helper()
 	if os.Getenv("GOMOGILE_TEST_JOB_PROCESSES") == "1" && o.Process == nil && o.HTTPClient == nil {
 		o.Process = func(class string) *exec.Cmd { return exec.Command(os.Args[0], jobs.WorkerArgs(class)...) }
@@ -306,7 +306,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func fileOn(t *testing.T, st store.Store, fid int64) []int {
+func fileOn(t *testing.T, st *store.Store, fid int64) []int {
 	t.Helper()
 	on, err := st.FileOn(context.Background(), fid)
 	if err != nil {
@@ -315,7 +315,7 @@ func fileOn(t *testing.T, st store.Store, fid int64) []int {
 	return on
 }
 
-func queueLen(t *testing.T, st store.Store, q store.Queue) int64 {
+func queueLen(t *testing.T, st *store.Store, q store.Queue) int64 {
 	t.Helper()
 	n, err := st.QueueLength(context.Background(), q)
 	if err != nil {
@@ -324,7 +324,7 @@ func queueLen(t *testing.T, st store.Store, q store.Queue) int64 {
 	return n
 }
 
-func inQueue(t *testing.T, st store.Store, q store.Queue, fid int64) bool {
+func inQueue(t *testing.T, st *store.Store, q store.Queue, fid int64) bool {
 	t.Helper()
 	_, err := st.QueueItem(context.Background(), q, fid)
 	if errors.Is(err, store.ErrNotFound) {

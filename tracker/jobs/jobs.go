@@ -156,7 +156,7 @@ type JobStat struct {
 
 // Manager owns the workers of one tracker.
 type Manager struct {
-	st      store.Store
+	st      *store.Store
 	opts    Options
 	log     *slog.Logger
 	nodes   *cluster.Nodes
@@ -215,7 +215,7 @@ type jobClass struct {
 }
 
 // New builds a Manager; it starts nothing until Open.
-func New(st store.Store, opts Options) *Manager {
+func New(st *store.Store, opts Options) *Manager {
 	def := DefaultOptions()
 	if opts.ReaperInterval <= 0 {
 		opts.ReaperInterval = def.ReaperInterval

@@ -140,7 +140,7 @@ func TestReplicate_TwoTrackers(t *testing.T) {
 		fids[i] = c.putFile(fmt.Sprintf("k%d", i), cls, []byte(fmt.Sprintf("file %d", i)), 1+i%3)
 	}
 	client, counter := newCountingClient()
-	for i, st := range []store.Store{c.st, c.openStore()} {
+	for i, st := range []*store.Store{c.st, c.openStore()} {
 		o := fastOptions(t)
 		o.HTTPClient = client
 		o.ReplicateWorkers = 3

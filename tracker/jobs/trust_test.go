@@ -93,7 +93,7 @@ func runFsck(t *testing.T, c *cluster, ln *lyingNet) {
 	})
 }
 
-func eventsOf(t *testing.T, st store.Store, fid int64) []string {
+func eventsOf(t *testing.T, st *store.Store, fid int64) []string {
 	t.Helper()
 	evs, err := st.FsckEvents(t.Context(), 0, 1000)
 	if err != nil {

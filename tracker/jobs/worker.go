@@ -82,7 +82,9 @@ func RunWorker(ctx context.Context, stderr *os.File) error {
 	opts.Logger = slog.New(&relayHandler{conn: conn, debug: hello.Debug})
 	opts.only = hello.Class
 	opts.Process = nil
-	m := New(conn.Store(hello.Caps), opts)
+	// The tracker's Store, across the connection: its deadlines, checks
+	// and errors are the tracker's, so this end adds no deadline.
+	m := New(store.New(conn.Store(hello.Caps), &store.Options{OpTimeout: -1}), opts)
 	if hello.Obs != nil {
 		m.obs.load(*hello.Obs)
 	}

@@ -19,7 +19,7 @@ import (
 // a pointer, and its fields are not changed once commands run.
 type Env struct {
 	// Store is the metadata database.
-	Store store.Store
+	Store *store.Store
 	// NS is the namespace (domains, classes, hosts, devices) cache, shared
 	// with the workers so that a command's change reaches both at once.
 	NS *cluster.Cache

@@ -85,7 +85,7 @@ type upload struct {
 }
 
 // NewUploads returns the slot table for cfg's limits on st.
-func NewUploads(cfg Config, st store.Store) *Uploads {
+func NewUploads(cfg Config, st *store.Store) *Uploads {
 	return newUploads(cfg, tempfileGone(st))
 }
 
@@ -257,7 +257,7 @@ func (h *uploadHeap) Pop() any {
 }
 
 // tempfileGone reports whether fid's tempfile row in st no longer exists.
-func tempfileGone(st store.Store) func(ctx context.Context, fid int64) (bool, error) {
+func tempfileGone(st *store.Store) func(ctx context.Context, fid int64) (bool, error) {
 	return func(ctx context.Context, fid int64) (bool, error) {
 		_, err := st.TempFile(ctx, fid)
 		if errors.Is(err, store.ErrNotFound) {

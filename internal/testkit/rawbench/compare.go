@@ -143,7 +143,7 @@ func median(v []float64) float64 {
 }
 
 type cmpEnv struct {
-	s   store.Store
+	s   *store.Store
 	db  *sql.DB
 	q   func(string) string
 	now string // the dialect's SQL for the database clock
@@ -448,7 +448,7 @@ func (e *cmpEnv) handoff(b *testing.B, dsn string) []Result {
 		b.Fatalf("store.Open: %v", err)
 	}
 	defer other.Close()
-	stores := [2]store.Store{e.s, other}
+	stores := [2]*store.Store{e.s, other}
 	const name = "bench:handoff"
 	held, err := stores[0].Lock(ctx, name, time.Second)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // devcount UPDATE in one transaction) and a one-row Lease (a due-row SELECT
 // and a conditional UPDATE). reset empties the database before each.
 func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
-	open := func(b *testing.B) (store.Store, *sql.DB, func(string) string) {
+	open := func(b *testing.B) (*store.Store, *sql.DB, func(string) string) {
 		ss := openSQL(b, dsn, reset)
 		p := parts(b, ss)
 		return ss, p.DB, p.Dialect.Rebind
@@ -98,7 +98,7 @@ func Run(b *testing.B, dsn string, reset func(b *testing.B)) {
 	})
 }
 
-func mustDomain(b *testing.B, s store.Store) int {
+func mustDomain(b *testing.B, s *store.Store) int {
 	d, err := s.CreateDomain(b.Context(), "rawbench")
 	if err != nil {
 		b.Fatal(err)
@@ -106,7 +106,7 @@ func mustDomain(b *testing.B, s store.Store) int {
 	return d.ID
 }
 
-func commit(b *testing.B, s store.Store, dmid int, key string) int64 {
+func commit(b *testing.B, s *store.Store, dmid int, key string) int64 {
 	fid, err := s.CreateTempFile(b.Context(), store.TempFile{DomainID: dmid, Key: key})
 	if err != nil {
 		b.Fatal(err)
@@ -118,7 +118,7 @@ func commit(b *testing.B, s store.Store, dmid int, key string) int64 {
 }
 
 // unixNow is the dialect's SQL for the database clock.
-func unixNow(b *testing.B, s store.Store) string {
+func unixNow(b *testing.B, s *store.Store) string {
 	p, ok := sqlaccess.Of(s)
 	if !ok {
 		b.Fatalf("%T opens up no dialect", s)
@@ -129,7 +129,7 @@ func unixNow(b *testing.B, s store.Store) string {
 // openSQL empties the database with reset, then opens dsn (a Store as
 // users get it, the portable layer in front of sqlstore), closed with b; a
 // Store of another kind skips b, having no raw SQL to compare with.
-func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) store.Store {
+func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) *store.Store {
 	reset(b)
 	s, err := store.Open(b.Context(), dsn)
 	if err != nil {
@@ -143,7 +143,7 @@ func openSQL(b *testing.B, dsn string, reset func(b *testing.B)) store.Store {
 }
 
 // parts is what sqlaccess opens up of s: its pool and dialect.
-func parts(b *testing.B, s store.Store) sqlaccess.Parts {
+func parts(b *testing.B, s *store.Store) sqlaccess.Parts {
 	p, ok := sqlaccess.Of(s)
 	if !ok {
 		b.Fatalf("%T opens up no pool or dialect", s)

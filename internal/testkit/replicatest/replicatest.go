@@ -24,7 +24,7 @@ type Harness struct {
 	// DSN's replica parameter or the slave settings), with MaxLag as its
 	// bound; the Store's Info must list the replica first (once it has
 	// read the slave settings, if they name it).
-	Open   func(t *testing.T) store.Store
+	Open   func(t *testing.T) *store.Store
 	MaxLag time.Duration
 	// Pause makes the replica stop applying what it receives; Resume
 	// lets it go on.
@@ -47,7 +47,7 @@ type Harness struct {
 type fixture struct {
 	t       *testing.T
 	h       Harness
-	s       store.Store
+	s       *store.Store
 	dmid    int
 	devs    []int
 	k1, k2  store.File

@@ -31,7 +31,7 @@ type Parts struct {
 // Of returns the insides of s, through the As method of a Store that
 // store/sqlstore built, looking through wrappers that Unwrap (the metrics
 // Store); false when s is no such Store.
-func Of(s store.Store) (Parts, bool) {
+func Of(s store.Backend) (Parts, bool) {
 	ss, ok := Backend(s)
 	if !ok {
 		return Parts{}, false
@@ -47,11 +47,11 @@ func Of(s store.Store) (Parts, bool) {
 }
 
 // Backend is the sqlstore.Store under s: s itself, or what s wraps
-// (Unwrap() store.Store, as the portable Store of store.Open does).
-func Backend(s store.Store) (*sqlstore.Store, bool) { return store.Find[*sqlstore.Store](s) }
+// (Unwrap() store.Backend, as the store.Store of store.Open does).
+func Backend(s store.Backend) (*sqlstore.Store, bool) { return store.Find[*sqlstore.Store](s) }
 
 // DB is Of(s).DB.
-func DB(s store.Store) (*sql.DB, bool) {
+func DB(s store.Backend) (*sql.DB, bool) {
 	p, ok := Of(s)
 	return p.DB, ok
 }

@@ -32,4 +32,4 @@ func TestOf(t *testing.T) {
 }
 
 // notSQL is a Store that sqlstore did not build (it wraps one).
-type notSQL struct{ store.Store }
+type notSQL struct{ store.Backend }

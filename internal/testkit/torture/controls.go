@@ -49,7 +49,7 @@ func Controls() []Control {
 
 // wrapBroken applies the comma-separated wrappers of package broken named
 // by names, in order.
-func wrapBroken(names string, st store.Store) (store.Store, error) {
+func wrapBroken(names string, st *store.Store) (*store.Store, error) {
 	for _, n := range strings.Split(names, ",") {
 		var err error
 		if st, err = broken.Wrap(strings.TrimSpace(n), st); err != nil {

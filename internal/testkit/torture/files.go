@@ -107,7 +107,7 @@ type FileStats struct {
 
 // judge checks the file invariants against the database, read through the
 // contract (and once through raw SQL for devcount, where the Store is SQL).
-func (f *fileLog) judge(ctx context.Context, st store.Store, r *Report) error {
+func (f *fileLog) judge(ctx context.Context, st *store.Store, r *Report) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var s FileStats

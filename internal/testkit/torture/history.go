@@ -32,7 +32,7 @@ type holdKey struct {
 
 // judge replays the history and checks every invariant against it and the
 // database, filling the Report.
-func (h *history) judge(ctx context.Context, st store.Store, remaining int64) error {
+func (h *history) judge(ctx context.Context, st *store.Store, remaining int64) error {
 	r, rep, cfg := h.r, h.r.rep, h.r.cfg
 	sort.SliceStable(h.events, func(i, j int) bool { return h.events[i].T < h.events[j].T })
 

@@ -133,7 +133,7 @@ type run struct {
 	dsn    string // what the workers open
 	driver string
 	caps   store.Capabilities
-	admin  store.Store // the coordinator's own Store (nil on SQLite during the load)
+	admin  *store.Store // the coordinator's own Store (nil on SQLite during the load)
 	dmids  []int
 	devids []int
 	rep    *Report

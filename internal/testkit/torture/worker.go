@@ -94,7 +94,7 @@ func workerMain(ctx context.Context, cfg workerConfig, em *emitter) error {
 		return nil
 	}
 	p := &proc{cfg: cfg, em: em}
-	var stores []store.Store
+	var stores []*store.Store
 	defer func() {
 		for _, st := range stores {
 			_ = st.Close()
@@ -208,7 +208,7 @@ const openAttempt = 10 * time.Second
 // open or ctx ends; the run judges how long it took against OpenBound.
 // It records the first attempt ("openstart"), the success ("opened"), or,
 // when ctx ended first, the last error ("openfail").
-func openStore(ctx context.Context, em *emitter, name, dsn string) (store.Store, error) {
+func openStore(ctx context.Context, em *emitter, name, dsn string) (*store.Store, error) {
 	start := time.Now()
 	em.emit(event{K: "openstart", P: name, S: nanos(start), T: nanos(start)})
 	st, err := openRetry(ctx, dsn, openAttempt)
@@ -224,7 +224,7 @@ func openStore(ctx context.Context, em *emitter, name, dsn string) (store.Store,
 // a partition) until ctx ends, each attempt bounded by attempt (0: none).
 // When ctx ends first its error is the last attempt's that ctx did not
 // cut short.
-func openRetry(ctx context.Context, dsn string, attempt time.Duration) (store.Store, error) {
+func openRetry(ctx context.Context, dsn string, attempt time.Duration) (*store.Store, error) {
 	backoff := 20 * time.Millisecond
 	var last error
 	for {

@@ -17,7 +17,7 @@ import (
 // random, and telling the coordinator everything it did.
 type worker struct {
 	p    *proc
-	st   store.Store
+	st   *store.Store
 	name string // the Store's incarnation: "p<slot>.<gen>s<j>"
 	rng  *rand.Rand
 }

@@ -104,7 +104,7 @@ func (n *Snapshot) Has(devids ...int) bool {
 }
 
 // Load reads a snapshot from st.
-func Load(ctx context.Context, st store.Store) (*Snapshot, error) {
+func Load(ctx context.Context, st *store.Store) (*Snapshot, error) {
 	doms, err := st.Domains(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load domains: %w", err)
@@ -165,7 +165,7 @@ const DefaultCacheTTL = 3 * time.Second
 // query commands and its workers alike; Invalidate drops the snapshot at
 // once (clear_cache, the tracker's own changes).
 type Cache struct {
-	st  store.Store
+	st  *store.Store
 	ttl time.Duration
 
 	mu      sync.Mutex
@@ -178,7 +178,7 @@ type Cache struct {
 }
 
 // NewCache caches st's namespace for ttl (<= 0: DefaultCacheTTL).
-func NewCache(st store.Store, ttl time.Duration) *Cache {
+func NewCache(st *store.Store, ttl time.Duration) *Cache {
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}

@@ -18,7 +18,7 @@ type Client struct {
 	caps store.Capabilities
 }
 
-var _ store.Store = (*Client)(nil)
+var _ store.Backend = (*Client)(nil)
 
 // Store is the other end's Store. caps is what its Capabilities reports
 // (the serving end says it once, in whatever greeting the two ends use).

@@ -29,7 +29,7 @@ type frame struct {
 // other end, calls the other end's (Store), and carries messages both ways.
 type Conn struct {
 	rw    io.ReadWriteCloser
-	st    store.Store
+	st    *store.Store
 	onMsg func(kind string, body json.RawMessage)
 
 	wmu  sync.Mutex
@@ -57,7 +57,7 @@ type Conn struct {
 // onMsg, when not nil, gets every message the other end sends, in order,
 // on the reading goroutine (it must not block for long). The Conn ends when
 // rw fails or closes, or on Close.
-func New(rw io.ReadWriteCloser, st store.Store, onMsg func(kind string, body json.RawMessage)) *Conn {
+func New(rw io.ReadWriteCloser, st *store.Store, onMsg func(kind string, body json.RawMessage)) *Conn {
 	c := &Conn{
 		rw: rw, st: st, onMsg: onMsg,
 		wsig:    make(chan struct{}, 1),

@@ -11,6 +11,7 @@ import (
 // sentinels it matched at the serving end, so errors.Is works at the
 // calling end.
 type wireErr struct {
+	Op  string   `json:"op,omitempty"` // a store.OpError's Op; Msg is then its Err's text
 	Msg string   `json:"msg"`
 	Is  []string `json:"is,omitempty"`
 }
@@ -42,6 +43,10 @@ var sentinels = []struct {
 
 func encodeErr(err error) *wireErr {
 	w := &wireErr{Msg: err.Error()}
+	if oe, ok := err.(*store.OpError); ok {
+		// The other end's Store says what it was doing itself.
+		w.Op, w.Msg = oe.Op, oe.Err.Error()
+	}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
 			w.Is = append(w.Is, s.name)
@@ -67,6 +72,9 @@ func decodeErr(w *wireErr) error {
 				e.is = append(e.is, s.err)
 			}
 		}
+	}
+	if w.Op != "" {
+		return &store.OpError{Op: w.Op, Err: e}
 	}
 	return e
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/gomogile/gomogile/store"
 )
 
-var storeType = reflect.TypeOf((*store.Store)(nil)).Elem()
+// storeType is the contract: the methods a worker may call.
+var storeType = reflect.TypeOf((*store.Backend)(nil)).Elem()
 
 // lockGrant is Lock's result on the wire: the handle the serving end keeps,
 // and what the holder's Lock reports.
@@ -68,7 +69,7 @@ func (c *Conn) startCall(f frame) {
 }
 
 // invoke calls method on the served Store with args decoded into its
-// parameter types. Only the Store interface's methods can be called;
+// parameter types. Only the contract's methods (store.Backend) can be called;
 // Close and Capabilities are the serving end's own business.
 func (c *Conn) invoke(ctx context.Context, method string, args []json.RawMessage) ([]json.RawMessage, error) {
 	if c.st == nil {

@@ -23,7 +23,7 @@ import (
 )
 
 // openStore opens a fresh SQLite Store, the one a tracker serves.
-func openStore(t *testing.T) store.Store {
+func openStore(t *testing.T) *store.Store {
 	t.Helper()
 	st, err := store.Open(t.Context(), "sqlite:///"+filepath.Join(t.TempDir(), "db.sqlite"))
 	if err != nil {
@@ -54,7 +54,7 @@ func socketpair(t *testing.T) (net.Conn, net.Conn) {
 
 // pair serves st on one end and returns the other end's Store, with both
 // Conns (server, client).
-func pair(t *testing.T, st store.Store, onMsg func(string, json.RawMessage)) (*storerpc.Conn, *storerpc.Conn, *storerpc.Client) {
+func pair(t *testing.T, st *store.Store, onMsg func(string, json.RawMessage)) (*storerpc.Conn, *storerpc.Conn, *storerpc.Client) {
 	t.Helper()
 	a, b := socketpair(t)
 	srv := storerpc.New(a, st, nil)
@@ -101,14 +101,14 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// Every method of the Store interface reaches the served Store: called with
+// Every method of the contract (store.Backend) reaches the served Store: called with
 // zero arguments, each answers as the Store does (maybe an error of its
 // own), never with the connection's "no such method" or a decoding error.
 func TestEveryMethodReachesTheStore(t *testing.T) {
 	st := openStore(t)
 	_, _, rs := pair(t, st, nil)
 	v := reflect.ValueOf(rs)
-	it := reflect.TypeOf((*store.Store)(nil)).Elem()
+	it := reflect.TypeOf((*store.Backend)(nil)).Elem()
 	for i := range it.NumMethod() {
 		m := it.Method(i)
 		if m.Name == "Close" || m.Name == "Capabilities" {

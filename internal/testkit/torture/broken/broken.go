@@ -1,5 +1,5 @@
 // Package broken holds the torture program's negative controls: wrappers
-// around a real store.Store that each break one promise of the contract on
+// around a real *store.Store that each break one promise of the contract on
 // purpose, so a run against them must report the violation its invariant
 // exists for. A checker that stays quiet on a broken store is itself
 // broken.
@@ -62,21 +62,21 @@ type Config struct {
 
 type wrapper struct {
 	every int // default Every
-	wrap  func(s store.Store, c Config) store.Store
+	wrap  func(s store.Backend, c Config) store.Backend
 }
 
 var wrappers = map[string]wrapper{
-	"no-exclusion": {2, func(s store.Store, c Config) store.Store {
-		return &noExclusion{Store: s, n: newNth(c.Every), last: map[string]int64{}}
+	"no-exclusion": {2, func(s store.Backend, c Config) store.Backend {
+		return &noExclusion{Backend: s, n: newNth(c.Every), last: map[string]int64{}}
 	}},
-	"late-lost": {1, func(s store.Store, c Config) store.Store {
+	"late-lost": {1, func(s store.Backend, c Config) store.Backend {
 		d := c.Delay
 		if d <= 0 {
 			d = max(2*s.Capabilities().DeadOwnerBound, time.Second)
 		}
-		return &lateLost{Store: s, n: newNth(c.Every), delay: d, lease: leaseFor(s, c)}
+		return &lateLost{Backend: s, n: newNth(c.Every), delay: d, lease: leaseFor(s, c)}
 	}},
-	"unfenced": {1, func(s store.Store, c Config) store.Store {
+	"unfenced": {1, func(s store.Backend, c Config) store.Backend {
 		lease := leaseFor(s, c)
 		if lease == 0 && c.Lease == 0 && s.Capabilities().LockMechanism == "session" {
 			// store/mysql holds a grant back until the last holder's Lost
@@ -85,11 +85,11 @@ var wrappers = map[string]wrapper{
 			// needs the made-up expiry for an unchecked fence to matter.
 			lease = inProcessLease
 		}
-		return &unfenced{Store: s, n: newNth(c.Every), lease: lease}
+		return &unfenced{Backend: s, n: newNth(c.Every), lease: lease}
 	}},
-	"double-lease": {1, func(s store.Store, c Config) store.Store { return &doubleLease{Store: s, n: newNth(c.Every)} }},
-	"reused-fid":   {2, func(s store.Store, c Config) store.Store { return &reusedFid{Store: s, n: newNth(c.Every)} }},
-	"lost-commit":  {2, func(s store.Store, c Config) store.Store { return &lostCommit{Store: s, n: newNth(c.Every)} }},
+	"double-lease": {1, func(s store.Backend, c Config) store.Backend { return &doubleLease{Backend: s, n: newNth(c.Every)} }},
+	"reused-fid":   {2, func(s store.Backend, c Config) store.Backend { return &reusedFid{Backend: s, n: newNth(c.Every)} }},
+	"lost-commit":  {2, func(s store.Backend, c Config) store.Backend { return &lostCommit{Backend: s, n: newNth(c.Every)} }},
 }
 
 // Names lists the wrappers, sorted.
@@ -103,13 +103,13 @@ func Names() []string {
 }
 
 // Wrap returns s broken as name says, with the default Config.
-func Wrap(name string, s store.Store) (store.Store, error) {
+func Wrap(name string, s *store.Store) (*store.Store, error) {
 	return WrapWith(name, s, Config{})
 }
 
 // WrapWith returns s broken as name says. An unknown name fails with
 // store.ErrInvalid.
-func WrapWith(name string, s store.Store, c Config) (store.Store, error) {
+func WrapWith(name string, s *store.Store, c Config) (*store.Store, error) {
 	w, ok := wrappers[name]
 	if !ok {
 		return nil, fmt.Errorf("broken: no wrapper %q (have %s): %w", name, strings.Join(Names(), ", "), store.ErrInvalid)
@@ -117,7 +117,9 @@ func WrapWith(name string, s store.Store, c Config) (store.Store, error) {
 	if c.Every <= 0 {
 		c.Every = w.every
 	}
-	return w.wrap(s, c), nil
+	// The wrapper is a Backend over s; the Store in front of it adds no
+	// deadline of its own (s has one).
+	return store.New(w.wrap(s, c), &store.Options{OpTimeout: -1}), nil
 }
 
 // nth counts calls of the broken method and says which misbehave: the
@@ -133,7 +135,7 @@ func (n *nth) hit() bool { return n.calls.Add(1)%n.every == 0 }
 
 // noExclusion: Lock without acquiring.
 type noExclusion struct {
-	store.Store
+	store.Backend
 	n    *nth
 	mu   sync.Mutex
 	last map[string]int64 // the last real token granted per name
@@ -146,7 +148,7 @@ func (s *noExclusion) Lock(ctx context.Context, name string, timeout time.Durati
 		s.mu.Unlock()
 		return &fakeLock{name: name, token: tok, lost: make(chan struct{})}, nil
 	}
-	l, err := s.Store.Lock(ctx, name, timeout)
+	l, err := s.Backend.Lock(ctx, name, timeout)
 	if err == nil {
 		s.mu.Lock()
 		s.last[name] = l.Token()
@@ -172,14 +174,14 @@ func (l *fakeLock) Release(context.Context) error { return nil }
 // crash of the tracker) is forwarded late too: that is when it matters. So
 // its goroutine may outlive Close, by at most Delay.
 type lateLost struct {
-	store.Store
+	store.Backend
 	n     *nth
 	delay time.Duration
 	lease time.Duration
 }
 
 func (s *lateLost) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
-	l, err := s.Store.Lock(ctx, name, timeout)
+	l, err := s.Backend.Lock(ctx, name, timeout)
 	if err != nil || !s.n.hit() {
 		return l, err
 	}
@@ -188,17 +190,17 @@ func (s *lateLost) Lock(ctx context.Context, name string, timeout time.Duration)
 
 // doubleLease: the lease is ignored.
 type doubleLease struct {
-	store.Store
+	store.Backend
 	n *nth
 }
 
 func (s *doubleLease) Lease(ctx context.Context, q store.Queue, maxRows int, lease time.Duration) ([]store.QueueItem, error) {
-	items, err := s.Store.Lease(ctx, q, maxRows, lease)
+	items, err := s.Backend.Lease(ctx, q, maxRows, lease)
 	if err != nil || len(items) == 0 || !s.n.hit() {
 		return items, err
 	}
 	for _, it := range items {
-		if err := s.Store.Reschedule(ctx, q, it.Fid, 0, false); err != nil {
+		if err := s.Backend.Reschedule(ctx, q, it.Fid, 0, false); err != nil {
 			return nil, fmt.Errorf("broken double-lease: make fid %d due again: %w", it.Fid, err)
 		}
 	}
@@ -207,7 +209,7 @@ func (s *doubleLease) Lease(ctx context.Context, q store.Queue, maxRows int, lea
 
 // reusedFid: a fid handed out again.
 type reusedFid struct {
-	store.Store
+	store.Backend
 	n    *nth
 	mu   sync.Mutex
 	last int64
@@ -222,7 +224,7 @@ func (s *reusedFid) CreateTempFile(ctx context.Context, t store.TempFile) (int64
 			return fid, nil
 		}
 	}
-	fid, err := s.Store.CreateTempFile(ctx, t)
+	fid, err := s.Backend.CreateTempFile(ctx, t)
 	if err == nil {
 		s.mu.Lock()
 		s.last = fid
@@ -233,13 +235,13 @@ func (s *reusedFid) CreateTempFile(ctx context.Context, t store.TempFile) (int64
 
 // lostCommit: success reported, nothing committed.
 type lostCommit struct {
-	store.Store
+	store.Backend
 	n *nth
 }
 
 func (s *lostCommit) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	if !s.n.hit() {
-		return s.Store.CommitFile(ctx, c)
+		return s.Backend.CommitFile(ctx, c)
 	}
 	devs := slices.Clone(c.DevIDs)
 	slices.Sort(devs)

@@ -16,10 +16,10 @@ import (
 
 // open2 opens two Stores on one SQLite file, as two trackers: they share
 // rows and the lock namespace.
-func open2(t *testing.T) (store.Store, store.Store) {
+func open2(t *testing.T) (*store.Store, *store.Store) {
 	t.Helper()
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "meta.db")
-	var out [2]store.Store
+	var out [2]*store.Store
 	for i := range out {
 		s, err := store.Open(context.Background(), dsn)
 		if err != nil {
@@ -31,7 +31,7 @@ func open2(t *testing.T) (store.Store, store.Store) {
 	return out[0], out[1]
 }
 
-func wrap(t *testing.T, name string, s store.Store, c broken.Config) store.Store {
+func wrap(t *testing.T, name string, s *store.Store, c broken.Config) *store.Store {
 	t.Helper()
 	w, err := broken.WrapWith(name, s, c)
 	if err != nil {
@@ -74,7 +74,7 @@ func TestNames(t *testing.T) {
 // lockHistory takes "n" from s (real, then released), then from s again,
 // then tries it from other, and returns the holdings as a worker would
 // record them, with whether other got the lock.
-func lockHistory(t *testing.T, s, other store.Store) ([]check.Hold, bool) {
+func lockHistory(t *testing.T, s, other *store.Store) ([]check.Hold, bool) {
 	t.Helper()
 	ctx := context.Background()
 	var hs []check.Hold
@@ -149,7 +149,7 @@ func TestNoExclusion(t *testing.T) {
 
 // crashHistory takes "n" from s, closes s under it (a tracker crash), and
 // takes "n" from other; the first holding ends when its holder sees Lost.
-func crashHistory(t *testing.T, s, other store.Store) []check.Hold {
+func crashHistory(t *testing.T, s, other *store.Store) []check.Hold {
 	t.Helper()
 	ctx := context.Background()
 	l1, err := s.Lock(ctx, "n", 0)
@@ -206,13 +206,13 @@ func TestLateLost(t *testing.T) {
 // its Store), other takes it and increments, then s writes its stale value
 // with its old fence. It returns the ops, the final value and the stale
 // write's error.
-func counterHistory(t *testing.T, s, other store.Store) ([]check.CounterOp, map[string]int64, error) {
+func counterHistory(t *testing.T, s, other *store.Store) ([]check.CounterOp, map[string]int64, error) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.SetServerSetting(ctx, "ctr", "5"); err != nil {
 		t.Fatal(err)
 	}
-	read := func(st store.Store) int64 {
+	read := func(st *store.Store) int64 {
 		v, err := st.ServerSetting(ctx, "ctr")
 		if err != nil {
 			t.Fatal(err)
@@ -289,14 +289,14 @@ func TestUnfenced(t *testing.T) {
 
 // leaseHistory enqueues one row, leases it from s, then from other, both
 // for a minute, and returns the leases as workers would record them.
-func leaseHistory(t *testing.T, s, other store.Store) []check.Lease {
+func leaseHistory(t *testing.T, s, other *store.Store) []check.Lease {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.Enqueue(ctx, store.QueueReplicate, store.QueueEntry{Fid: 7}); err != nil {
 		t.Fatal(err)
 	}
 	var ls []check.Lease
-	for i, st := range []store.Store{s, other} {
+	for i, st := range []*store.Store{s, other} {
 		now, err := st.Now(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -330,7 +330,7 @@ func TestDoubleLease(t *testing.T) {
 	t.Log(v[0])
 }
 
-func newDomain(t *testing.T, s store.Store) int {
+func newDomain(t *testing.T, s *store.Store) int {
 	t.Helper()
 	d, err := s.CreateDomain(context.Background(), "d")
 	if err != nil {
@@ -339,7 +339,7 @@ func newDomain(t *testing.T, s store.Store) int {
 	return d.ID
 }
 
-func fidHistory(t *testing.T, s store.Store, dmid int) []check.Alloc {
+func fidHistory(t *testing.T, s *store.Store, dmid int) []check.Alloc {
 	t.Helper()
 	var as []check.Alloc
 	for i := 0; i < 4; i++ {
@@ -371,7 +371,7 @@ func TestReusedFid(t *testing.T) {
 	t.Log(v[0])
 }
 
-func commitHistory(t *testing.T, s store.Store, dmid int) ([]check.FileCommit, []check.FileRow) {
+func commitHistory(t *testing.T, s *store.Store, dmid int) ([]check.FileCommit, []check.FileRow) {
 	t.Helper()
 	ctx := context.Background()
 	var cs []check.FileCommit

@@ -19,7 +19,7 @@ const inProcessLease = 5 * time.Millisecond
 // leaseFor is Config.Lease, defaulted for s's lock mechanism: a backend
 // whose locks are lost by faults of their own (sessions, leases) needs no
 // made-up expiry.
-func leaseFor(s store.Store, c Config) time.Duration {
+func leaseFor(s store.Backend, c Config) time.Duration {
 	if c.Lease != 0 {
 		return max(c.Lease, 0)
 	}

@@ -23,7 +23,7 @@ func (c unfencedCtx) Value(key any) any {
 // the writes are overridden — all of them, so whatever write a lock
 // guards, its fence goes unchecked.
 type unfenced struct {
-	store.Store
+	store.Backend
 	n     *nth
 	lease time.Duration
 }
@@ -32,7 +32,7 @@ type unfenced struct {
 // holder that checked Lost before it closed then writes unfenced after
 // the next grant, which only the fence would refuse.
 func (s *unfenced) Lock(ctx context.Context, name string, timeout time.Duration) (store.Lock, error) {
-	l, err := s.Store.Lock(ctx, name, timeout)
+	l, err := s.Backend.Lock(ctx, name, timeout)
 	if err != nil || s.lease <= 0 {
 		return l, err
 	}
@@ -47,107 +47,107 @@ func (s *unfenced) strip(ctx context.Context) context.Context {
 }
 
 func (s *unfenced) CreateDomain(ctx context.Context, name string) (store.Domain, error) {
-	return s.Store.CreateDomain(s.strip(ctx), name)
+	return s.Backend.CreateDomain(s.strip(ctx), name)
 }
 func (s *unfenced) DeleteDomain(ctx context.Context, dmid int) error {
-	return s.Store.DeleteDomain(s.strip(ctx), dmid)
+	return s.Backend.DeleteDomain(s.strip(ctx), dmid)
 }
 func (s *unfenced) CreateClass(ctx context.Context, c store.Class) (store.Class, error) {
-	return s.Store.CreateClass(s.strip(ctx), c)
+	return s.Backend.CreateClass(s.strip(ctx), c)
 }
 func (s *unfenced) UpdateClass(ctx context.Context, c store.Class) error {
-	return s.Store.UpdateClass(s.strip(ctx), c)
+	return s.Backend.UpdateClass(s.strip(ctx), c)
 }
 func (s *unfenced) DeleteClass(ctx context.Context, dmid, classid int) error {
-	return s.Store.DeleteClass(s.strip(ctx), dmid, classid)
+	return s.Backend.DeleteClass(s.strip(ctx), dmid, classid)
 }
 func (s *unfenced) CreateHost(ctx context.Context, h store.Host) (store.Host, error) {
-	return s.Store.CreateHost(s.strip(ctx), h)
+	return s.Backend.CreateHost(s.strip(ctx), h)
 }
 func (s *unfenced) UpdateHost(ctx context.Context, h store.Host) error {
-	return s.Store.UpdateHost(s.strip(ctx), h)
+	return s.Backend.UpdateHost(s.strip(ctx), h)
 }
 func (s *unfenced) DeleteHost(ctx context.Context, hostid int) error {
-	return s.Store.DeleteHost(s.strip(ctx), hostid)
+	return s.Backend.DeleteHost(s.strip(ctx), hostid)
 }
 func (s *unfenced) CreateDevice(ctx context.Context, d store.Device) (store.Device, error) {
-	return s.Store.CreateDevice(s.strip(ctx), d)
+	return s.Backend.CreateDevice(s.strip(ctx), d)
 }
 func (s *unfenced) SetDeviceState(ctx context.Context, devid int, state store.DeviceState) error {
-	return s.Store.SetDeviceState(s.strip(ctx), devid, state)
+	return s.Backend.SetDeviceState(s.strip(ctx), devid, state)
 }
 func (s *unfenced) SetDeviceWeight(ctx context.Context, devid int, weight int) error {
-	return s.Store.SetDeviceWeight(s.strip(ctx), devid, weight)
+	return s.Backend.SetDeviceWeight(s.strip(ctx), devid, weight)
 }
 func (s *unfenced) SetDeviceUsage(ctx context.Context, devid int, mbTotal, mbUsed int64) error {
-	return s.Store.SetDeviceUsage(s.strip(ctx), devid, mbTotal, mbUsed)
+	return s.Backend.SetDeviceUsage(s.strip(ctx), devid, mbTotal, mbUsed)
 }
 func (s *unfenced) DeleteDevice(ctx context.Context, devid int) error {
-	return s.Store.DeleteDevice(s.strip(ctx), devid)
+	return s.Backend.DeleteDevice(s.strip(ctx), devid)
 }
 func (s *unfenced) CreateTempFile(ctx context.Context, t store.TempFile) (int64, error) {
-	return s.Store.CreateTempFile(s.strip(ctx), t)
+	return s.Backend.CreateTempFile(s.strip(ctx), t)
 }
 func (s *unfenced) DeleteTempFile(ctx context.Context, fid int64) error {
-	return s.Store.DeleteTempFile(s.strip(ctx), fid)
+	return s.Backend.DeleteTempFile(s.strip(ctx), fid)
 }
 func (s *unfenced) CommitFile(ctx context.Context, c store.Commit) (store.CommitResult, error) {
-	return s.Store.CommitFile(s.strip(ctx), c)
+	return s.Backend.CommitFile(s.strip(ctx), c)
 }
 func (s *unfenced) RenameFile(ctx context.Context, dmid int, from, to string) error {
-	return s.Store.RenameFile(s.strip(ctx), dmid, from, to)
+	return s.Backend.RenameFile(s.strip(ctx), dmid, from, to)
 }
 func (s *unfenced) SetFileClass(ctx context.Context, fid int64, classid int) error {
-	return s.Store.SetFileClass(s.strip(ctx), fid, classid)
+	return s.Backend.SetFileClass(s.strip(ctx), fid, classid)
 }
 func (s *unfenced) DeleteFile(ctx context.Context, fid int64) error {
-	return s.Store.DeleteFile(s.strip(ctx), fid)
+	return s.Backend.DeleteFile(s.strip(ctx), fid)
 }
 func (s *unfenced) AddFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
-	return s.Store.AddFileOn(s.strip(ctx), fid, devid)
+	return s.Backend.AddFileOn(s.strip(ctx), fid, devid)
 }
 func (s *unfenced) RemoveFileOn(ctx context.Context, fid int64, devid int) (bool, error) {
-	return s.Store.RemoveFileOn(s.strip(ctx), fid, devid)
+	return s.Backend.RemoveFileOn(s.strip(ctx), fid, devid)
 }
 func (s *unfenced) SyncDevCount(ctx context.Context, fid int64) (int, error) {
-	return s.Store.SyncDevCount(s.strip(ctx), fid)
+	return s.Backend.SyncDevCount(s.strip(ctx), fid)
 }
 func (s *unfenced) Enqueue(ctx context.Context, q store.Queue, entries ...store.QueueEntry) error {
-	return s.Store.Enqueue(s.strip(ctx), q, entries...)
+	return s.Backend.Enqueue(s.strip(ctx), q, entries...)
 }
 func (s *unfenced) Lease(ctx context.Context, q store.Queue, maxRows int, lease time.Duration) ([]store.QueueItem, error) {
-	return s.Store.Lease(s.strip(ctx), q, maxRows, lease)
+	return s.Backend.Lease(s.strip(ctx), q, maxRows, lease)
 }
 func (s *unfenced) Reschedule(ctx context.Context, q store.Queue, fid int64, after time.Duration, failed bool) error {
-	return s.Store.Reschedule(s.strip(ctx), q, fid, after, failed)
+	return s.Backend.Reschedule(s.strip(ctx), q, fid, after, failed)
 }
 func (s *unfenced) Finish(ctx context.Context, q store.Queue, fid int64) error {
-	return s.Store.Finish(s.strip(ctx), q, fid)
+	return s.Backend.Finish(s.strip(ctx), q, fid)
 }
 func (s *unfenced) Expedite(ctx context.Context, q store.Queue) (int64, error) {
-	return s.Store.Expedite(s.strip(ctx), q)
+	return s.Backend.Expedite(s.strip(ctx), q)
 }
 func (s *unfenced) ClearQueue(ctx context.Context, q store.Queue) error {
-	return s.Store.ClearQueue(s.strip(ctx), q)
+	return s.Backend.ClearQueue(s.strip(ctx), q)
 }
 func (s *unfenced) SetServerSetting(ctx context.Context, key, value string) error {
-	return s.Store.SetServerSetting(s.strip(ctx), key, value)
+	return s.Backend.SetServerSetting(s.strip(ctx), key, value)
 }
 func (s *unfenced) DeleteServerSetting(ctx context.Context, key string) error {
-	return s.Store.DeleteServerSetting(s.strip(ctx), key)
+	return s.Backend.DeleteServerSetting(s.strip(ctx), key)
 }
 func (s *unfenced) IncrServerSetting(ctx context.Context, key string, delta int64) (int64, error) {
-	return s.Store.IncrServerSetting(s.strip(ctx), key, delta)
+	return s.Backend.IncrServerSetting(s.strip(ctx), key, delta)
 }
 func (s *unfenced) SetChecksum(ctx context.Context, c store.Checksum) error {
-	return s.Store.SetChecksum(s.strip(ctx), c)
+	return s.Backend.SetChecksum(s.strip(ctx), c)
 }
 func (s *unfenced) DeleteChecksum(ctx context.Context, fid int64) error {
-	return s.Store.DeleteChecksum(s.strip(ctx), fid)
+	return s.Backend.DeleteChecksum(s.strip(ctx), fid)
 }
 func (s *unfenced) AppendFsckLog(ctx context.Context, e store.FsckEvent) error {
-	return s.Store.AppendFsckLog(s.strip(ctx), e)
+	return s.Backend.AppendFsckLog(s.strip(ctx), e)
 }
 func (s *unfenced) ClearFsckLog(ctx context.Context) error {
-	return s.Store.ClearFsckLog(s.strip(ctx))
+	return s.Backend.ClearFsckLog(s.strip(ctx))
 }
