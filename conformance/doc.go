@@ -1,4 +1,4 @@
-// Package conformance proves that a [*store.Store] backend keeps the metadata
+// Package conformance proves that a [store.Backend] keeps the metadata
 // contract of package store: the same cases, under the same names, run on
 // every backend, whether it lives in this repository (SQLite, MySQL/MariaDB,
 // PostgreSQL) or in a backend author's own.

@@ -42,7 +42,7 @@ type Origin interface {
 // checked once by Run (a backend without it fails the suite at once, not
 // case by case). sqlstore.Store implements it through its lock backend's
 // sqlstore.LockFaults. A Store that wraps another and says so with a
-// method Unwrap() *store.Store (storemetrics' does) need not forward them:
+// method Unwrap() store.Backend (the store.Store does) need not forward them:
 // the suite looks through it.
 //
 // After KillLockSession the suite expects l.Lost() to close and another

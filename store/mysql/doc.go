@@ -1,6 +1,6 @@
 // Package mysql is the MySQL and MariaDB backend of the gomogile metadata
 // store: the schema, the SQL dialect and the named locks that package
-// store/sqlstore needs to implement *store.Store on a MySQL 8 or MariaDB
+// store/sqlstore needs to implement store.Backend on a MySQL 8 or MariaDB
 // 10.11 server. It registers itself as "mysql" and "mariadb"; a tracker
 // selects it with a blank import and a DSN.
 //

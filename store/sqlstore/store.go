@@ -54,7 +54,7 @@ var OwnSchema = []string{
 // which a harness need not empty: it only ever grows.
 var OwnTables = []string{"gomogile_counter", "gomogile_commit", "gomogile_meta", "gomogile_fence", "gomogile_lock_fence"}
 
-// Store implements *store.Store on an SQL database through a Dialect.
+// Store implements store.Backend on an SQL database through a Dialect.
 type Store struct {
 	db    *sql.DB
 	batch *sql.DB // Config.Batch, or nil
