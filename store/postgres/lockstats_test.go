@@ -4,11 +4,8 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/internal/testkit/testdb"
-	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/postgres"
 )
-
-type lockStatser interface{ LockStats() store.LockStats }
 
 // The reaper's frees are counted in LockStats.Reaped of the Store whose
 // reap freed them (what storemetrics exports as gomogile_lock_reaped_total).
