@@ -54,9 +54,11 @@ func TestConformancePgBouncer(t *testing.T) {
 	}
 	t.Cleanup(func() { bouncer.Cleanup() })
 	conformance.Run(t, &harness{
-		dsn:    withParams(bouncer.DSN("test"), "lock_lease=1s", "lock_notify=false", "default_query_exec_mode=simple_protocol"),
-		admin:  pg.DSN("test"),
-		pooled: true,
-		origin: "private instance " + pg.Addr() + " behind PgBouncer " + bouncer.Addr(),
+		dsn:     withParams(bouncer.DSN("test"), "lock_lease=1s", "lock_notify=false", "default_query_exec_mode=simple_protocol"),
+		admin:   pg.DSN("test"),
+		pooled:  true,
+		bouncer: bouncer,
+		logf:    t.Logf,
+		origin:  "private instance " + pg.Addr() + " behind PgBouncer " + bouncer.Addr(),
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gomogile/gomogile/conformance"
+	"github.com/gomogile/gomogile/internal/testkit/dbinstance"
 	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/postgres"
@@ -30,6 +31,11 @@ type harness struct {
 	// pooled: dsn goes through a transaction pooler, whose clients have no
 	// server session of their own to end.
 	pooled bool
+	// bouncer, if set, is that pooler, a private PgBouncer: Reset starts
+	// it again if it died (logging its log's end through logf), so that
+	// a pooler's death fails the case it happened in, not every case after.
+	bouncer *dbinstance.PgBouncer
+	logf    func(format string, args ...any)
 }
 
 func (h *harness) adminDSN() string {
@@ -57,6 +63,12 @@ func (h *harness) DSN() string { return h.dsn }
 // Reset truncates every table of the public schema, the lock and owner
 // tables included. Before the first Open there are none, which is fine.
 func (h *harness) Reset(ctx context.Context) error {
+	if h.bouncer != nil && !h.bouncer.Running() {
+		h.logf("pgbouncer on %s died (the harness's pooler, not the backend); starting it again; its log ends:\n%s", h.bouncer.Addr(), h.bouncer.LogTail())
+		if err := h.bouncer.Start(ctx); err != nil {
+			return err
+		}
+	}
 	conn, err := adminConn(ctx, h.adminDSN())
 	if err != nil {
 		return err

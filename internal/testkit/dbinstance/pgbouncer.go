@@ -163,6 +163,16 @@ func (b *PgBouncer) Start(ctx context.Context) error {
 	}
 }
 
+// Running reports whether PgBouncer's process is still running.
+func (b *PgBouncer) Running() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.proc != nil && b.proc.running()
+}
+
+// LogTail is the end of PgBouncer's log, for a report of its death.
+func (b *PgBouncer) LogTail() string { return tail(b.logPath()) }
+
 // Kill sends SIGKILL to PgBouncer.
 func (b *PgBouncer) Kill() error {
 	b.mu.Lock()
