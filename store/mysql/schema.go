@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
@@ -29,30 +28,12 @@ var schema = sqlstore.DDL{Type: columnType, Options: "ENGINE=InnoDB DEFAULT CHAR
 // differences above.
 func columnType(c sqlstore.Column) string {
 	switch c.Kind {
-	case sqlstore.KindFid, sqlstore.KindSerialFid, sqlstore.KindLength:
+	case sqlstore.KindFid, sqlstore.KindSerialFid:
 		return "BIGINT UNSIGNED"
-	case sqlstore.KindSerialLog, sqlstore.KindDevRef, sqlstore.KindTime, sqlstore.KindMB:
-		return "INT UNSIGNED"
-	case sqlstore.KindDomain, sqlstore.KindFlags:
-		return "SMALLINT UNSIGNED"
-	case sqlstore.KindTiny:
-		return "TINYINT UNSIGNED"
-	case sqlstore.KindID, sqlstore.KindPort:
-		return "MEDIUMINT UNSIGNED"
-	case sqlstore.KindWeight:
-		return "MEDIUMINT"
 	case sqlstore.KindKey:
 		return fmt.Sprintf("VARBINARY(%d)", c.Size)
-	case sqlstore.KindText:
-		return fmt.Sprintf("VARCHAR(%d)", c.Size)
-	case sqlstore.KindStatus:
-		return "ENUM('" + strings.Join(c.Values, "', '") + "')"
-	case sqlstore.KindEvcode:
-		return "CHAR(4)"
-	case sqlstore.KindDigest:
-		return "VARBINARY(64)"
 	}
-	return "TEXT"
+	return sqlstore.MogileFSType(c)
 }
 
 // Schema17 returns MogileFS schema 17 in MySQL DDL (the tables named by

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -86,26 +85,10 @@ var schema = sqlstore.DDL{
 		switch c.Kind {
 		case sqlstore.KindSerialFid, sqlstore.KindSerialLog:
 			return "INTEGER" // the rowid, as AUTOINCREMENT requires
-		case sqlstore.KindFid, sqlstore.KindDevRef, sqlstore.KindTime, sqlstore.KindMB:
-			return "INT UNSIGNED"
-		case sqlstore.KindLength:
-			return "BIGINT UNSIGNED"
-		case sqlstore.KindDomain, sqlstore.KindFlags:
-			return "SMALLINT UNSIGNED"
-		case sqlstore.KindTiny:
-			return "TINYINT UNSIGNED"
-		case sqlstore.KindID, sqlstore.KindPort:
-			return "MEDIUMINT UNSIGNED"
-		case sqlstore.KindWeight:
-			return "MEDIUMINT"
-		case sqlstore.KindKey, sqlstore.KindText:
-			return fmt.Sprintf("VARCHAR(%d)", c.Size)
-		case sqlstore.KindEvcode:
-			return "CHAR(4)"
-		case sqlstore.KindDigest:
-			return "VARBINARY(64)"
+		case sqlstore.KindStatus:
+			return "TEXT"
 		}
-		return "TEXT"
+		return sqlstore.MogileFSType(c)
 	},
 	// MogileFS's SQLite schema has no devcount index on file.
 	IndexName: func(table string, ix sqlstore.Index) string {

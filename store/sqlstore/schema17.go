@@ -1,6 +1,9 @@
 package sqlstore
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // MogileFS schema 17, described once.
 //
@@ -256,4 +259,34 @@ var Schema17 = []Table{
 		{Name: "hashtype", Kind: KindTiny, NotNull: true},
 		{Name: "checksum", Kind: KindDigest, NotNull: true},
 	}},
+}
+
+// MogileFSType is the type MogileFS's own MySQL schema gives a column of
+// c's kind, which its SQLite schema names too (SQLite reads it by
+// affinity): a backend of either family starts from it and changes what
+// it must.
+func MogileFSType(c Column) string {
+	switch c.Kind {
+	case KindLength:
+		return "BIGINT UNSIGNED"
+	case KindFid, KindSerialFid, KindSerialLog, KindDevRef, KindTime, KindMB:
+		return "INT UNSIGNED"
+	case KindDomain, KindFlags:
+		return "SMALLINT UNSIGNED"
+	case KindTiny:
+		return "TINYINT UNSIGNED"
+	case KindID, KindPort:
+		return "MEDIUMINT UNSIGNED"
+	case KindWeight:
+		return "MEDIUMINT"
+	case KindKey, KindText:
+		return fmt.Sprintf("VARCHAR(%d)", c.Size)
+	case KindStatus:
+		return "ENUM('" + strings.Join(c.Values, "', '") + "')"
+	case KindEvcode:
+		return "CHAR(4)"
+	case KindDigest:
+		return "VARBINARY(64)"
+	}
+	return "TEXT"
 }
