@@ -67,8 +67,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	cfg.Dialect = sqlite.Dialect{BackendName: Scheme}
 	s, err := sqlstore.New(ctx, cfg)
 	if err != nil {
-		_ = cfg.OnClose()
-		return nil, err
+		return nil, err // New has closed what cfg held
 	}
 	return s, nil
 }

@@ -30,7 +30,6 @@ const (
 	erUserLockDeadlock = 3058 // MySQL 8: GET_LOCK would deadlock
 	crServerGone       = 2006
 	crServerLost       = 2013
-	erNoSuchTable      = 1146
 	erDupFieldName     = 1060 // ALTER TABLE ADD COLUMN of a column already there
 	erRecordFileFull   = 1114 // "The table is full": InnoDB's tablespace cannot grow (disk full, a size cap)
 	erDiskFull         = 1021 // "Disk full; waiting for someone to free some space"
@@ -225,28 +224,21 @@ func (d Dialect) VersionQuery() string {
 // (driver.ErrBadConn), carried no statement: ErrKindUnsent; one lost
 // after, ErrKindConnLost.
 func (Dialect) Classify(err error) sqlstore.ErrorKind {
-	if err == nil {
+	switch {
+	case err == nil:
 		return sqlstore.ErrOther
-	}
-	if sqlstore.NotSent(err) {
+	case sqlstore.NotSent(err):
 		return sqlstore.ErrKindUnsent
-	}
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case erDupKey, erDupEntry, erDupEntryWithKey:
-			return sqlstore.ErrKindDuplicate
-		case erLockDeadlock, erLockWaitTimeout:
-			return sqlstore.ErrKindRetry
-		case erServerShutdown, erConnectionKilled, erClientInactivity, crServerGone, crServerLost:
-			return sqlstore.ErrKindConnLost
-		case erRecordFileFull, erDiskFull:
-			return sqlstore.ErrKindNoSpace
-		}
-		return sqlstore.ErrOther
-	}
-	if connLost(err) {
+	case sessionGone(err):
 		return sqlstore.ErrKindConnLost
+	}
+	switch mysqlErrno(err) {
+	case erDupKey, erDupEntry, erDupEntryWithKey:
+		return sqlstore.ErrKindDuplicate
+	case erLockDeadlock, erLockWaitTimeout:
+		return sqlstore.ErrKindRetry
+	case erRecordFileFull, erDiskFull:
+		return sqlstore.ErrKindNoSpace
 	}
 	return sqlstore.ErrOther
 }

@@ -196,7 +196,7 @@ func openEdited(ctx context.Context, dsn string, edit func(*lockBackend)) (*stor
 		return nil, err
 	}
 	edit(cfg.Locks.(*lockBackend))
-	b, err := newStore(ctx, cfg)
+	b, err := sqlstore.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

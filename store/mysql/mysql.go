@@ -34,21 +34,9 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStore(ctx, cfg)
-}
-
-// newStore is sqlstore.New, closing what cfg holds when it fails.
-func newStore(ctx context.Context, cfg sqlstore.Config) (store.Backend, error) {
 	s, err := sqlstore.New(ctx, cfg)
 	if err != nil {
-		if cfg.Locks != nil {
-			cfg.Locks.Close()
-		}
-		cfg.DB.Close()
-		if cfg.Batch != nil {
-			cfg.Batch.Close()
-		}
-		return nil, err
+		return nil, err // New has closed what cfg held
 	}
 	return s, nil
 }
@@ -58,9 +46,9 @@ func newStore(ctx context.Context, cfg sqlstore.Config) (store.Backend, error) {
 // database (NewDialect), the GET_LOCK lock backend on sessions of its own,
 // the capabilities, and, except on a Galera node, the Batch pool. A
 // backend for a MySQL-like database builds on it: it may replace the
-// Dialect or the Locks before calling sqlstore.New.
-// Until then the caller owns cfg.DB, cfg.Batch and cfg.Locks and closes
-// them on failure.
+// Dialect or the Locks before calling sqlstore.New, which owns cfg from
+// then on; a caller that gives up before closes cfg.DB, cfg.Batch and
+// cfg.Locks.
 func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	cfg, err := configure(d)
 	if err != nil {
@@ -72,73 +60,23 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 	if err != nil {
 		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
-	var sess sessionSetup
+	p, err := probe(ctx, cfg.main)
+	if err != nil {
+		return sqlstore.Config{}, err
+	}
+	if c := p.dialect.rawBytesCollation(); c != "" && !cfg.utf8 {
+		// The sessions' character set is fixed in the handshake: one
+		// that passes the keys through as bytes.
+		cfg.main.Collation = c
+	}
+	sess := sessionSetup{causal: p.galera}
 	db, err := openPool(ctx, cfg.main, sess)
 	if err != nil {
 		return sqlstore.Config{}, err
 	}
-	database, err := canonicalDatabase(ctx, db)
-	if err != nil {
-		db.Close()
-		return sqlstore.Config{}, fmt.Errorf("mysql: %w", err)
-	}
-	w, err := readWsrep(ctx, db)
-	if err != nil {
-		db.Close()
-		return sqlstore.Config{}, fmt.Errorf("mysql: read the wsrep (Galera) status: %w", err)
-	}
-	if w.galera() {
-		// Every session reads causally (sessionSetup.causal); the pool's
-		// first one was made before that was known.
-		db.Close()
-		sess.causal = true
-		if db, err = openPool(ctx, cfg.main, sess); err != nil {
-			return sqlstore.Config{}, err
-		}
-	}
-	if err := checkOldSchema(ctx, db); err != nil {
-		db.Close()
-		return sqlstore.Config{}, err
-	}
-	dialect, err := NewDialect(ctx, db)
-	if err != nil {
-		db.Close()
-		return sqlstore.Config{}, fmt.Errorf("mysql: inspect schema: %w", err)
-	}
-	dialect.database = database
-	if w.galera() {
-		dialect.galera = true
-		if err := addFenceChecks(ctx, db); err != nil {
-			db.Close()
-			return sqlstore.Config{}, err
-		}
-	}
-	if c := dialect.rawBytesCollation(); c != "" && !cfg.utf8 {
-		// The sessions' character set is fixed in the handshake: start
-		// over with one that passes the keys through as bytes.
-		db.Close()
-		cfg.main.Collation = c
-		if db, err = openPool(ctx, cfg.main, sess); err != nil {
-			return sqlstore.Config{}, err
-		}
-	}
-	var batch *sql.DB
-	if !w.galera() {
-		// Not on Galera: there a transaction aborted by a conflict with
-		// another node's commit while a query of several statements runs
-		// has the query's remaining statements run on, each committed on
-		// its own, and the client may be told the query succeeded
-		// (TestGalera_BatchAbortedMidQuery). One statement per query
-		// leaves no statement to run after the abort.
-		if batch, err = batchPool(cfg.main, sess); err != nil {
-			db.Close()
-			return sqlstore.Config{}, err
-		}
-	}
 	c := sqlstore.Config{
 		DB:      db,
-		Batch:   batch,
-		Dialect: dialect,
+		Dialect: p.dialect,
 		Capabilities: store.Capabilities{
 			LockMechanism:  "session",
 			CrossProcess:   true,
@@ -148,10 +86,19 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
 	}
-	if w.galera() {
+	if p.galera {
 		c.ConflictAttempts = galeraConflictAttempts
-	}
-	if !w.galera() {
+	} else {
+		// Not on Galera: there a transaction aborted by a conflict with
+		// another node's commit while a query of several statements runs
+		// has the query's remaining statements run on, each committed on
+		// its own, and the client may be told the query succeeded
+		// (TestGalera_BatchAbortedMidQuery). One statement per query
+		// leaves no statement to run after the abort.
+		if c.Batch, err = batchPool(cfg.main, sess); err != nil {
+			db.Close()
+			return sqlstore.Config{}, err
+		}
 		// Galera's nodes are all primaries; an asynchronous replica of
 		// one is not offered.
 		c.Replicas = replicas(d, cfg.main.Collation)
@@ -161,9 +108,56 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		// so a Galera cluster is no reason to refuse (galera.go).
 		c.LockDSN = d.Locks
 	} else {
-		c.Locks = newLockBackend(sql.OpenDB(lc), dial, db, database)
+		c.Locks = newLockBackend(sql.OpenDB(lc), dial, db, p.dialect.database)
 	}
 	return c, nil
+}
+
+// probed is what a first connection learns of the database, which the
+// Store's sessions are then set up for.
+type probed struct {
+	dialect Dialect
+	galera  bool // a Galera node: its sessions read causally (sessionSetup.causal)
+}
+
+// probe connects once to learn what the Store's pool is opened for: the
+// database's canonical name, whether the server is a Galera node, its
+// schema's version and column types (NewDialect). On a Galera node it adds
+// the fence checks' column (addFenceChecks).
+func probe(ctx context.Context, cfg *gomysql.Config) (probed, error) {
+	db, err := openPool(ctx, cfg, sessionSetup{})
+	if err != nil {
+		return probed{}, err
+	}
+	defer db.Close()
+	database, err := canonicalDatabase(ctx, db)
+	if err != nil {
+		return probed{}, fmt.Errorf("mysql: %w", err)
+	}
+	w, err := readWsrep(ctx, db)
+	if err != nil {
+		return probed{}, fmt.Errorf("mysql: read the wsrep (Galera) status: %w", err)
+	}
+	// NewDialect inspects tables that a MogileFS database below schema 17
+	// lacks columns of.
+	v, err := sqlstore.ReadSchemaVersion(ctx, db, Dialect{})
+	if err == nil {
+		err = sqlstore.CheckSchemaVersion(v, false)
+	}
+	if err != nil {
+		return probed{}, fmt.Errorf("mysql: %w", err)
+	}
+	dialect, err := NewDialect(ctx, db)
+	if err != nil {
+		return probed{}, fmt.Errorf("mysql: inspect schema: %w", err)
+	}
+	dialect.database, dialect.galera = database, w.galera()
+	if w.galera() {
+		if err := addFenceChecks(ctx, db); err != nil {
+			return probed{}, err
+		}
+	}
+	return probed{dialect: dialect, galera: w.galera()}, nil
 }
 
 // openPool opens and pings the Store's pool, its sessions set up as sess
@@ -202,24 +196,6 @@ func batchPool(main *gomysql.Config, sess sessionSetup) (*sql.DB, error) {
 	db := sql.OpenDB(sess.connector(mc))
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
-}
-
-// checkOldSchema applies sqlstore.CheckSchemaVersion before NewDialect
-// inspects the tables, which a MogileFS database below schema 17 lacks
-// columns of.
-func checkOldSchema(ctx context.Context, db *sql.DB) error {
-	var v sql.NullString
-	err := db.QueryRowContext(ctx, "SELECT value FROM server_settings WHERE field = 'schema_version'").Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) || mysqlErrno(err) == erNoSuchTable {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("mysql: check schema: %w", err)
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v.String)); err == nil {
-		return sqlstore.CheckSchemaVersion(n, false)
-	}
-	return nil
 }
 
 // sessionSetup is how every session of the Store's pools is set up when it

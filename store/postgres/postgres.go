@@ -32,8 +32,7 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 	}
 	s, err := sqlstore.New(ctx, cfg)
 	if err != nil {
-		cfg.DB.Close()
-		return nil, err
+		return nil, err // New has closed what cfg held
 	}
 	return s, nil
 }

@@ -152,12 +152,7 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlstore.New(ctx, cfg)
-	if err != nil {
-		_ = cfg.OnClose()
-		return nil, err
-	}
-	return s, nil
+	return sqlstore.New(ctx, cfg)
 }
 
 // NewConfig opens the SQLite database file dsn names and returns what
@@ -166,9 +161,9 @@ func Open(ctx context.Context, dsn *store.DSN) (*sqlstore.Store, error) {
 // file is dsn.Database, which store.ParseDSN fills from a sqlite DSN's path;
 // a backend of another scheme built on SQLite fills it itself, may set the
 // Dialect's BackendName to its scheme (Info.Driver), and then calls
-// sqlstore.New. Until New succeeds the caller owns the result: on any
-// failure it calls cfg.OnClose, which closes the pool and lets go of the
-// file (the guard against a second process).
+// sqlstore.New, which owns the result from then on. A caller that gives
+// up before New calls cfg.OnClose, which closes the pool and lets go of
+// the file (the guard against a second process).
 func NewConfig(ctx context.Context, dsn *store.DSN) (sqlstore.Config, error) {
 	busy := defaultBusyTimeout
 	sync := "NORMAL"

@@ -309,7 +309,8 @@ func NotSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// Config is what a backend hands to New.
+// Config is what a backend hands to New, which owns what it holds from
+// then on (New closes it when it fails).
 type Config struct {
 	DB      *sql.DB
 	Dialect Dialect

@@ -83,20 +83,45 @@ func TestLifecycleOrder(t *testing.T) {
 	}
 }
 
-// TestLifecycleStartFails: a Start error comes back from New as it is, the
-// locks are closed, and the DB stays the caller's.
+// TestLifecycleStartFails: a Start error comes back from New as it is, and
+// New, which owns cfg from the call on, closes it as Close would: the
+// locks, OnClose, the DB. A backend's Open is then NewConfig and New,
+// with nothing to clean up itself.
 func TestLifecycleStartFails(t *testing.T) {
 	boom := errors.New("boom")
 	cfg, _, calls := newRec(t, boom)
-	defer cfg.DB.Close()
 	if _, err := sqlstore.New(t.Context(), cfg); !errors.Is(err, boom) {
 		t.Fatalf("New: %v; want %v", err, boom)
 	}
-	if want := []string{"start", "locks.Close"}; !slices.Equal(*calls, want) {
+	if want := []string{"start", "locks.Close", "OnClose"}; !slices.Equal(*calls, want) {
 		t.Errorf("calls %v; want %v", *calls, want)
 	}
-	if err := cfg.DB.PingContext(t.Context()); err != nil {
-		t.Errorf("DB closed by a failed New: %v", err)
+	if err := cfg.DB.PingContext(t.Context()); err == nil {
+		t.Errorf("DB still open after a failed New; want it closed")
+	}
+}
+
+// TestLifecycleMigrateFails: a database New refuses (a newer schema) gets
+// the same clean-up, before any lock was started.
+func TestLifecycleMigrateFails(t *testing.T) {
+	cfg, _, calls := newRec(t, nil)
+	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS server_settings (field VARCHAR(50) PRIMARY KEY, value VARCHAR(255))",
+		"DELETE FROM server_settings WHERE field = 'schema_version'",
+		"INSERT INTO server_settings (field, value) VALUES ('schema_version', '99')",
+	} {
+		if _, err := cfg.DB.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sqlstore.New(t.Context(), cfg); !errors.Is(err, store.ErrSchemaMismatch) {
+		t.Fatalf("New on schema 99: %v; want ErrSchemaMismatch", err)
+	}
+	if want := []string{"locks.Close", "OnClose"}; !slices.Equal(*calls, want) {
+		t.Errorf("calls %v; want %v", *calls, want)
+	}
+	if err := cfg.DB.PingContext(t.Context()); err == nil {
+		t.Errorf("DB still open after a failed New; want it closed")
 	}
 }
 

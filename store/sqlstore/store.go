@@ -90,11 +90,16 @@ var _ store.Backend = (*Store)(nil)
 // it in reverse (locks, OnClose, DB).
 // It fails with store.ErrSchemaMismatch (wrapped) when the database has a
 // schema newer than store.SchemaVersion, or older and not upgraded by the
-// backend (CheckSchemaVersion). New takes ownership of cfg.DB,
-// cfg.Locks and cfg.OnClose only when it succeeds.
-func New(ctx context.Context, cfg Config) (*Store, error) {
+// backend (CheckSchemaVersion). New takes ownership of what cfg holds
+// (DB, Batch, Locks, OnClose) from the call on: when it fails, it closes
+// them as Close would, so a backend's Open is NewConfig then New.
+func New(ctx context.Context, cfg Config) (_ *Store, err error) {
 	if cfg.DB == nil || cfg.Dialect == nil || (cfg.Locks == nil) == (cfg.LockDSN == nil) {
-		return nil, fmt.Errorf("sqlstore: New needs DB, Dialect and either Locks or LockDSN: %w", store.ErrInvalid)
+		err := fmt.Errorf("sqlstore: New needs DB, Dialect and either Locks or LockDSN: %w", store.ErrInvalid)
+		if cfg.DB != nil {
+			(&Store{db: cfg.DB, batch: cfg.Batch, locks: cfg.Locks, close: cfg.OnClose}).Close()
+		}
+		return nil, err
 	}
 	s := &Store{
 		db:    cfg.DB,
@@ -109,6 +114,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		conflictAttempts: conflictAttempts(cfg.ConflictAttempts),
 	}
 	s.plan = s.newPlan()
+	defer func() {
+		if err != nil {
+			_ = s.Close() // the failure is err; what Close finds is secondary
+		}
+	}()
 	// Every concurrent call beyond the idle limit opens a new connection
 	// (a TCP, perhaps TLS, handshake and a server backend) and closes it
 	// after: the pool must hold as many as the caller runs calls at once.
@@ -138,9 +148,6 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if st, ok := cfg.Locks.(LockStarter); ok {
 		if err := st.Start(ctx); err != nil {
-			// Stop whatever Start got going; DB and OnClose stay the
-			// caller's, as on every failure.
-			_ = cfg.Locks.Close()
 			return nil, err
 		}
 	}
@@ -257,11 +264,19 @@ func (s *Store) ddl(ctx context.Context, q string) error {
 	return fmt.Errorf("migrate schema (%s): %w", strings.TrimSpace(first), s.wrap(err))
 }
 
-// schemaVersion reads schema_version; a database without server_settings
-// (or without the row) has version 0.
+// schemaVersion is ReadSchemaVersion on the Store's database.
 func (s *Store) schemaVersion(ctx context.Context) (int, error) {
+	v, err := ReadSchemaVersion(ctx, s.db, s.d)
+	return v, s.wrap(err)
+}
+
+// ReadSchemaVersion reads the schema_version setting of db's database: 0
+// for a database without server_settings or without the row (a new one).
+// New checks it (CheckSchemaVersion); a backend that must inspect the
+// schema before New (as store/mysql does) reads and checks it first itself.
+func ReadSchemaVersion(ctx context.Context, db *sql.DB, d Dialect) (int, error) {
 	var v sql.NullString
-	err := s.db.QueryRowContext(ctx, s.d.Rebind("SELECT value FROM server_settings WHERE field = ?"),
+	err := db.QueryRowContext(ctx, d.Rebind("SELECT value FROM server_settings WHERE field = ?"),
 		"schema_version").Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -269,8 +284,8 @@ func (s *Store) schemaVersion(ctx context.Context) (int, error) {
 	if err != nil {
 		// The table may not exist yet; tell that apart from a dead
 		// database by asking the database something that cannot fail.
-		if perr := s.db.PingContext(ctx); perr != nil {
-			return 0, fmt.Errorf("check schema: %w", s.wrap(perr))
+		if perr := db.PingContext(ctx); perr != nil {
+			return 0, fmt.Errorf("check schema: %w", perr)
 		}
 		return 0, nil
 	}
@@ -290,8 +305,10 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		var errs []error
-		if err := s.locks.Close(); err != nil {
-			errs = append(errs, err)
+		if s.locks != nil { // nil: New failed to open the lock service
+			if err := s.locks.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if s.replicas != nil {
 			if err := s.replicas.close(); err != nil {

@@ -35,8 +35,7 @@ func (d Driver) Open(ctx context.Context, dsn *store.DSN) (store.Backend, error)
 	}
 	s, err := sqlstore.New(ctx, cfg)
 	if err != nil {
-		cfg.DB.Close()
-		return nil, err
+		return nil, err // New has closed what cfg held
 	}
 	return s, nil
 }
