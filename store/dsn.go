@@ -22,7 +22,8 @@ const DefaultMaxIdleConns = 8
 
 // DSN is a parsed data source name. Backends read the fields they know and
 // must reject Params they do not understand, so a typo is an error rather
-// than a silently ignored setting.
+// than a silently ignored setting ([DSN.ApplyParams] does that, and the
+// rest of the reading, by one set of rules).
 type DSN struct {
 	Driver   string // lower-case backend name: "sqlite", "mysql", "postgres", …
 	User     string

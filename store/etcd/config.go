@@ -58,41 +58,28 @@ func ParseConfig(d *store.DSN) (Config, error) {
 		c.Prefix = p
 	}
 	var caFile, certFile, keyFile string
-	useTLS := false
-	for k, vs := range d.Params {
-		v := vs[len(vs)-1]
-		switch k {
-		case "ttl":
-			ttl, err := store.ParseSeconds(v)
-			if err != nil {
-				return Config{}, fmt.Errorf("%w: etcd ttl: %v", store.ErrBadDSN, err)
-			}
-			if ttl < minTTL || ttl%time.Second != 0 {
-				return Config{}, fmt.Errorf("%w: etcd ttl %v: want whole seconds, at least %v (etcd leases count seconds)", store.ErrBadDSN, ttl, minTTL)
-			}
-			c.TTL = ttl
-		case "dial_timeout":
-			dt, err := store.ParseSeconds(v)
-			if err != nil || dt <= 0 {
-				return Config{}, fmt.Errorf("%w: etcd dial_timeout %q: want a positive duration", store.ErrBadDSN, v)
-			}
-			c.DialTimeout = dt
-		case "cacert":
-			caFile, useTLS = v, true
-		case "cert":
-			certFile, useTLS = v, true
-		case "key":
-			keyFile, useTLS = v, true
-		case "tls":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return Config{}, fmt.Errorf("%w: etcd tls %q: want true or false", store.ErrBadDSN, v)
-			}
-			useTLS = useTLS || b
-		default:
-			return Config{}, fmt.Errorf("%w: unknown etcd lock_dsn parameter %q (known: ttl, dial_timeout, cacert, cert, key, tls)", store.ErrBadDSN, k)
-		}
+	var tlsOn bool
+	file := func(dst *string) func(string) error {
+		return func(v string) error { *dst = v; return nil }
 	}
+	err := d.ApplyParams("etcd lock_dsn",
+		store.Param{Names: []string{"ttl"}, Set: func(v string) (err error) {
+			c.TTL, err = store.ParseSeconds(v)
+			if err == nil && (c.TTL < minTTL || c.TTL%time.Second != 0) {
+				err = fmt.Errorf("want whole seconds, at least %v (etcd leases count seconds)", minTTL)
+			}
+			return err
+		}},
+		store.Param{Names: []string{"dial_timeout"}, Set: store.SecondsParam(&c.DialTimeout, true)},
+		store.Param{Names: []string{"cacert"}, Set: file(&caFile)},
+		store.Param{Names: []string{"cert"}, Set: file(&certFile)},
+		store.Param{Names: []string{"key"}, Set: file(&keyFile)},
+		store.Param{Names: []string{"tls"}, Set: store.BoolParam(&tlsOn)},
+	)
+	if err != nil {
+		return Config{}, err
+	}
+	useTLS := tlsOn || caFile != "" || certFile != "" || keyFile != ""
 	if (certFile == "") != (keyFile == "") {
 		return Config{}, fmt.Errorf("%w: etcd cert and key go together", store.ErrBadDSN)
 	}

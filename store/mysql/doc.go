@@ -20,10 +20,11 @@
 // dbname are the same attribute. One host only (locks are per server).
 // The host defaults to 127.0.0.1 and the port to 3306; a host that is an
 // absolute path, or the socket parameter, selects a Unix socket. The
-// database must exist and be named. Accepted parameters (any other is
-// refused with store.ErrBadDSN, so a typo is not silently ignored):
+// database must exist and be named. Accepted parameters, in any case
+// (any other, or one given twice under any of its names, is refused with
+// store.ErrBadDSN, so a typo is not silently ignored):
 //
-//	tls=true|false|skip-verify|preferred   (DBD::mysql: mysql_ssl=0|1)
+//	tls=true|false|skip-verify|preferred|1|0   (DBD::mysql: mysql_ssl)
 //	timeout=5s          dial timeout       (connect_timeout, mysql_connect_timeout)
 //	readTimeout=30s     I/O read timeout   (read_timeout, mysql_read_timeout)
 //	writeTimeout=30s    I/O write timeout  (write_timeout, mysql_write_timeout)

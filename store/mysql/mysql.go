@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -293,30 +294,9 @@ type configs struct {
 	utf8 bool
 }
 
-// dsnParams maps each accepted parameter name, lower-cased, to the setting
-// it controls; the mysql_* spellings are Perl DBD::mysql's, so a MogileFS
-// db_dsn keeps working.
-var dsnParams = map[string]string{
-	"tls":                   "tls",
-	"mysql_ssl":             "tls",
-	"timeout":               "timeout",
-	"connect_timeout":       "timeout",
-	"mysql_connect_timeout": "timeout",
-	"readtimeout":           "readTimeout",
-	"read_timeout":          "readTimeout",
-	"mysql_read_timeout":    "readTimeout",
-	"writetimeout":          "writeTimeout",
-	"write_timeout":         "writeTimeout",
-	"mysql_write_timeout":   "writeTimeout",
-	"socket":                "socket",
-	"mysql_socket":          "socket",
-	// What the Perl tracker's keys were on a latin1 database (rawBytesCollation).
-	"mysql_enable_utf8":    "utf8",
-	"mysql_enable_utf8mb4": "utf8",
-}
-
 // configure turns a parsed DSN into driver settings. It is pure: no
-// connection is made.
+// connection is made. The parameters' mysql_* spellings are Perl
+// DBD::mysql's, so a MogileFS db_dsn keeps working.
 func configure(d *store.DSN) (*configs, error) {
 	if d.Database == "" {
 		return nil, fmt.Errorf("%w: mysql: no database name", store.ErrBadDSN)
@@ -336,101 +316,41 @@ func configure(d *store.DSN) (*configs, error) {
 	// Chosen in the handshake (no SET NAMES round trip); known by MySQL 8
 	// and MariaDB, and safe for client-side interpolation.
 	cfg.Collation = "utf8mb4_general_ci"
-	host, port := d.Host, d.Port
-	utf8 := false
-	for k, vs := range d.Params {
-		name, ok := dsnParams[strings.ToLower(k)]
-		if !ok {
-			return nil, fmt.Errorf("%w: mysql: unknown parameter %q (known: tls, timeout, readTimeout, writeTimeout, socket, their DBD::mysql spellings, mysql_enable_utf8, mysql_enable_utf8mb4)", store.ErrBadDSN, k)
-		}
-		if len(vs) != 1 {
-			return nil, fmt.Errorf("%w: mysql: parameter %q given %d times", store.ErrBadDSN, k, len(vs))
-		}
-		v := vs[0]
-		switch name {
-		case "utf8":
-			on, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: mysql: parameter %q=%q: want 0 or 1", store.ErrBadDSN, k, v)
+	var socket string
+	var utf8, utf8mb4 bool
+	err := d.ApplyParams("mysql",
+		store.Param{Names: []string{"tls", "mysql_ssl"}, Set: store.ChoiceParam(&cfg.TLSConfig, tlsModes)},
+		store.Param{Names: []string{"timeout", "connect_timeout", "mysql_connect_timeout"}, Set: store.SecondsParam(&cfg.Timeout, true)},
+		store.Param{Names: []string{"readTimeout", "read_timeout", "mysql_read_timeout"}, Set: store.SecondsParam(&cfg.ReadTimeout, true)},
+		store.Param{Names: []string{"writeTimeout", "write_timeout", "mysql_write_timeout"}, Set: store.SecondsParam(&cfg.WriteTimeout, true)},
+		store.Param{Names: []string{"socket", "mysql_socket"}, Set: func(v string) error {
+			if socket = v; !strings.HasPrefix(v, "/") {
+				return errors.New("not an absolute path")
 			}
-			utf8 = utf8 || on
-		case "tls":
-			t, err := tlsMode(strings.ToLower(k), v)
-			if err != nil {
-				return nil, err
-			}
-			cfg.TLSConfig = t
-		case "timeout", "readTimeout", "writeTimeout":
-			dur, err := parseSeconds(v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: mysql: parameter %q: %v", store.ErrBadDSN, k, err)
-			}
-			switch name {
-			case "timeout":
-				cfg.Timeout = dur
-			case "readTimeout":
-				cfg.ReadTimeout = dur
-			default:
-				cfg.WriteTimeout = dur
-			}
-		case "socket":
-			if !strings.HasPrefix(v, "/") {
-				return nil, fmt.Errorf("%w: mysql: socket %q is not an absolute path", store.ErrBadDSN, v)
-			}
-			if d.Port != 0 {
-				return nil, fmt.Errorf("%w: mysql: both port %d and socket %q", store.ErrBadDSN, d.Port, v)
-			}
-			host = v
-		}
+			return nil
+		}},
+		// What the Perl tracker's keys were on a latin1 database (rawBytesCollation).
+		store.Param{Names: []string{"mysql_enable_utf8"}, Set: store.BoolParam(&utf8)},
+		store.Param{Names: []string{"mysql_enable_utf8mb4"}, Set: store.BoolParam(&utf8mb4)},
+	)
+	if err != nil {
+		return nil, err
 	}
-	if strings.HasPrefix(host, "/") {
-		if port != 0 {
-			return nil, fmt.Errorf("%w: mysql: a port with socket %q", store.ErrBadDSN, host)
-		}
+	host, port := cmp.Or(socket, d.Host), d.Port
+	switch {
+	case strings.HasPrefix(host, "/") && port != 0:
+		return nil, fmt.Errorf("%w: mysql: port %d with socket %q", store.ErrBadDSN, port, host)
+	case strings.HasPrefix(host, "/"):
 		cfg.Net, cfg.Addr = "unix", host
-	} else {
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		if port == 0 {
-			port = 3306
-		}
-		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	default:
+		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(cmp.Or(port, 3306)))
 	}
-
-	return &configs{main: cfg, lock: lockConfig(cfg), utf8: utf8}, nil
+	return &configs{main: cfg, lock: lockConfig(cfg), utf8: utf8 || utf8mb4}, nil
 }
 
-// tlsMode maps tls=true|false|skip-verify|preferred, and DBD::mysql's
-// mysql_ssl=0|1, onto the driver's modes.
-func tlsMode(key, v string) (string, error) {
-	lv := strings.ToLower(v)
-	if key == "mysql_ssl" {
-		switch lv {
-		case "1":
-			return "true", nil
-		case "0":
-			return "false", nil
-		}
-	} else {
-		switch lv {
-		case "true", "false", "skip-verify", "preferred":
-			return lv, nil
-		case "1":
-			return "true", nil
-		case "0":
-			return "false", nil
-		}
-	}
-	return "", fmt.Errorf("%w: mysql: parameter %q: bad value %q (want true, false, skip-verify or preferred)", store.ErrBadDSN, key, v)
-}
-
-// parseSeconds reads a positive store.ParseSeconds value (DBD::mysql
-// writes whole seconds).
-func parseSeconds(v string) (time.Duration, error) {
-	d, err := store.ParseSeconds(v)
-	if err == nil && d == 0 {
-		err = fmt.Errorf("%q is not positive", v)
-	}
-	return d, err
+// tlsModes are the driver's TLS modes by the tls values taken: the
+// driver's own, and DBD::mysql's mysql_ssl=0|1.
+var tlsModes = map[string]string{
+	"true": "true", "false": "false", "skip-verify": "skip-verify", "preferred": "preferred",
+	"1": "true", "0": "false",
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -28,27 +27,27 @@ type config struct {
 // hosts in turn and keeps the first that qualifies, so after a standby is
 // promoted new connections find it. Runtime settings that would change
 // what the SQL means (search_path, …) are not among them.
-var passThrough = map[string]bool{
-	"sslmode":                    true,
-	"sslrootcert":                true,
-	"sslcert":                    true,
-	"sslkey":                     true,
-	"sslpassword":                true,
-	"sslsni":                     true,
-	"sslnegotiation":             true,
-	"sslcertmode":                true,
-	"channel_binding":            true,
-	"require_auth":               true,
-	"krbsrvname":                 true,
-	"krbspn":                     true,
-	"passfile":                   true,
-	"connect_timeout":            true,
-	"target_session_attrs":       true,
-	"application_name":           true,
-	"options":                    true,
-	"default_query_exec_mode":    true,
-	"statement_cache_capacity":   true,
-	"description_cache_capacity": true,
+var passThrough = []string{
+	"sslmode",
+	"sslrootcert",
+	"sslcert",
+	"sslkey",
+	"sslpassword",
+	"sslsni",
+	"sslnegotiation",
+	"sslcertmode",
+	"channel_binding",
+	"require_auth",
+	"krbsrvname",
+	"krbspn",
+	"passfile",
+	"connect_timeout",
+	"target_session_attrs",
+	"application_name",
+	"options",
+	"default_query_exec_mode",
+	"statement_cache_capacity",
+	"description_cache_capacity",
 }
 
 // parseDSN validates d without connecting.
@@ -81,22 +80,15 @@ func parseDSN(d *store.DSN) (*config, error) {
 		kv = append(kv, "user="+quoteValue(d.User))
 	}
 	lc := leaselock.Config{Name: "postgres"}
-	for k, vs := range d.Params {
-		if len(vs) != 1 {
-			return nil, bad("parameter %s given %d times", k, len(vs))
-		}
-		v := vs[0]
-		if passThrough[k] {
+	params := lc.Params()
+	for _, k := range passThrough {
+		params = append(params, store.Param{Names: []string{k}, Set: func(v string) error {
 			kv = append(kv, k+"="+quoteValue(v))
-			continue
-		}
-		known, err := lc.SetParam(k, v)
-		if !known {
-			return nil, bad("unknown parameter %q (have: %s)", k, knownParams())
-		}
-		if err != nil {
-			return nil, bad("%s=%q: %v", k, v, err)
-		}
+			return nil
+		}})
+	}
+	if err := d.ApplyParams("postgres", params...); err != nil {
+		return nil, err
 	}
 	lc = lc.WithDefaults()
 	// The password is set after parsing, so no error of pgx's can quote it.
@@ -115,15 +107,6 @@ func parseDSN(d *store.DSN) (*config, error) {
 	conn.Tracer = queryTracer{}
 	conn.OnNotice = logNotice
 	return &config{conn: conn, locks: lc}, nil
-}
-
-func knownParams() string {
-	names := slices.Clone(leaselock.Params)
-	for k := range passThrough {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
 }
 
 // quoteValue quotes a libpq keyword/value connection string value.

@@ -154,8 +154,12 @@ func TestOpen_Synchronous(t *testing.T) {
 			t.Errorf("%q: PRAGMA synchronous = %d; want %d", c.param, got, c.want)
 		}
 	}
-	if _, err := store.Open(t.Context(), "sqlite://"+filepath.Join(dir, "s.db")+"?synchronous=sometimes"); !errors.Is(err, store.ErrBadDSN) {
-		t.Errorf("synchronous=sometimes: %v; want ErrBadDSN", err)
+	// A bad value, or a setting given twice (the second used to win
+	// silently), is refused before the file is touched.
+	for _, q := range []string{"?synchronous=sometimes", "?synchronous=full&synchronous=off", "?busy_timeout=-1", "?max_page_count=0", "?journal=wal"} {
+		if _, err := store.Open(t.Context(), "sqlite://"+filepath.Join(dir, "s.db")+q); !errors.Is(err, store.ErrBadDSN) {
+			t.Errorf("%s: %v; want ErrBadDSN", q, err)
+		}
 	}
 }
 

@@ -9,7 +9,9 @@
 //	sqlite:///var/lib/mogilefs/meta.db   sqlite:relative/meta.db
 //	sqlite3:///path   file:/path         DBI:SQLite:dbname=/path
 //
-// The database is the file path; it is created when missing. Parameters:
+// The database is the file path; it is created when missing. Parameters
+// (names in any case; an unknown one, or one given twice, is refused with
+// store.ErrBadDSN):
 //
 //   - busy_timeout (milliseconds, default 10000): how long a statement waits
 //     for another connection's write before the transaction is retried.
@@ -169,34 +171,19 @@ func NewConfig(ctx context.Context, dsn *store.DSN) (sqlstore.Config, error) {
 	sync := "NORMAL"
 	maxPages := 0
 	sqlDriver := "sqlite"
-	for k, v := range dsn.Params {
-		switch k {
-		case "synchronous":
-			m, ok := synchronousModes[strings.ToLower(v[len(v)-1])]
-			if !ok {
-				return sqlstore.Config{}, fmt.Errorf("%w: synchronous %q (want normal, full, extra or off)", store.ErrBadDSN, v[len(v)-1])
+	err := dsn.ApplyParams("sqlite",
+		store.Param{Names: []string{"synchronous"}, Set: store.ChoiceParam(&sync, synchronousModes)},
+		store.Param{Names: []string{"busy_timeout"}, Set: store.IntParam(&busy, 0)}, // milliseconds
+		store.Param{Names: []string{"max_page_count"}, Set: store.IntParam(&maxPages, 1)},
+		store.Param{Names: []string{"sql_driver"}, Set: func(v string) error {
+			if sqlDriver = v; !slices.Contains(sql.Drivers(), v) {
+				return errors.New("no database/sql driver is registered under that name in this program")
 			}
-			sync = m
-		case "busy_timeout":
-			n, err := strconv.Atoi(v[len(v)-1])
-			if err != nil || n < 0 {
-				return sqlstore.Config{}, fmt.Errorf("%w: busy_timeout %q is not a number of milliseconds", store.ErrBadDSN, v[len(v)-1])
-			}
-			busy = n
-		case "max_page_count":
-			n, err := strconv.Atoi(v[len(v)-1])
-			if err != nil || n < 1 {
-				return sqlstore.Config{}, fmt.Errorf("%w: max_page_count %q is not a positive number of pages", store.ErrBadDSN, v[len(v)-1])
-			}
-			maxPages = n
-		case "sql_driver":
-			sqlDriver = v[len(v)-1]
-			if !slices.Contains(sql.Drivers(), sqlDriver) {
-				return sqlstore.Config{}, fmt.Errorf("%w: sql_driver %q: no database/sql driver is registered under that name in this program", store.ErrBadDSN, sqlDriver)
-			}
-		default:
-			return sqlstore.Config{}, fmt.Errorf("%w: unknown sqlite parameter %q (known: busy_timeout, max_page_count, sql_driver, synchronous)", store.ErrBadDSN, k)
-		}
+			return nil
+		}},
+	)
+	if err != nil {
+		return sqlstore.Config{}, err
 	}
 	path, err := canonicalPath(dsn.Database)
 	if err != nil {

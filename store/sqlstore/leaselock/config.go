@@ -1,11 +1,13 @@
 package leaselock
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/gomogile/gomogile/store"
 )
 
 // Defaults and limits of a Config.
@@ -33,38 +35,38 @@ type Config struct {
 	NoListen bool
 }
 
-// Params are the DSN parameters SetParam knows.
-var Params = []string{"lock_lease", "lock_notify", "lock_owner", "lock_reap"}
-
-// SetParam applies one DSN parameter of Params: lock_lease and lock_reap
-// (Go durations), lock_owner (1 to 255 bytes), lock_notify (a boolean). It
-// reports whether the name is one of them; the error does not wrap
-// store.ErrBadDSN, the backend adds that with its prefix.
-func (c *Config) SetParam(name, value string) (known bool, err error) {
-	switch name {
-	case "lock_lease":
-		c.Lease, err = time.ParseDuration(value)
-		if err == nil && c.Lease < MinLease {
-			err = fmt.Errorf("below the minimum %v", MinLease)
-		}
-	case "lock_reap":
-		c.Reap, err = time.ParseDuration(value)
-		if err == nil && c.Reap <= 0 {
-			err = fmt.Errorf("must be positive")
-		}
-	case "lock_owner":
-		c.Identity = value
-		if value == "" || len(value) > 255 {
-			err = fmt.Errorf("must be 1 to 255 bytes")
-		}
-	case "lock_notify":
-		var on bool
-		on, err = strconv.ParseBool(value)
-		c.NoListen = !on
-	default:
-		return false, nil
+// Params are the lock_* DSN parameters, to hand to store.DSN.ApplyParams
+// with the backend's own: lock_lease and lock_reap (Go durations),
+// lock_owner (1 to 255 bytes), lock_notify (a boolean).
+func (c *Config) Params() []store.Param {
+	return []store.Param{
+		{Names: []string{"lock_lease"}, Set: func(v string) (err error) {
+			c.Lease, err = time.ParseDuration(v)
+			if err == nil && c.Lease < MinLease {
+				err = fmt.Errorf("below the minimum %v", MinLease)
+			}
+			return err
+		}},
+		{Names: []string{"lock_reap"}, Set: func(v string) (err error) {
+			c.Reap, err = time.ParseDuration(v)
+			if err == nil && c.Reap <= 0 {
+				err = errors.New("must be positive")
+			}
+			return err
+		}},
+		{Names: []string{"lock_owner"}, Set: func(v string) error {
+			if c.Identity = v; v == "" || len(v) > 255 {
+				return errors.New("must be 1 to 255 bytes")
+			}
+			return nil
+		}},
+		{Names: []string{"lock_notify"}, Set: func(v string) error {
+			on := true
+			err := store.BoolParam(&on)(v)
+			c.NoListen = !on
+			return err
+		}},
 	}
-	return true, err
 }
 
 // identitySeq numbers the Stores of this process, so that two Stores opened

@@ -53,7 +53,7 @@
 //     the context's error when it ended the call.
 //  3. Optionally implement [Notifier] (LISTEN/NOTIFY or the like) and
 //     [SessionKiller] (for conformance's KillLockSession).
-//  4. Build a [Config] (Config.SetParam reads the lock_* DSN parameters)
+//  4. Build a [Config] (its Params read the lock_* DSN parameters)
 //     and hand New's result to sqlstore.Config.Locks; sqlstore.New starts it
 //     once the schema exists and closes it before the pool.
 package leaselock
