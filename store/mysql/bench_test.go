@@ -3,8 +3,9 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
-	"github.com/gomogile/gomogile/internal/testkit/rawbench"
 	"testing"
+
+	"github.com/gomogile/gomogile/internal/testkit/rawbench"
 
 	"github.com/gomogile/gomogile/store/mysql"
 )

@@ -1,12 +1,14 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -74,52 +76,33 @@ func NewDialect(ctx context.Context, db *sql.DB) (Dialect, error) {
 	return Dialect{bytewise: bytewise, keyCharset: charset}, nil
 }
 
-// byteExact lists the name columns the shared layer orders or compares
-// by bytes, by bare column name, with the tables they appear in.
-var byteExact = map[string][]string{
-	"dkey":      {"file", "tempfile"},
-	"namespace": {"domain"},
-	"classname": {"class"},
-	"field":     {"server_settings"},
-}
-
-// bytewiseColumns finds which of byteExact are VARBINARY in the database
-// ctx's pool is on, counting tables still to be created (by schema, as
-// VARBINARY) as such. A mogdbsetup database's VARCHAR columns are not. It
-// also returns file.dkey's character set.
+// bytewiseColumns reports which name columns the shared layer orders or
+// compares by bytes (by bare name: dkey of file and tempfile, namespace,
+// classname, field) are VARBINARY in the database ctx's pool is on,
+// counting tables still to be created (by schema, as VARBINARY) as such. A
+// mogdbsetup database's VARCHAR columns are not. It also returns file.dkey's
+// character set.
 func bytewiseColumns(ctx context.Context, db *sql.DB) (map[string]bool, string, error) {
 	rows, err := db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS
-		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('file', 'tempfile', 'domain', 'class', 'server_settings')`)
+		WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME, COLUMN_NAME) IN
+		(('file', 'dkey'), ('tempfile', 'dkey'), ('domain', 'namespace'), ('class', 'classname'), ('server_settings', 'field'))`)
 	if err != nil {
 		return nil, "", err
 	}
 	defer rows.Close()
-	types := map[string]string{}
+	out := map[string]bool{"dkey": true, "namespace": true, "classname": true, "field": true}
 	var keyCharset string
 	for rows.Next() {
 		var table, col, typ, charset string
 		if err := rows.Scan(&table, &col, &typ, &charset); err != nil {
 			return nil, "", err
 		}
-		types[table+"."+col] = strings.ToLower(typ)
-		if table == "file" && col == "dkey" {
+		out[col] = out[col] && strings.EqualFold(typ, "varbinary")
+		if table == "file" {
 			keyCharset = strings.ToLower(charset)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	out := map[string]bool{}
-	for col, tables := range byteExact {
-		ok := true
-		for _, t := range tables {
-			if typ, exists := types[t+"."+col]; exists && typ != "varbinary" {
-				ok = false
-			}
-		}
-		out[col] = ok
-	}
-	return out, keyCharset, nil
+	return out, keyCharset, rows.Err()
 }
 
 // rawBytesCollation is the connection collation under which keys pass to
@@ -138,12 +121,7 @@ func (d Dialect) rawBytesCollation() string {
 }
 
 // Name is BackendName, or "mysql".
-func (d Dialect) Name() string {
-	if d.BackendName != "" {
-		return d.BackendName
-	}
-	return "mysql"
-}
+func (d Dialect) Name() string { return cmp.Or(d.BackendName, "mysql") }
 
 // Rebind is the identity: the driver takes '?' placeholders.
 func (Dialect) Rebind(query string) string { return query }
@@ -184,18 +162,8 @@ func (d Dialect) Collated(col string) bool { return !d.bytewise[col] }
 // also turn errors other than the conflict (bad values, missing parents)
 // into warnings.
 func (Dialect) Upsert(table string, cols, key []string, update string) string {
-	var b strings.Builder
-	b.WriteString(sqlstore.Insert(table, cols))
-	b.WriteString(" ON DUPLICATE KEY UPDATE ")
-	if update == "" {
-		k := cols[0]
-		if len(key) > 0 {
-			k = key[0]
-		}
-		update = k + " = " + k
-	}
-	b.WriteString(update)
-	return b.String()
+	k := cmp.Or(slices.Concat(key, cols)...)
+	return sqlstore.Insert(table, cols) + " ON DUPLICATE KEY UPDATE " + cmp.Or(update, k+" = "+k)
 }
 
 // Excluded uses VALUES(col): MariaDB lacks the row-alias form MySQL 8.0.19

@@ -26,11 +26,11 @@ const (
 )
 
 func Configure(d *store.DSN) (main, lock *gomysql.Config, err error) {
-	c, err := configure(d)
+	c, _, err := configure(d)
 	if err != nil {
 		return nil, nil, err
 	}
-	return c.main, c.lock, nil
+	return c, lockConfig(c), nil
 }
 
 func backendOf(s *store.Store) (*sqlstore.Store, *lockBackend, error) {

@@ -119,7 +119,18 @@ func (b *lockBackend) LockStats() store.LockStats {
 	return store.LockStats{Pinned: int64(len(b.held))}
 }
 
-func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *lockBackend {
+// newLockBackend is the lock backend of a Store whose pool is admin, its
+// sessions made as cfg (lockConfig) says, through a dialer that tracks
+// their sockets (lockpeer.go).
+func newLockBackend(cfg *gomysql.Config, admin *sql.DB, database string) (*lockBackend, error) {
+	d := newDialer()
+	cfg = cfg.Clone()
+	cfg.DialFunc = d.dial
+	lc, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
+	}
+	lockDB := sql.OpenDB(lc)
 	lockDB.SetMaxIdleConns(0)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &lockBackend{
@@ -132,7 +143,7 @@ func newLockBackend(lockDB *sql.DB, d *dialer, admin *sql.DB, database string) *
 		stop:        cancel,
 		held:        make(map[*lock]struct{}),
 		refusedCh:   make(chan struct{}),
-	}
+	}, nil
 }
 
 // Start, for sqlstore.LockStarter, refuses a server in a Galera cluster

@@ -51,43 +51,35 @@ func (Driver) Open(ctx context.Context, d *store.DSN) (store.Backend, error) {
 // then on; a caller that gives up before closes cfg.DB, cfg.Batch and
 // cfg.Locks.
 func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
-	cfg, err := configure(d)
+	main, utf8, err := configure(d)
 	if err != nil {
 		return sqlstore.Config{}, err
 	}
-	dial := newDialer()
-	cfg.lock.DialFunc = dial.dial
-	lc, err := gomysql.NewConnector(cfg.lock)
-	if err != nil {
-		return sqlstore.Config{}, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
-	}
-	p, err := probe(ctx, cfg.main)
+	// Lock sessions keep utf8mb4 whatever the pool's collation becomes.
+	locks := lockConfig(main)
+	dialect, err := probe(ctx, main)
 	if err != nil {
 		return sqlstore.Config{}, err
 	}
-	if c := p.dialect.rawBytesCollation(); c != "" && !cfg.utf8 {
+	if c := dialect.rawBytesCollation(); c != "" && !utf8 {
 		// The sessions' character set is fixed in the handshake: one
 		// that passes the keys through as bytes.
-		cfg.main.Collation = c
+		main.Collation = c
 	}
-	sess := sessionSetup{causal: p.galera}
-	db, err := openPool(ctx, cfg.main, sess)
+	sess := sessionSetup{causal: dialect.galera}
+	db, err := openPool(ctx, main, sess)
 	if err != nil {
 		return sqlstore.Config{}, err
 	}
 	c := sqlstore.Config{
-		DB:      db,
-		Dialect: p.dialect,
-		Capabilities: store.Capabilities{
-			LockMechanism:  "session",
-			CrossProcess:   true,
-			DeadOwnerBound: deadOwnerBound,
-		},
+		DB:           db,
+		Dialect:      dialect,
+		Capabilities: store.Capabilities{LockMechanism: "session", CrossProcess: true, DeadOwnerBound: deadOwnerBound},
 		Existing:     d.Existing,
 		MaxIdleConns: d.MaxIdleConns,
 		MaxOpenConns: d.MaxOpenConns,
 	}
-	if p.galera {
+	if dialect.galera {
 		c.ConflictAttempts = galeraConflictAttempts
 	} else {
 		// Not on Galera: there a transaction aborted by a conflict with
@@ -95,49 +87,45 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		// has the query's remaining statements run on, each committed on
 		// its own, and the client may be told the query succeeded
 		// (TestGalera_BatchAbortedMidQuery). One statement per query
-		// leaves no statement to run after the abort.
-		if c.Batch, err = batchPool(cfg.main, sess); err != nil {
-			db.Close()
-			return sqlstore.Config{}, err
-		}
-		// Galera's nodes are all primaries; an asynchronous replica of
-		// one is not offered.
-		c.Replicas = replicas(d, cfg.main.Collation)
+		// leaves no statement to run after the abort. Galera's nodes are
+		// all primaries; an asynchronous replica of one is not offered.
+		c.Batch, err = batchPool(main, sess)
+		c.Replicas = replicas(d, main.Collation)
 	}
-	if d.Locks != nil {
+	if err == nil && d.Locks != nil {
 		// An outside lock service: no GET_LOCK session is ever opened,
 		// so a Galera cluster is no reason to refuse (galera.go).
 		c.LockDSN = d.Locks
-	} else {
-		c.Locks = newLockBackend(sql.OpenDB(lc), dial, db, p.dialect.database)
+	} else if err == nil {
+		c.Locks, err = newLockBackend(locks, db, dialect.database)
+	}
+	if err != nil {
+		db.Close()
+		if c.Batch != nil {
+			c.Batch.Close()
+		}
+		return sqlstore.Config{}, err
 	}
 	return c, nil
-}
-
-// probed is what a first connection learns of the database, which the
-// Store's sessions are then set up for.
-type probed struct {
-	dialect Dialect
-	galera  bool // a Galera node: its sessions read causally (sessionSetup.causal)
 }
 
 // probe connects once to learn what the Store's pool is opened for: the
 // database's canonical name, whether the server is a Galera node, its
 // schema's version and column types (NewDialect). On a Galera node it adds
 // the fence checks' column (addFenceChecks).
-func probe(ctx context.Context, cfg *gomysql.Config) (probed, error) {
+func probe(ctx context.Context, cfg *gomysql.Config) (Dialect, error) {
 	db, err := openPool(ctx, cfg, sessionSetup{})
 	if err != nil {
-		return probed{}, err
+		return Dialect{}, err
 	}
 	defer db.Close()
 	database, err := canonicalDatabase(ctx, db)
 	if err != nil {
-		return probed{}, fmt.Errorf("mysql: %w", err)
+		return Dialect{}, fmt.Errorf("mysql: %w", err)
 	}
 	w, err := readWsrep(ctx, db)
 	if err != nil {
-		return probed{}, fmt.Errorf("mysql: read the wsrep (Galera) status: %w", err)
+		return Dialect{}, fmt.Errorf("mysql: read the wsrep (Galera) status: %w", err)
 	}
 	// NewDialect inspects tables that a MogileFS database below schema 17
 	// lacks columns of.
@@ -146,57 +134,53 @@ func probe(ctx context.Context, cfg *gomysql.Config) (probed, error) {
 		err = sqlstore.CheckSchemaVersion(v, false)
 	}
 	if err != nil {
-		return probed{}, fmt.Errorf("mysql: %w", err)
+		return Dialect{}, fmt.Errorf("mysql: %w", err)
 	}
 	dialect, err := NewDialect(ctx, db)
 	if err != nil {
-		return probed{}, fmt.Errorf("mysql: inspect schema: %w", err)
+		return Dialect{}, fmt.Errorf("mysql: inspect schema: %w", err)
 	}
 	dialect.database, dialect.galera = database, w.galera()
 	if w.galera() {
-		if err := addFenceChecks(ctx, db); err != nil {
-			return probed{}, err
-		}
+		err = addFenceChecks(ctx, db)
 	}
-	return probed{dialect: dialect, galera: w.galera()}, nil
+	return dialect, err
 }
 
 // openPool opens and pings the Store's pool, its sessions set up as sess
 // says.
 func openPool(ctx context.Context, cfg *gomysql.Config, sess sessionSetup) (*sql.DB, error) {
+	db, err := newPool(cfg, sess)
+	if err == nil {
+		err = sqlstore.Connect(ctx, db, Dialect{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// newPool is a pool of cfg's sessions set up as sess says. It connects on
+// first use.
+func newPool(cfg *gomysql.Config, sess sessionSetup) (*sql.DB, error) {
 	mc, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
 	}
 	db := sql.OpenDB(sess.connector(mc))
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		if sessionGone(err) {
-			// Down, unreachable or dropping connections: worth retrying,
-			// unlike a refused login or a missing database.
-			return nil, fmt.Errorf("%w: mysql: connect: %w", store.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("mysql: connect: %w", err)
-	}
 	return db, nil
 }
 
 // batchPool is sqlstore.Config.Batch: the pool's settings (collation,
 // READ COMMITTED, TLS, timeouts) with several statements per query
 // allowed, so that Lease's transaction takes two round trips instead of
-// four. It connects on first use. The Store's own pool keeps one statement
-// per query: nothing but the shared layer's own SQL goes through this one.
+// four. The Store's own pool keeps one statement per query: nothing but
+// the shared layer's own SQL goes through this one.
 func batchPool(main *gomysql.Config, sess sessionSetup) (*sql.DB, error) {
 	cfg := main.Clone()
 	cfg.MultiStatements = true
-	mc, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrBadDSN, err)
-	}
-	db := sql.OpenDB(sess.connector(mc))
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	return db, nil
+	return newPool(cfg, sess)
 }
 
 // sessionSetup is how every session of the Store's pools is set up when it
@@ -286,25 +270,18 @@ func connectFailed(err error) error {
 	return fmt.Errorf("%w: mysql: connect: %w", driver.ErrBadConn, err)
 }
 
-// configs are the driver settings of the Store's pool and of its lock pool.
-type configs struct {
-	main, lock *gomysql.Config
-	// utf8 is DBD::mysql's mysql_enable_utf8(mb4)=1: the Perl tracker
-	// sent characters, not bytes, so keys are converted even to latin1.
-	utf8 bool
-}
-
-// configure turns a parsed DSN into driver settings. It is pure: no
-// connection is made. The parameters' mysql_* spellings are Perl
+// configure turns a parsed DSN into the driver settings of the Store's
+// pool, and whether the DSN asks for utf8mb4 sessions (DBD::mysql's
+// mysql_enable_utf8). It is pure: no connection is made. The parameters' mysql_* spellings are Perl
 // DBD::mysql's, so a MogileFS db_dsn keeps working.
-func configure(d *store.DSN) (*configs, error) {
+func configure(d *store.DSN) (*gomysql.Config, bool, error) {
 	if d.Database == "" {
-		return nil, fmt.Errorf("%w: mysql: no database name", store.ErrBadDSN)
+		return nil, false, fmt.Errorf("%w: mysql: no database name", store.ErrBadDSN)
 	}
 	if hs := d.AllHosts(); len(hs) > 1 {
 		// GET_LOCK sessions are per server: failing over between servers
 		// would hand a held lock to a second holder.
-		return nil, fmt.Errorf("%w: mysql: %d hosts given; one server only", store.ErrBadDSN, len(hs))
+		return nil, false, fmt.Errorf("%w: mysql: %d hosts given; one server only", store.ErrBadDSN, len(hs))
 	}
 	cfg := gomysql.NewConfig()
 	cfg.Logger = driverLogger{}
@@ -334,18 +311,18 @@ func configure(d *store.DSN) (*configs, error) {
 		store.Param{Names: []string{"mysql_enable_utf8mb4"}, Set: store.BoolParam(&utf8mb4)},
 	)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	host, port := cmp.Or(socket, d.Host), d.Port
 	switch {
 	case strings.HasPrefix(host, "/") && port != 0:
-		return nil, fmt.Errorf("%w: mysql: port %d with socket %q", store.ErrBadDSN, port, host)
+		return nil, false, fmt.Errorf("%w: mysql: port %d with socket %q", store.ErrBadDSN, port, host)
 	case strings.HasPrefix(host, "/"):
 		cfg.Net, cfg.Addr = "unix", host
 	default:
 		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(cmp.Or(port, 3306)))
 	}
-	return &configs{main: cfg, lock: lockConfig(cfg), utf8: utf8 || utf8mb4}, nil
+	return cfg, utf8 || utf8mb4, nil
 }
 
 // tlsModes are the driver's TLS modes by the tls values taken: the

@@ -23,12 +23,12 @@ func replicas(d *store.DSN, collation string) *sqlstore.Replicas {
 	return &sqlstore.Replicas{
 		Driver: d.Driver,
 		Open: func(ctx context.Context, r *store.DSN) (*sql.DB, error) {
-			cfg, err := configure(r)
+			cfg, _, err := configure(r)
 			if err != nil {
 				return nil, err
 			}
-			cfg.main.Collation = collation
-			return openPool(ctx, cfg.main, sessionSetup{readOnly: true})
+			cfg.Collation = collation
+			return openPool(ctx, cfg, sessionSetup{readOnly: true})
 		},
 		Position: "SELECT @@GLOBAL.gtid_binlog_pos",
 		Reached:  "SELECT MASTER_GTID_WAIT(?, 0) = 0",

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/gomogile/gomogile/store"
 	"github.com/gomogile/gomogile/store/sqlstore"
@@ -50,17 +49,12 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		return sqlstore.Config{}, err
 	}
 	db := openDB(cfg.conn)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		if k := (Dialect{}).Classify(err); k == sqlstore.ErrKindConnLost || k == sqlstore.ErrKindUnsent {
-			// Down, unreachable, starting up, or behind a pooler, which
-			// answers every failed server login with SQLSTATE 08P01
-			// (PgBouncer's "server login has been failing"): worth
-			// retrying, unlike a refused login or a missing database
-			// the server itself reports.
-			return sqlstore.Config{}, fmt.Errorf("%w: postgres: connect: %w", store.ErrUnavailable, err)
-		}
-		return sqlstore.Config{}, fmt.Errorf("postgres: connect: %w", err)
+	// Down, unreachable, starting up, or behind a pooler, which answers
+	// every failed server login with SQLSTATE 08P01 (PgBouncer's "server
+	// login has been failing"): store.ErrUnavailable, worth retrying, unlike
+	// a refused login or a missing database the server itself reports.
+	if err := sqlstore.Connect(ctx, db, Dialect{}); err != nil {
+		return sqlstore.Config{}, err
 	}
 	c := sqlstore.Config{
 		DB:           db,

@@ -1,9 +1,11 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 
@@ -294,6 +296,23 @@ const (
 	// connect-phase errors; the shared layer applies NotSent itself too.
 	ErrKindUnsent
 )
+
+// Connect pings a backend's new pool db before New: a server that is
+// down, unreachable or dropping connections (d classifies the error as a
+// lost or unsent connection) fails with store.ErrUnavailable, worth
+// retrying, unlike a refused login or a missing database. It closes db
+// when it fails.
+func Connect(ctx context.Context, db *sql.DB, d Dialect) error {
+	err := db.PingContext(ctx)
+	if err == nil {
+		return nil
+	}
+	db.Close()
+	if NotSent(err) || d.Classify(err) == ErrKindConnLost || d.Classify(err) == ErrKindUnsent {
+		return fmt.Errorf("%w: %s: connect: %w", store.ErrUnavailable, d.Name(), err)
+	}
+	return fmt.Errorf("%s: connect: %w", d.Name(), err)
+}
 
 // NotSent reports whether err shows, by the types database/sql and package
 // net give it for every driver, that no statement reached the server: a
