@@ -94,24 +94,14 @@ func parseDSN(d *store.DSN) (config, error) {
 		return cfg, fmt.Errorf("%w: %s keeps its locks in its own process and cannot use a lock service (lock_dsn %s): only one process can open the file anyway",
 			store.ErrBadDSN, Scheme, d.Locks.Redacted())
 	}
-	for k, vs := range d.Params {
-		v := vs[len(vs)-1]
-		switch k {
-		case "nosync":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return cfg, fmt.Errorf("%w: nosync %q is not true or false", store.ErrBadDSN, v)
-			}
-			cfg.noSync = b
-		case "file_lock_timeout":
-			t, err := time.ParseDuration(v)
-			if err != nil || t <= 0 {
-				return cfg, fmt.Errorf("%w: file_lock_timeout %q is not a positive duration (200ms, 2s)", store.ErrBadDSN, v)
-			}
-			cfg.fileLockTimeout = t
-		default:
-			return cfg, fmt.Errorf("%w: unknown %s parameter %q (known: file_lock_timeout, nosync, op_timeout)", store.ErrBadDSN, Scheme, k)
-		}
+	// op_timeout and the pool sizes are the Store's, taken out of Params
+	// before a backend sees them; the rest are this backend's.
+	err := d.ApplyParams(Scheme,
+		store.Param{Names: []string{"nosync"}, Set: store.BoolParam(&cfg.noSync)},
+		store.Param{Names: []string{"file_lock_timeout"}, Set: store.SecondsParam(&cfg.fileLockTimeout, true)},
+	)
+	if err != nil {
+		return cfg, err
 	}
 	abs, err := filepath.Abs(d.Path)
 	if err != nil {

@@ -75,13 +75,14 @@
 // # DSN
 //
 // The DSN's path is the database file, created when missing (its directory
-// is not). Parameters:
+// is not). Parameters (read with store.DSN.ApplyParams: any case; an unknown
+// one, or one given twice, is refused with store.ErrBadDSN):
 //
 //   - nosync (true or false, default false): skip the fsync of every
 //     commit (bbolt's NoSync). A crash of the machine can then lose or
 //     corrupt the file: tests only. The first Store of a file in a process
 //     decides.
-//   - file_lock_timeout (a Go duration, default 200ms): how long Open waits
+//   - file_lock_timeout (a Go duration or whole seconds, default 200ms): how long Open waits
 //     for another process to let go of the file before failing with
 //     ErrInUse.
 //   - op_timeout, every backend's default deadline (taken by package store).
