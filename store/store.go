@@ -531,6 +531,11 @@ type Info struct {
 	// Replicas are the read replicas the Store knows (see AllowReplica),
 	// in the order they were named; none for most Stores.
 	Replicas []ReplicaStatus
+	// Plan says, by operation, which way the backend runs the operations
+	// it has more than one way of running (store/sqlstore's fast paths:
+	// on a Galera node, for one, MySQL's batched paths are off). Empty for
+	// a backend with one way. The tracker logs it at start.
+	Plan map[string]string
 }
 
 // Capabilities are the few legitimate differences between backends. Only

@@ -424,11 +424,11 @@ func (m *Main) Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer st.Close()
-	locks, server := "database", "?"
+	locks, server, plan := "database", "?", map[string]string(nil)
 	if info, err := st.Info(ctx); err == nil {
-		locks, server = info.Locks, info.ServerVersion
+		locks, server, plan = info.Locks, info.ServerVersion, info.Plan
 	}
-	log.Info("database open", "dsn", dsn.Redacted(), "server", server, "locks", locks)
+	log.Info("database open", "dsn", dsn.Redacted(), "server", server, "locks", locks, "plan", plan)
 	if err := metrics.Watch(st); err != nil {
 		return err
 	}

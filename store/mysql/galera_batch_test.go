@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,6 +101,16 @@ func TestGalera_RacingCommitsOneWinner(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		ss[i] = s
+	}
+	// The plan says so, as the tracker's start-up log does.
+	info, err := ss[0].Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op, path := range info.Plan {
+		if strings.Contains(path, "batch") || strings.Contains(path, "chained") {
+			t.Errorf("Info().Plan[%s] = %q on a Galera node; want no path of the Batch pool", op, path)
+		}
 	}
 	d, err := ss[0].CreateDomain(ctx, "dom")
 	if err != nil {

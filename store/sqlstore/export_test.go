@@ -19,9 +19,6 @@ func InsertWithNextFid(ctx context.Context, st *store.Store, query string) (int6
 	return of(st).insertWithNextFid(ctx, fidInsert{query: query})
 }
 
-// PlanOf says which path each operation with a fast path takes on st.
-func PlanOf(st *store.Store) map[string]string { return of(st).plan.names }
-
 // of is the *Store under st: st itself or what the store.Store of
 // store.Open wraps.
 func of(st *store.Store) *Store {

@@ -40,8 +40,9 @@ type plan struct {
 	// with the database clock; now and due are its parts.
 	claim func(ctx context.Context, q store.Queue, t queueTable, now, due string, lease time.Duration) ([]store.QueueItem, error)
 	lease func(ctx context.Context, q store.Queue, t queueTable, read string, lease time.Duration) ([]store.QueueItem, error)
-	// names says which path each operation takes, so that a test can
-	// check the choice (the functions cannot be compared).
+	// names says which path each operation takes (Info.Plan), for the
+	// tracker's start-up log and the tests (the functions cannot be
+	// compared).
 	names map[string]string
 }
 

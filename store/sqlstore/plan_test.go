@@ -12,7 +12,6 @@ import (
 	"github.com/gomogile/gomogile/store/mysql"
 	"github.com/gomogile/gomogile/store/postgres"
 	_ "github.com/gomogile/gomogile/store/sqlite"
-	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
 func init() {
@@ -45,8 +44,12 @@ func TestPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if got := sqlstore.PlanOf(s); !maps.Equal(got, c.want) {
-				t.Errorf("plan %v; want %v", got, c.want)
+			info, err := s.Info(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(info.Plan, c.want) {
+				t.Errorf("Info().Plan %v; want %v", info.Plan, c.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -347,7 +348,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Info names the backend and its server version.
 func (s *Store) Info(ctx context.Context) (store.Info, error) {
-	info := store.Info{Driver: s.d.Name(), Locks: "database"}
+	info := store.Info{Driver: s.d.Name(), Locks: "database", Plan: maps.Clone(s.plan.names)}
 	if s.outside {
 		info.Locks = s.locks.Describe()
 	}
