@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/bbolt/version"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/proclock"
 )
 
 // Scheme is the DSN scheme this backend registers.
@@ -124,7 +125,7 @@ type dbFile struct {
 	refs  int         // guarded by filesMu
 	db    *bolt.DB
 	wsem  chan struct{} // one slot: the turn to write, waited for under a ctx
-	locks *lockTable
+	locks *proclock.Table
 }
 
 var (
@@ -170,7 +171,7 @@ func openFile(cfg config) (*handle, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", Scheme, err)
 	}
-	f := &dbFile{path: cfg.path, info: info, refs: 1, db: db, wsem: make(chan struct{}, 1), locks: newLockTable()}
+	f := &dbFile{path: cfg.path, info: info, refs: 1, db: db, wsem: make(chan struct{}, 1), locks: &proclock.Table{}}
 	files = append(files, f)
 	return &handle{f: f}, nil
 }

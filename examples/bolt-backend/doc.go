@@ -53,7 +53,8 @@
 // # Named locks
 //
 // Locks live in this process: a table of one-slot semaphores per database
-// file, shared by its Stores. Waiting honours the timeout and the context;
+// file (store/proclock, as SQLite's backend has), shared by its Stores,
+// which keeps only the names held or waited for. Waiting honours the timeout and the context;
 // locks are not reentrant. Each grant's fencing token is the name's counter
 // in the bucket lock_token plus one, written durably in the grant's own
 // transaction before Lock returns, so tokens increase across Stores and

@@ -3,51 +3,17 @@ package boltstore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/proclock"
 )
 
 // Named locks live in this process, which is the only one that can open the
-// file: a lockTable per database file, shared by its Stores. A name is a
-// one-slot semaphore; holding the lock is having put the token in. Entries
-// are counted (holder and waiters) and dropped when nobody needs them, so
-// the table does not grow with every name ever locked.
-
-type lockTable struct {
-	mu    sync.Mutex
-	names map[string]*lockEntry
-}
-
-type lockEntry struct {
-	slot chan struct{}
-	refs int // holder and waiters; guarded by lockTable.mu
-}
-
-func newLockTable() *lockTable { return &lockTable{names: map[string]*lockEntry{}} }
-
-func (t *lockTable) ref(name string) *lockEntry {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.names[name]
-	if e == nil {
-		e = &lockEntry{slot: make(chan struct{}, 1)}
-		t.names[name] = e
-	}
-	e.refs++
-	return e
-}
-
-func (t *lockTable) unref(name string, e *lockEntry) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e.refs--; e.refs == 0 {
-		delete(t.names, name)
-	}
-}
+// file: a proclock.Table per database file, shared by its Stores, which
+// keeps only the names held or waited for.
 
 // Lock takes name's slot, waiting at most timeout and no longer than ctx,
 // then records the grant's token in the file before returning.
@@ -55,50 +21,27 @@ func (b *backend) Lock(ctx context.Context, name string, timeout time.Duration) 
 	if err := b.usable(ctx); err != nil {
 		return nil, err
 	}
-	table := b.f.locks
-	e := table.ref(name)
-	granted := false
-	defer func() {
-		if !granted {
-			table.unref(name, e)
-		}
-	}()
-	select {
-	case e.slot <- struct{}{}:
-	default:
-		if timeout == 0 {
-			return nil, fmt.Errorf("%w: %q is held", store.ErrLockTimeout, name)
-		}
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		select {
-		case e.slot <- struct{}{}:
-		case <-timer.C:
-			return nil, fmt.Errorf("%w: %q still held after %v", store.ErrLockTimeout, name, timeout)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-b.done:
-			return nil, store.ErrClosed
-		}
+	slot, err := b.f.locks.Acquire(ctx, name, timeout, b.done)
+	if err != nil {
+		return nil, err
 	}
 	// The slot is ours. The token goes into the file before anyone learns
 	// of the grant, so a fence of the previous grant is refused from now
 	// on, and a reopened file continues from it.
 	token, err := b.bumpToken(ctx, name)
 	if err != nil {
-		<-e.slot
+		slot.Free()
 		return nil, err
 	}
-	l := &lock{b: b, name: name, entry: e, token: token, lost: make(chan struct{})}
+	l := &lock{b: b, name: name, slot: slot, token: token, lost: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.locksGone {
 		// Close ran meanwhile: the grant dies with the Store.
-		<-e.slot
+		slot.Free()
 		return nil, store.ErrClosed
 	}
 	b.held[l] = struct{}{}
-	granted = true
 	return l, nil
 }
 
@@ -143,8 +86,7 @@ func (b *backend) closeLocks() {
 	for l := range b.held {
 		l.state = lockLost
 		close(l.lost)
-		<-l.entry.slot
-		b.f.locks.unref(l.name, l.entry)
+		l.slot.Free()
 		delete(b.held, l)
 	}
 }
@@ -158,7 +100,7 @@ const (
 type lock struct {
 	b     *backend
 	name  string
-	entry *lockEntry
+	slot  *proclock.Slot
 	token int64
 	lost  chan struct{}
 	state int // guarded by b.mu
@@ -180,7 +122,6 @@ func (l *lock) Release(context.Context) error {
 	}
 	l.state = lockReleased
 	delete(l.b.held, l)
-	<-l.entry.slot
-	l.b.f.locks.unref(l.name, l.entry)
+	l.slot.Free()
 	return nil
 }

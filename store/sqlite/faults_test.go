@@ -16,6 +16,7 @@ import (
 
 	"github.com/gomogile/gomogile/internal/testkit/testdb"
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/proclock"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
@@ -183,7 +184,7 @@ func openFaulty(t *testing.T) (*sqlstore.Store, *faults) {
 	s, err := sqlstore.New(t.Context(), sqlstore.Config{
 		DB:           db,
 		Dialect:      faultDialect{},
-		Locks:        newLockBackend(&lockTable{sems: map[string]chan struct{}{}}),
+		Locks:        newLockBackend(&proclock.Table{}),
 		Capabilities: capabilities,
 	})
 	if err != nil {

@@ -7,31 +7,14 @@ import (
 	"time"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/proclock"
 )
 
-// lockTable is the lock namespace of one database file in this process,
-// shared by every Store open on it. A name is a one-slot semaphore: holding
-// the lock is having put the token in.
-type lockTable struct {
-	mu   sync.Mutex
-	sems map[string]chan struct{}
-}
-
-func (t *lockTable) sem(name string) chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c, ok := t.sems[name]
-	if !ok {
-		c = make(chan struct{}, 1)
-		t.sems[name] = c
-	}
-	return c
-}
-
-// lockBackend is one Store's view of the file's lockTable: it remembers
-// what this Store holds so that closing the Store frees it.
+// lockBackend is one Store's view of the file's lock table (one per file
+// in the process, shared by its Stores): it remembers what this Store
+// holds so that closing the Store frees it.
 type lockBackend struct {
-	table *lockTable
+	table *proclock.Table
 
 	done chan struct{} // closed by Close, ending every wait
 
@@ -42,11 +25,10 @@ type lockBackend struct {
 
 var _ store.LockService = (*lockBackend)(nil)
 
-func newLockBackend(t *lockTable) *lockBackend {
+func newLockBackend(t *proclock.Table) *lockBackend {
 	return &lockBackend{table: t, held: map[*lock]struct{}{}, done: make(chan struct{})}
 }
 
-// Acquire takes the name's token, waiting at most timeout.
 // Describe implements store.LockService.
 func (b *lockBackend) Describe() string { return "database (SQLite, in-process)" }
 
@@ -57,42 +39,21 @@ func (b *lockBackend) DeadOwnerBound() time.Duration { return 0 }
 // database after the grant (sqlstore's Fencing.Bump).
 func (l *lock) Token() int64 { return 0 }
 
+// Acquire takes the name's slot, waiting at most timeout.
 func (b *lockBackend) Acquire(ctx context.Context, name string, timeout time.Duration) (store.LockGrant, error) {
-	sem := b.table.sem(name)
-	take := func() (store.LockGrant, error) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.closed {
-			<-sem
-			return nil, store.ErrClosed
-		}
-		l := &lock{b: b, name: name, sem: sem, lost: make(chan struct{})}
-		b.held[l] = struct{}{}
-		return l, nil
-	}
-	if err := ctx.Err(); err != nil {
+	slot, err := b.table.Acquire(ctx, name, timeout, b.done)
+	if err != nil {
 		return nil, err
 	}
-	select {
-	case sem <- struct{}{}:
-		return take()
-	default:
-	}
-	if timeout == 0 {
-		return nil, fmt.Errorf("%w: %q is held", store.ErrLockTimeout, name)
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case sem <- struct{}{}:
-		return take()
-	case <-timer.C:
-		return nil, fmt.Errorf("%w: %q still held after %v", store.ErrLockTimeout, name, timeout)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-b.done:
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		slot.Free()
 		return nil, store.ErrClosed
 	}
+	l := &lock{b: b, name: name, slot: slot, lost: make(chan struct{})}
+	b.held[l] = struct{}{}
+	return l, nil
 }
 
 // Close marks every lock of this Store lost, then frees it, so Lost fires
@@ -107,7 +68,7 @@ func (b *lockBackend) Close() error {
 	for l := range b.held {
 		l.state = lockLost
 		close(l.lost)
-		<-l.sem
+		l.slot.Free()
 		delete(b.held, l)
 	}
 	return nil
@@ -122,7 +83,7 @@ const (
 type lock struct {
 	b     *lockBackend
 	name  string
-	sem   chan struct{}
+	slot  *proclock.Slot
 	lost  chan struct{}
 	state int // guarded by b.mu
 }
@@ -141,6 +102,6 @@ func (l *lock) Release(ctx context.Context) error {
 	}
 	l.state = lockReleased
 	delete(l.b.held, l)
-	<-l.sem
+	l.slot.Free()
 	return nil
 }

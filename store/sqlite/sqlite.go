@@ -65,7 +65,8 @@
 // Named locks live in this process: a table of one-slot semaphores for the
 // database file (the file itself, found by os.SameFile, not its path), shared (and reference
 // counted) by every Store open on that file, so two Stores exclude each
-// other. Waiting honours the timeout and the context; locks are not
+// other. The table (store/proclock) keeps only the names held or waited
+// for. Waiting honours the timeout and the context; locks are not
 // reentrant. Closing a Store frees its locks and closes their Lost channels
 // first: a dead holder in this process leaves nothing behind, and a dead
 // process takes its locks with it.
@@ -117,6 +118,7 @@ import (
 	_ "modernc.org/sqlite" // registers the database/sql driver "sqlite"
 
 	"github.com/gomogile/gomogile/store"
+	"github.com/gomogile/gomogile/store/proclock"
 	"github.com/gomogile/gomogile/store/sqlstore"
 )
 
@@ -276,7 +278,7 @@ type dbFile struct {
 	info  os.FileInfo // identifies the file (os.SameFile) whatever the path
 	refs  int         // guarded by filesMu
 	guard *flock.Flock
-	locks *lockTable
+	locks *proclock.Table
 }
 
 var (
@@ -323,7 +325,7 @@ func openFile(path string) (*handle, error) {
 		return nil, fmt.Errorf("%w: %s is locked by %s (SQLite locks live in one process; run one tracker per SQLite database, or use MySQL or PostgreSQL)",
 			ErrInUse, describeFile(guard.Path(), info), lockHolder(info))
 	}
-	f := &dbFile{path: path, info: info, refs: 1, guard: guard, locks: &lockTable{sems: map[string]chan struct{}{}}}
+	f := &dbFile{path: path, info: info, refs: 1, guard: guard, locks: &proclock.Table{}}
 	files = append(files, f)
 	return &handle{f: f}, nil
 }
