@@ -182,7 +182,8 @@ func ParseDSN(s string) (*DSN, error) {
 	if known {
 		d.Driver = reg.name
 	}
-	if err := d.takeOpTimeout(); err != nil {
+	d.OpTimeout = DefaultOpTimeout
+	if err := d.take(Param{Names: []string{"op_timeout"}, Set: SecondsParam(&d.OpTimeout, false)}); err != nil {
 		return nil, err
 	}
 	if err := d.takeLockDSN(); err != nil {
@@ -191,13 +192,11 @@ func ParseDSN(s string) (*DSN, error) {
 	if err := d.takeReplicas(); err != nil {
 		return nil, err
 	}
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"max_idle_conns", &d.MaxIdleConns}, {"max_open_conns", &d.MaxOpenConns}} {
-		if err := d.takeCount(p.name, p.dst); err != nil {
-			return nil, err
-		}
+	if err := d.take(Param{Names: []string{"max_idle_conns"}, Set: IntParam(&d.MaxIdleConns, 1)}); err != nil {
+		return nil, err
+	}
+	if err := d.take(Param{Names: []string{"max_open_conns"}, Set: IntParam(&d.MaxOpenConns, 1)}); err != nil {
+		return nil, err
 	}
 	if d.MaxOpenConns > 0 && d.MaxIdleConns > d.MaxOpenConns {
 		return nil, fmt.Errorf("%w: max_idle_conns=%d above max_open_conns=%d", ErrBadDSN, d.MaxIdleConns, d.MaxOpenConns)
@@ -214,42 +213,6 @@ func schemeOf(s string) (name string, dbi bool) {
 	}
 	name, _, _ = strings.Cut(s, ":")
 	return name, false
-}
-
-// takeCount moves the positive integer parameter name out of Params.
-func (d *DSN) takeCount(name string, dst *int) error {
-	vs, ok := d.Params[name]
-	if !ok {
-		return nil
-	}
-	delete(d.Params, name)
-	if len(vs) != 1 {
-		return fmt.Errorf("%w: parameter %s given %d times", ErrBadDSN, name, len(vs))
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(vs[0]))
-	if err != nil || n < 1 {
-		return fmt.Errorf("%w: %s=%q is not a positive integer", ErrBadDSN, name, vs[0])
-	}
-	*dst = n
-	return nil
-}
-
-func (d *DSN) takeOpTimeout() error {
-	d.OpTimeout = DefaultOpTimeout
-	vs, ok := d.Params["op_timeout"]
-	if !ok {
-		return nil
-	}
-	delete(d.Params, "op_timeout")
-	if len(vs) != 1 {
-		return fmt.Errorf("%w: parameter op_timeout given %d times", ErrBadDSN, len(vs))
-	}
-	dur, err := ParseSeconds(vs[0])
-	if err != nil {
-		return fmt.Errorf("%w: op_timeout: %v", ErrBadDSN, err)
-	}
-	d.OpTimeout = dur
-	return nil
 }
 
 // ParseSeconds reads a DSN's time value as Perl's drivers and Go programs

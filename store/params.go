@@ -51,10 +51,33 @@ func (d *DSN) ApplyParams(backend string, params ...Param) error {
 		}
 		given[i] = k
 		if err := params[i].Set(vs[0]); err != nil {
-			return fmt.Errorf("%w: %s: parameter %s=%q: %v", ErrBadDSN, backend, k, vs[0], err)
+			return fmt.Errorf("%w: %s: %w", ErrBadDSN, backend, badValue(k, vs[0], err))
 		}
 	}
 	return nil
+}
+
+// take reads p, a parameter every backend has, and moves it out of Params,
+// so that no backend sees it. Its name is matched as written.
+func (d *DSN) take(p Param) error {
+	name := p.Names[0]
+	vs, ok := d.Params[name]
+	if !ok {
+		return nil
+	}
+	delete(d.Params, name)
+	if len(vs) != 1 {
+		return fmt.Errorf("%w: parameter %q given more than once", ErrBadDSN, name)
+	}
+	if err := p.Set(vs[0]); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadDSN, badValue(name, vs[0], err))
+	}
+	return nil
+}
+
+// badValue is the error of a value a Param's Set refused.
+func badValue(name, v string, err error) error {
+	return fmt.Errorf("parameter %s=%q: %v", name, v, err)
 }
 
 // SecondsParam is a Param's Set for a time (ParseSeconds: a Go duration
