@@ -308,7 +308,7 @@ func Connect(ctx context.Context, db *sql.DB, d Dialect) error {
 		return nil
 	}
 	db.Close()
-	if NotSent(err) || d.Classify(err) == ErrKindConnLost || d.Classify(err) == ErrKindUnsent {
+	if k := classify(d, err); k == ErrKindConnLost || k == ErrKindUnsent {
 		return fmt.Errorf("%w: %s: connect: %w", store.ErrUnavailable, d.Name(), err)
 	}
 	return fmt.Errorf("%s: connect: %w", d.Name(), err)

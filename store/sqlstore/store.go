@@ -473,15 +473,18 @@ func (s *Store) wrap(err error) error {
 	return err
 }
 
-// classify is the Dialect's Classify, except that an error NotSent
-// recognises is ErrKindUnsent whatever the dialect says: a dialect that
-// knows only its own driver's errors still never makes a refused
-// connection an unknown outcome.
-func (s *Store) classify(err error) ErrorKind {
+// classify is classify with the Store's Dialect.
+func (s *Store) classify(err error) ErrorKind { return classify(s.d, err) }
+
+// classify is d's Classify, except that an error NotSent recognises is
+// ErrKindUnsent whatever the dialect says: a dialect that knows only its
+// own driver's errors still never makes a refused connection an unknown
+// outcome.
+func classify(d Dialect, err error) ErrorKind {
 	if NotSent(err) {
 		return ErrKindUnsent
 	}
-	return s.d.Classify(err)
+	return d.Classify(err)
 }
 
 // invalid reports a refused argument.
