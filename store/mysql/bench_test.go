@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gomogile/gomogile/internal/testkit/rawbench"
-
 	"github.com/gomogile/gomogile/store/mysql"
 )
 

@@ -162,7 +162,7 @@ func (d Dialect) Collated(col string) bool { return !d.bytewise[col] }
 // also turn errors other than the conflict (bad values, missing parents)
 // into warnings.
 func (Dialect) Upsert(table string, cols, key []string, update string) string {
-	k := cmp.Or(slices.Concat(key, cols)...)
+	k := cmp.Or(slices.Concat(key, cols)...) // key[0], or cols[0] without a key
 	return sqlstore.Insert(table, cols) + " ON DUPLICATE KEY UPDATE " + cmp.Or(update, k+" = "+k)
 }
 

@@ -92,11 +92,10 @@ func NewConfig(ctx context.Context, d *store.DSN) (sqlstore.Config, error) {
 		c.Batch, err = batchPool(main, sess)
 		c.Replicas = replicas(d, main.Collation)
 	}
-	if err == nil && d.Locks != nil {
-		// An outside lock service: no GET_LOCK session is ever opened,
-		// so a Galera cluster is no reason to refuse (galera.go).
-		c.LockDSN = d.Locks
-	} else if err == nil {
+	// With an outside lock service (LockDSN) no GET_LOCK session is ever
+	// opened, so a Galera cluster is no reason to refuse (galera.go).
+	c.LockDSN = d.Locks
+	if err == nil && d.Locks == nil {
 		c.Locks, err = newLockBackend(locks, db, dialect.database)
 	}
 	if err != nil {
