@@ -55,8 +55,10 @@ func (t *Table) Acquire(ctx context.Context, name string, timeout time.Duration,
 		return &Slot{t: t, name: name, e: e}, nil
 	default:
 	}
-	err := fmt.Errorf("%w: %q is held", store.ErrLockTimeout, name)
-	if timeout > 0 {
+	var err error
+	if timeout == 0 {
+		err = fmt.Errorf("%w: %q is held", store.ErrLockTimeout, name)
+	} else {
 		timer := time.NewTimer(timeout)
 		defer timer.Stop()
 		select {
