@@ -79,6 +79,8 @@ func TestTable_MutualExclusion(t *testing.T) {
 				n := inside.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
+				// Stay a moment, so that a second holder would be seen.
+				time.Sleep(20 * time.Microsecond)
 				inside.Add(-1)
 				s.Free()
 			}
